@@ -1,0 +1,279 @@
+"""EIE: encode each layer, run the numba kernels, and schedule the layers in SimPy.
+
+Per layer the SimPy timeline is: input activations loaded from DRAM into the (double-buffered)
+activation memory, one compute timeout of the kernel's exact cycle count, output write-back.
+Loading layer i+1 and writing back layer i-1 overlap the computation of layer i. Event count
+is a few per layer, independent of cycles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from archsim.accelerators.base import LayerOutcome
+from archsim.config.eie import EieConfig
+from archsim.config.workload import FcLayer, LstmLayer, WorkloadSpec
+from archsim.datapath.eie_encode import EieEncoded, encode_eie
+from archsim.datapath.eie_kernels import TIMING_FIELDS, eie_functional, eie_timing
+from archsim.datapath.eie_prepare import EieFixedPoint, broadcast_items, choose_fixed_point
+from archsim.engine.context import Dram, SimContext
+from archsim.errors import SimulationError
+from archsim.workload.matvec import materialize_matvec
+from archsim.workload.sparse import QuantizedMatVec
+
+__all__ = ["EieLayerRun", "run_eie_layer", "simulate_eie", "functional_error_bound"]
+
+
+@dataclass(frozen=True, eq=False)
+class EieLayerRun:
+    """Everything the kernels produced for one layer (before SimPy scheduling)."""
+
+    layer: QuantizedMatVec
+    encoded: EieEncoded
+    fixed_point: EieFixedPoint
+    cycles: int
+    scanner_stalls: int
+    per_pe: dict[str, np.ndarray]
+    n_items: int
+    n_groups: int
+    output_q: np.ndarray  # int64 accumulator values (before ReLU)
+
+    @property
+    def output(self) -> np.ndarray:
+        """Dequantised output after ReLU (float64)."""
+        return np.maximum(self.output_q, 0) * 2.0**-self.fixed_point.out_frac
+
+
+def functional_error_bound(run: EieLayerRun) -> np.ndarray:
+    """Per-row bound on |fixed-point - float| (pre-ReLU): rounding of every product into the
+    accumulator (1/2 LSB each) plus the quantisation of weights and activations."""
+    lay, fp = run.layer, run.fixed_point
+    lsb_o, lsb_w, lsb_a = 2.0**-fp.out_frac, 2.0**-fp.weight_frac, 2.0**-fp.act_frac
+    cols = lay.entry_columns()
+    a = np.abs(lay.activations.astype(np.float64))[cols]
+    w = np.abs(lay.codebook.astype(np.float64))[lay.codes]
+    live = a > 0
+    per = 0.5 * lsb_o + 0.5 * lsb_w * a + 0.5 * lsb_a * w + 0.25 * lsb_w * lsb_a
+    bound = np.bincount(lay.row_idx[live], weights=per[live], minlength=lay.n_rows)
+    has_b = lay.bias_codes > 0
+    return bound + has_b * (
+        0.5 * lsb_o + 0.5 * lsb_w + 0.5 * lsb_a * np.abs(lay.codebook[lay.bias_codes])
+    )
+
+
+def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
+    """Encode ``layer`` for ``config`` and run the timing and functional kernels."""
+    n = config.pe_array.num_pes
+    enc = encode_eie(
+        layer.n_rows,
+        layer.n_cols,
+        layer.indptr,
+        layer.row_idx,
+        layer.codes,
+        layer.bias_codes,
+        n,
+        config.encoding.relative_index_bits,
+    )
+    bound = float(layer.abs_bound().max(initial=0.0))
+    fp = choose_fixed_point(
+        layer.codebook,
+        layer.activations,
+        bound,
+        layer.has_bias,
+        config.arithmetic.data_bits,
+        config.arithmetic.accumulator_bits,
+    )
+    cols, groups, lanes, vals, n_groups = broadcast_items(
+        fp.act_q, layer.has_bias, fp.bias_act_q, n
+    )
+    ptr = enc.ptr.astype(np.int64)
+    cycles, stalls, per_pe = eie_timing(
+        cols,
+        groups,
+        lanes,
+        n_groups,
+        n,
+        config.activation_fifo.depth,
+        ptr,
+        enc.base,
+        enc.local_row,
+        enc.code,
+        enc.real_cum,
+        config.entries_per_line,
+        config.pipeline_stages - 1,
+    )
+    out = eie_functional(
+        cols,
+        vals,
+        n,
+        ptr,
+        enc.base,
+        enc.local_row,
+        enc.code,
+        fp.codebook_q,
+        fp.shift,
+        config.arithmetic.accumulator_bits,
+        layer.n_rows,
+    )
+    return EieLayerRun(
+        layer=layer,
+        encoded=enc,
+        fixed_point=fp,
+        cycles=int(cycles),
+        scanner_stalls=int(stalls),
+        per_pe={name: per_pe[i] for i, name in enumerate(TIMING_FIELDS)},
+        n_items=int(cols.size),
+        n_groups=int(n_groups),
+        output_q=out,
+    )
+
+
+def _capacity(config: EieConfig, run: EieLayerRun) -> tuple[dict[str, float], list[str]]:
+    """Fill of the fullest PE's memories (1.0 = full) and warnings for overflows."""
+    n = config.pe_array.num_pes
+    enc, lay = run.encoded, run.layer
+    bits = config.encoding.entry_bits
+    spmat = float(enc.entries_per_pe.max(initial=0)) * bits / 8 / config.spmat_sram.size_bytes
+    ptr_bytes = (enc.cols_padded + 2) * config.encoding.pointer_bits / 8
+    ptr_fill = ptr_bytes / config.pointer_sram.size_bytes
+    act_words = -(-lay.n_cols // n) + -(-lay.n_rows // n)
+    act_fill = act_words * config.arithmetic.data_bits / 8 / config.activation_sram.size_bytes
+    max_ptr_value = int(enc.ptr.max(initial=0))
+    fills = {"eie_spmat_fill": spmat, "eie_pointer_fill": ptr_fill, "eie_activation_fill": act_fill}
+    warnings = [
+        f"layer {lay.name}: {key[4:-5]} memory needs {v:.2f}x its capacity"
+        for key, v in fills.items()
+        if v > 1.0
+    ]
+    if max_ptr_value >= 2**config.encoding.pointer_bits:
+        warnings.append(
+            f"layer {lay.name}: pointer value {max_ptr_value} exceeds "
+            f"{config.encoding.pointer_bits}-bit pointers"
+        )
+    return fills, warnings
+
+
+def _outcome(config: EieConfig, spec: FcLayer | LstmLayer, run: EieLayerRun) -> LayerOutcome:
+    n = config.pe_array.num_pes
+    pp = run.per_pe
+    entries, real = int(pp["entries"].sum()), int(pp["real"].sum())
+    bypass = int(pp["bypasses"].sum())
+    busy = pp["entries"] + pp["empty_columns"]
+    pushes = run.n_items * n
+    examined = run.n_groups * n
+    counts = {
+        "spmat_sram": {"read": int(pp["line_reads"].sum())},
+        "pointer_sram": {"read": int(pp["pointer_reads"].sum())},
+        "activation_sram": {"read": real - bypass, "write": real, "scan_read": examined},
+        "arithmetic": {"mac": real},
+        "activation_fifo": {"push": pushes, "pop": pushes},
+        "lnzd": {"examine": examined},
+    }
+    fills, warnings = _capacity(config, run)
+    err = np.abs(run.output_q * 2.0**-run.fixed_point.out_frac - run.layer.reference_output())
+    extras: dict[str, Any] = {
+        "eie_load_balance": float(busy.mean() / run.cycles) if run.cycles else 1.0,
+        "eie_real_work": real / entries if entries else 1.0,
+        "eie_ideal_cycles": -(-entries // n),
+        "eie_padding_entries": entries - real,
+        "eie_empty_column_cycles": int(pp["empty_columns"].sum()),
+        "eie_spmat_line_reads": counts["spmat_sram"]["read"],
+        "eie_pointer_reads": counts["pointer_sram"]["read"],
+        "eie_bypasses": bypass,
+        "eie_broadcast_stall_cycles": run.scanner_stalls,
+        "eie_nonzero_activations": run.n_items,
+        "eie_max_pe_busy_cycles": int(busy.max(initial=0)),
+        "eie_functional_max_error": float(err.max(initial=0.0)),
+        "eie_functional_error_bound": float(functional_error_bound(run).max(initial=0.0)),
+        **fills,
+    }
+    if config.strict_capacity and warnings:
+        raise SimulationError(warnings[0] + " (strict_capacity is on)")
+    return LayerOutcome(
+        layer=spec.name,
+        kind=spec.kind,
+        cycles=run.cycles,
+        start_cycle=0,
+        end_cycle=0,
+        macs_dense=run.layer.n_rows * run.layer.n_cols,
+        macs_effective=real,
+        peak_macs_per_cycle=n,
+        dram_bytes=0,
+        counts=counts,
+        extras=extras,
+        warnings=tuple(warnings),
+    )
+
+
+def simulate_eie(
+    config: EieConfig, workload: WorkloadSpec, seed: int
+) -> tuple[list[LayerOutcome], SimContext]:
+    """Run every layer's kernels, then schedule loads, compute and write-backs in SimPy."""
+    outcomes: list[LayerOutcome] = []
+    io_bytes: list[tuple[int, int]] = []
+    word = config.arithmetic.data_bits // 8 or 1
+    for spec in workload.layers:
+        if not isinstance(spec, FcLayer | LstmLayer):
+            raise SimulationError(
+                f"EIE runs fc and lstm layers; layer {spec.name!r} is {spec.kind!r}"
+            )
+        layer = materialize_matvec(spec, seed, workload.base_dir, config.encoding.codebook_entries)
+        run = run_eie_layer(config, layer)
+        outcomes.append(_outcome(config, spec, run))
+        io_bytes.append((layer.n_cols * word, layer.n_rows * word))
+    ctx = SimContext(config.clock.frequency_hz)
+    dram = Dram(ctx, config.dram.bandwidth_bytes_per_s, config.dram.latency_s)
+    spans = _schedule(ctx, dram, [o.cycles for o in outcomes], io_bytes)
+    timed = []
+    for o, (start, end), (rd, wr) in zip(outcomes, spans, io_bytes, strict=True):
+        c = {**o.counts, "dram": {"read_bytes": rd, "write_bytes": wr}}
+        timed.append(
+            LayerOutcome(
+                **{
+                    **o.__dict__,
+                    "start_cycle": start,
+                    "end_cycle": end,
+                    "dram_bytes": rd + wr,
+                    "counts": c,
+                }
+            )
+        )
+    return timed, ctx
+
+
+def _schedule(
+    ctx: SimContext, dram: Dram, cycles: list[int], io_bytes: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """SimPy: double-buffered input loads, compute timeouts, overlapped write-backs."""
+    env = ctx.env
+    n = len(cycles)
+    loaded = [env.event() for _ in range(n)]
+    freed = [env.event() for _ in range(n)]
+    spans: list[tuple[int, int]] = [(0, 0)] * n
+
+    def loader():
+        for i in range(n):
+            if i >= 2:
+                yield freed[i - 2]  # two activation buffers: wait for the one layer i-2 used
+            yield env.process(dram.transfer(io_bytes[i][0], "read"))
+            loaded[i].succeed()
+
+    def writeback(i):
+        yield env.process(dram.transfer(io_bytes[i][1], "write"))
+
+    def compute():
+        for i in range(n):
+            yield loaded[i]
+            start = int(env.now)
+            yield ctx.timeout(cycles[i])
+            spans[i] = (start, int(env.now))
+            freed[i].succeed()
+            env.process(writeback(i))
+
+    env.process(loader())
+    env.process(compute())
+    ctx.run()
+    return spans

@@ -1,0 +1,50 @@
+"""Validated, frozen configuration models and their YAML io."""
+
+from archsim.config.base import ArchsimModel
+from archsim.config.components import (
+    ArithmeticConfig,
+    ClockConfig,
+    CrossbarConfig,
+    DramConfig,
+    FifoConfig,
+    MmaUnitConfig,
+    PeArrayConfig,
+    SramConfig,
+    TechnologyConfig,
+)
+from archsim.config.eie import EieConfig
+from archsim.config.io import (
+    HARDWARE_MODELS,
+    hardware_from_dict,
+    json_schema,
+    list_presets,
+    load_hardware,
+    load_workload,
+    preset_dirs,
+)
+from archsim.config.workload import FcLayer, LayerSpec, LstmLayer, WorkloadSpec
+
+__all__ = [
+    "ArchsimModel",
+    "ArithmeticConfig",
+    "ClockConfig",
+    "CrossbarConfig",
+    "DramConfig",
+    "EieConfig",
+    "FcLayer",
+    "FifoConfig",
+    "HARDWARE_MODELS",
+    "LayerSpec",
+    "LstmLayer",
+    "MmaUnitConfig",
+    "PeArrayConfig",
+    "SramConfig",
+    "TechnologyConfig",
+    "WorkloadSpec",
+    "hardware_from_dict",
+    "json_schema",
+    "list_presets",
+    "load_hardware",
+    "load_workload",
+    "preset_dirs",
+]

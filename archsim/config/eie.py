@@ -1,0 +1,126 @@
+"""EIE hardware configuration (Han et al., ISCA 2016)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, NonNegativeFloat, model_validator
+
+from archsim.config.base import ArchsimModel
+from archsim.config.components import (
+    ArithmeticConfig,
+    ClockConfig,
+    DramConfig,
+    FifoConfig,
+    PeArrayConfig,
+    SramConfig,
+    TechnologyConfig,
+)
+
+__all__ = ["EieConfig", "EieEncodingConfig", "EieStaticPowerConfig", "EieLnzdConfig"]
+
+
+class EieEncodingConfig(ArchsimModel):
+    """Compressed sparse column encoding of each PE's slice of W."""
+
+    weight_index_bits: int = Field(default=4, ge=1, le=8, description="Codebook index width v.")
+    relative_index_bits: int = Field(
+        default=4, ge=1, le=8, description="Zero-run index width z; longer runs need padding."
+    )
+    codebook_entries: int = Field(default=16, ge=2, le=256)
+    pointer_bits: int = Field(default=16, ge=8, le=32)
+
+    @property
+    def entry_bits(self) -> int:
+        """Bits of one stored entry (v, z)."""
+        return self.weight_index_bits + self.relative_index_bits
+
+    @model_validator(mode="after")
+    def _codebook_fits(self) -> EieEncodingConfig:
+        if self.codebook_entries > 2**self.weight_index_bits:
+            raise ValueError(
+                f"codebook_entries {self.codebook_entries} needs more than "
+                f"weight_index_bits={self.weight_index_bits} bits; allowed <= "
+                f"{2**self.weight_index_bits}"
+            )
+        return self
+
+
+class EieLnzdConfig(ArchsimModel):
+    """Leading-non-zero detection (central control)."""
+
+    examine_energy_pj: NonNegativeFloat | None = Field(
+        default=None, description="Override: energy per activation examined, pJ."
+    )
+
+
+class EieStaticPowerConfig(ArchsimModel):
+    """Power not proportional to actions, per PE, in watts (added as energy x time)."""
+
+    clock_network_w_per_pe: NonNegativeFloat = 0.0
+    leakage_w_per_pe: NonNegativeFloat = 0.0
+    source: str = ""
+
+
+class EieConfig(ArchsimModel):
+    """One EIE chip: N PEs each with pointer, sparse-matrix and activation memories."""
+
+    schema_version: Literal[1]
+    accelerator: Literal["eie"]
+    name: str = "eie"
+    description: str = ""
+    clock: ClockConfig
+    technology: TechnologyConfig
+    pe_array: PeArrayConfig
+    activation_fifo: FifoConfig
+    spmat_sram: SramConfig
+    pointer_sram: SramConfig
+    activation_sram: SramConfig
+    encoding: EieEncodingConfig = EieEncodingConfig()
+    arithmetic: ArithmeticConfig = ArithmeticConfig()
+    lnzd: EieLnzdConfig = EieLnzdConfig()
+    pipeline_stages: int = Field(
+        default=5,
+        ge=2,
+        le=16,
+        description=(
+            "PE pipeline depth: pointer read, SpMat read, decode, multiply, accumulate/write. "
+            "Sets fill and drain; stages after the pointer stage drain after the last entry."
+        ),
+    )
+    dram: DramConfig
+    static_power: EieStaticPowerConfig = EieStaticPowerConfig()
+    strict_capacity: bool = Field(
+        default=False,
+        description=(
+            "Raise an error when a layer overflows a PE memory (SpMat, pointer, activation) "
+            "instead of reporting the fill and a warning."
+        ),
+    )
+
+    @property
+    def entries_per_line(self) -> int:
+        """Sparse-matrix entries delivered by one SpMat SRAM read."""
+        return self.spmat_sram.width_bits // self.encoding.entry_bits
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """One entry per PE per cycle."""
+        return self.pe_array.num_pes
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EieConfig:
+        bits = self.encoding.entry_bits
+        if self.spmat_sram.width_bits % bits != 0:
+            raise ValueError(
+                f"spmat_sram.width_bits={self.spmat_sram.width_bits} must be a multiple of the "
+                f"entry size {bits} bits (weight_index_bits + relative_index_bits)"
+            )
+        if self.pointer_sram.banks != 2:
+            raise ValueError(
+                "pointer_sram.banks must be 2: EIE reads p[j] and p[j+1] in one cycle from "
+                "even/odd banks"
+            )
+        if self.arithmetic.accumulator_bits < self.arithmetic.data_bits:
+            raise ValueError("arithmetic.accumulator_bits must be >= arithmetic.data_bits")
+        return self

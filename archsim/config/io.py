@@ -1,0 +1,149 @@
+"""YAML loading, preset-name resolution and JSON Schema export."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from archsim.config.base import ArchsimModel, validation_to_config_error
+from archsim.config.eie import EieConfig
+from archsim.config.workload import WorkloadSpec
+from archsim.errors import ConfigError
+
+__all__ = [
+    "HARDWARE_MODELS",
+    "HardwareConfig",
+    "load_hardware",
+    "load_workload",
+    "list_presets",
+    "preset_dirs",
+    "read_yaml",
+    "hardware_from_dict",
+    "json_schema",
+]
+
+#: accelerator name -> config model. New accelerators register here.
+HARDWARE_MODELS: dict[str, type[ArchsimModel]] = {"eie": EieConfig}
+
+HardwareConfig = EieConfig
+
+_KINDS = {"hardware": "hw_configs", "workload": "workloads", "sweep": "sweeps"}
+
+
+def preset_dirs(kind: str) -> list[Path]:
+    """Directories searched for presets of ``kind`` ('hardware', 'workload', 'sweep').
+
+    The wheel ships presets as package data (``archsim/_presets``); a source checkout has them at
+    the repository root. Both are searched, package data first.
+    """
+    folder = _KINDS[kind]
+    dirs: list[Path] = []
+    packaged = Path(str(resources.files("archsim"))) / "_presets" / folder
+    if packaged.is_dir():
+        dirs.append(packaged)
+    checkout = Path(__file__).resolve().parents[2] / folder
+    if checkout.is_dir() and checkout not in dirs:
+        dirs.append(checkout)
+    return dirs
+
+
+def list_presets(kind: str) -> list[str]:
+    """Sorted preset names of ``kind``."""
+    names: set[str] = set()
+    for d in preset_dirs(kind):
+        names.update(p.stem for p in d.glob("*.yaml"))
+    return sorted(names)
+
+
+def _resolve(name_or_path: str | Path, kind: str) -> Path:
+    text = str(name_or_path)
+    path = Path(text).expanduser()
+    if path.suffix in (".yaml", ".yml") or path.exists() or "/" in text:
+        if not path.is_file():
+            raise ConfigError(text, "", f"{kind} file not found")
+        return path
+    for d in preset_dirs(kind):
+        candidate = d / f"{text}.yaml"
+        if candidate.is_file():
+            return candidate
+    names = ", ".join(list_presets(kind)) or "(none)"
+    raise ConfigError(text, "", f"unknown {kind} preset; available: {names}")
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Parse a YAML mapping, turning syntax errors into a one-line ``ConfigError``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read file: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise ConfigError(str(path), "", f"invalid YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "", "must be a YAML mapping (key: value pairs)")
+    return data
+
+
+def _check_schema_version(data: dict[str, Any], source: str) -> None:
+    if "schema_version" not in data:
+        raise ConfigError(source, "schema_version", "required field is missing; allowed: 1")
+    if data["schema_version"] != 1:
+        raise ConfigError(
+            source, "schema_version", f"unsupported version {data['schema_version']!r}; allowed: 1"
+        )
+
+
+def hardware_from_dict(data: dict[str, Any], source: str = "<api>") -> ArchsimModel:
+    """Validate a hardware mapping into the config model its ``accelerator`` names."""
+    _check_schema_version(data, source)
+    acc = data.get("accelerator")
+    model = HARDWARE_MODELS.get(acc) if isinstance(acc, str) else None
+    if model is None:
+        allowed = ", ".join(sorted(HARDWARE_MODELS))
+        raise ConfigError(source, "accelerator", f"unknown accelerator {acc!r}; allowed: {allowed}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_to_config_error(exc, source, model) from None
+
+
+def load_hardware(name_or_path: str | Path | ArchsimModel) -> ArchsimModel:
+    """Load a hardware config from a preset name (``"eie"``) or a YAML path."""
+    if isinstance(name_or_path, ArchsimModel):
+        return name_or_path
+    path = _resolve(name_or_path, "hardware")
+    return hardware_from_dict(read_yaml(path), str(path))
+
+
+def load_workload(name_or_path: str | Path | WorkloadSpec) -> WorkloadSpec:
+    """Load a workload from a preset name (``"eie_benchmarks"``) or a YAML path."""
+    if isinstance(name_or_path, WorkloadSpec):
+        return name_or_path
+    path = _resolve(name_or_path, "workload")
+    data = read_yaml(path)
+    _check_schema_version(data, str(path))
+    try:
+        spec = WorkloadSpec.model_validate(data)
+    except ValidationError as exc:
+        raise validation_to_config_error(exc, str(path), WorkloadSpec) from None
+    return spec.bind(path.parent, str(path))
+
+
+def json_schema(kind: str) -> dict[str, Any]:
+    """JSON Schema of 'hardware' (all accelerators) or 'workload' configs."""
+    if kind == "hardware":
+        models = list(HARDWARE_MODELS.values())
+        if len(models) == 1:
+            return models[0].model_json_schema()
+        return TypeAdapter(models[0] | models[1]).json_schema()  # pragma: no cover
+    if kind == "workload":
+        return WorkloadSpec.model_json_schema()
+    raise ValueError(f"unknown schema kind {kind!r}; allowed: hardware, workload")

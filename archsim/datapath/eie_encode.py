@@ -1,0 +1,164 @@
+"""EIE encoder: interleave W's rows over N PEs and store each PE's slice as CSC.
+
+Entry = (v: codebook index, z: zeros skipped before it within the PE's rows). A run of more than
+``2**relative_index_bits - 1`` zeros is bridged by padding entries (v = 0, z = max), each of which
+advances the row cursor by ``2**relative_index_bits``. Columns are padded with empty columns to a
+multiple of N (activation j lives in PE j mod N) and one bias column follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+__all__ = ["EieEncoded", "encode_eie"]
+
+
+@dataclass(frozen=True, eq=False)
+class EieEncoded:
+    """Per-PE CSC arrays, concatenated over PEs (PE k owns ``base[k]:base[k+1]``)."""
+
+    num_pes: int
+    relative_index_bits: int
+    n_cols: int  # logical input columns
+    cols_padded: int  # columns padded to a multiple of num_pes; the bias column has this index
+    ptr: np.ndarray  # int32 (num_pes, cols_padded + 2): local entry address of each column start
+    base: np.ndarray  # int64 (num_pes + 1)
+    code: np.ndarray  # uint8 per entry (0 = padding)
+    z: np.ndarray  # uint8 per entry
+    local_row: np.ndarray  # int32 per entry: row cursor within the PE
+    real_cum: np.ndarray  # int64 (entries + 1): prefix count of real (code != 0) entries
+
+    @property
+    def entries_per_pe(self) -> np.ndarray:
+        """Stored entries (padding included) per PE."""
+        return np.diff(self.base)
+
+    @property
+    def total_entries(self) -> int:
+        """Stored entries over all PEs."""
+        return int(self.base[-1])
+
+    def pe_arrays(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(pointers, codes, z) of PE ``k`` as EIE's files store them."""
+        lo, hi = int(self.base[k]), int(self.base[k + 1])
+        return self.ptr[k], self.code[lo:hi], self.z[lo:hi]
+
+
+@nb.njit(cache=True)
+def _count(n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump):  # pragma: no cover
+    counts = np.zeros((num_pes, cols_padded + 1), dtype=np.int64)
+    last = np.full(num_pes, -1, dtype=np.int64)
+    for col in range(n_cols + 1):
+        if col < n_cols:
+            rows = row_idx[indptr[col] : indptr[col + 1]]
+            out_col = col
+        else:
+            rows = bias_rows
+            out_col = cols_padded
+        for r in rows:
+            pe = r % num_pes
+            lr = r // num_pes
+            d = lr - last[pe] - 1
+            counts[pe, out_col] += d // max_jump + 1
+            last[pe] = lr
+        for r in rows:
+            last[r % num_pes] = -1
+    return counts
+
+
+@nb.njit(cache=True)
+def _fill(
+    n_cols, cols_padded, indptr, row_idx, codes, bias_rows, bias_vals, num_pes, max_jump, ptr, base
+):  # pragma: no cover
+    total = base[num_pes]
+    code = np.zeros(total, dtype=np.uint8)
+    z = np.full(total, max_jump - 1, dtype=np.uint8)
+    local_row = np.zeros(total, dtype=np.int32)
+    last = np.full(num_pes, -1, dtype=np.int64)
+    for col in range(n_cols + 1):
+        if col < n_cols:
+            lo = indptr[col]
+            rows = row_idx[lo : indptr[col + 1]]
+            vals = codes[lo : indptr[col + 1]]
+            out_col = col
+        else:
+            rows = bias_rows
+            vals = bias_vals
+            out_col = cols_padded
+        for i in range(rows.size):
+            r = rows[i]
+            pe = r % num_pes
+            lr = r // num_pes
+            pos = base[pe] + ptr[pe, out_col]
+            d = lr - last[pe] - 1
+            npad = d // max_jump
+            cursor = last[pe]
+            for _ in range(npad):  # padding entries: code 0, z = max, cursor += max_jump
+                cursor += max_jump
+                local_row[pos] = cursor
+                pos += 1
+            code[pos] = vals[i]
+            z[pos] = d - npad * max_jump
+            local_row[pos] = lr
+            ptr[pe, out_col] = pos + 1 - base[pe]  # running write cursor, restored below
+            last[pe] = lr
+        for r in rows:
+            last[r % num_pes] = -1
+    return code, z, local_row
+
+
+def encode_eie(
+    n_rows: int,
+    n_cols: int,
+    indptr: np.ndarray,
+    row_idx: np.ndarray,
+    codes: np.ndarray,
+    bias_codes: np.ndarray,
+    num_pes: int,
+    relative_index_bits: int,
+) -> EieEncoded:
+    """Encode a CSC weight matrix (rows ascending per column) for ``num_pes`` PEs."""
+    max_jump = 1 << relative_index_bits
+    cols_padded = -(-n_cols // num_pes) * num_pes
+    bias_rows = np.flatnonzero(bias_codes).astype(np.int64)
+    bias_vals = bias_codes[bias_rows].astype(np.uint8)
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    row_idx = np.ascontiguousarray(row_idx, dtype=np.int64)
+    counts = _count(n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump)
+    ptr = np.zeros((num_pes, cols_padded + 2), dtype=np.int64)
+    np.cumsum(counts, axis=1, out=ptr[:, 1:])
+    base = np.zeros(num_pes + 1, dtype=np.int64)
+    np.cumsum(ptr[:, -1], out=base[1:])
+    cursor = ptr.copy()
+    code, z, local_row = _fill(
+        n_cols,
+        cols_padded,
+        indptr,
+        row_idx,
+        np.ascontiguousarray(codes, dtype=np.uint8),
+        bias_rows,
+        bias_vals,
+        num_pes,
+        max_jump,
+        cursor,
+        base,
+    )
+    real_cum = np.zeros(code.size + 1, dtype=np.int64)
+    np.cumsum(code != 0, out=real_cum[1:])
+    if ptr[:, -1].max(initial=0) >= 2**31:
+        raise OverflowError("more than 2**31 entries in one PE")
+    return EieEncoded(
+        num_pes=num_pes,
+        relative_index_bits=relative_index_bits,
+        n_cols=n_cols,
+        cols_padded=cols_padded,
+        ptr=ptr.astype(np.int32),
+        base=base,
+        code=code,
+        z=z,
+        local_row=local_row,
+        real_cum=real_cum,
+    )

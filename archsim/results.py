@@ -1,0 +1,168 @@
+"""LayerResult and RunResult: frozen, tabular (to_dataframe) and JSON round-trippable."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from archsim.errors import ArchsimError
+
+__all__ = ["LayerResult", "RunResult", "BASE_COLUMNS", "RESULTS_FORMAT_VERSION"]
+
+RESULTS_FORMAT_VERSION = 1
+
+#: Columns every accelerator's ``to_dataframe()`` has, in this order.
+BASE_COLUMNS = (
+    "layer",
+    "kind",
+    "cycles",
+    "time_s",
+    "macs_dense",
+    "macs_effective",
+    "utilization",
+    "energy_pj",
+    "power_w",
+    "dram_bytes",
+)
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """One layer: timing, work, energy by component and accelerator-specific extras."""
+
+    layer: str
+    kind: str
+    cycles: int
+    time_s: float
+    macs_dense: int
+    macs_effective: int
+    utilization: float
+    energy_pj: float
+    power_w: float
+    dram_bytes: int
+    start_cycle: int
+    end_cycle: int
+    energy_by_component_pj: dict[str, float]
+    counts: dict[str, dict[str, int]]
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        """Flat dict: base columns, ``energy_<component>_pj`` and extras."""
+        out: dict[str, Any] = {c: getattr(self, c) for c in BASE_COLUMNS}
+        out["start_cycle"] = self.start_cycle
+        out["end_cycle"] = self.end_cycle
+        for comp, pj in self.energy_by_component_pj.items():
+            out[f"energy_{comp}_pj"] = pj
+        out.update(self.extras)
+        return out
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Result of ``archsim.simulate``: the same type for every accelerator."""
+
+    accelerator: str
+    hardware: str
+    workload: str
+    seed: int
+    clock_hz: float
+    total_cycles: int
+    layers: tuple[LayerResult, ...]
+    area_mm2: dict[str, float]
+    metadata: dict[str, Any]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def total_time_s(self) -> float:
+        """Makespan of the run in seconds (exposed I/O included)."""
+        return self.total_cycles / self.clock_hz
+
+    @property
+    def total_energy_pj(self) -> float:
+        """Sum of the layers' energy."""
+        return math.fsum(layer.energy_pj for layer in self.layers)
+
+    @property
+    def total_area_mm2(self) -> float:
+        """Sum of modelled component areas."""
+        return math.fsum(self.area_mm2.values())
+
+    @property
+    def energy_by_component_pj(self) -> dict[str, float]:
+        """Energy per component summed over layers."""
+        out: dict[str, float] = {}
+        for layer in self.layers:
+            for comp, pj in layer.energy_by_component_pj.items():
+                out[comp] = out.get(comp, 0.0) + pj
+        return out
+
+    def layer(self, name: str) -> LayerResult:
+        """The result of the layer called ``name``."""
+        for lr in self.layers:
+            if lr.layer == name:
+                return lr
+        raise KeyError(name)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per layer (see ``BASE_COLUMNS``), plus energy and accelerator columns."""
+        return pd.DataFrame([lr.row() for lr in self.layers])
+
+    def summary(self) -> dict[str, Any]:
+        """Totals of the run."""
+        t = self.total_time_s
+        macs = sum(lr.macs_effective for lr in self.layers)
+        return {
+            "accelerator": self.accelerator,
+            "hardware": self.hardware,
+            "workload": self.workload,
+            "seed": self.seed,
+            "layers": len(self.layers),
+            "total_cycles": self.total_cycles,
+            "total_time_s": t,
+            "total_energy_pj": self.total_energy_pj,
+            "average_power_w": (self.total_energy_pj * 1e-12 / t) if t > 0 else 0.0,
+            "effective_gops": (2 * macs / t / 1e9) if t > 0 else 0.0,
+            "total_area_mm2": self.total_area_mm2,
+        }
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """Serialise (and write to ``path`` when given)."""
+        payload = {"format_version": RESULTS_FORMAT_VERSION, **asdict(self)}
+        text = json.dumps(payload, indent=1, default=_jsonable)
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    @classmethod
+    def from_json(cls, text_or_path: str | Path) -> RunResult:
+        """Inverse of :meth:`to_json`; raises ``ArchsimError`` on malformed input."""
+        source = "<string>"
+        text = str(text_or_path)
+        if isinstance(text_or_path, Path) or not text.lstrip().startswith("{"):
+            source = text
+            try:
+                text = Path(text_or_path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ArchsimError(f"{source}: cannot read results: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+            if data.pop("format_version", None) != RESULTS_FORMAT_VERSION:
+                raise ValueError(f"format_version must be {RESULTS_FORMAT_VERSION}")
+            layers = tuple(LayerResult(**lr) for lr in data.pop("layers"))
+            data["warnings"] = tuple(data.get("warnings", ()))
+            return cls(layers=layers, **data)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, tuple | set):
+        return list(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

@@ -1,0 +1,95 @@
+"""``simulate``: hardware x workload x seed -> RunResult (timing, energy, area)."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from archsim.accelerators import REGISTRY
+from archsim.config.base import ArchsimModel
+from archsim.config.io import load_hardware, load_workload
+from archsim.config.workload import WorkloadSpec
+from archsim.energy.pricing import PriceList, eie_price_list, price_counts
+from archsim.errors import ConfigError
+from archsim.results import LayerResult, RunResult
+from archsim.units import cycles_to_seconds, power_w
+
+__all__ = ["simulate", "archsim_version", "PRICE_LISTS"]
+
+#: accelerator name -> function(config) -> PriceList
+PRICE_LISTS = {"eie": eie_price_list}
+
+
+def archsim_version() -> str:
+    """Installed package version (``0+unknown`` from a bare checkout)."""
+    try:
+        return version("archsim")
+    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
+        return "0+unknown"
+
+
+def simulate(
+    hardware: ArchsimModel | str | Path,
+    workload: WorkloadSpec | str | Path,
+    seed: int = 0,
+) -> RunResult:
+    """Simulate ``workload`` on ``hardware`` (configs, preset names or YAML paths).
+
+    The result depends only on (hardware, workload, seed).
+    """
+    hw = load_hardware(hardware)
+    wl = load_workload(workload)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ConfigError("<api>", "seed", f"must be a non-negative integer (got {seed!r})")
+    acc = hw.accelerator  # type: ignore[attr-defined]
+    outcomes, ctx = REGISTRY[acc](hw, wl, seed)
+    prices: PriceList = PRICE_LISTS[acc](hw)
+    clock = hw.clock.frequency_hz  # type: ignore[attr-defined]
+    layers = []
+    warnings: list[str] = []
+    for o in outcomes:
+        t = cycles_to_seconds(o.cycles, clock)
+        by_comp = price_counts(prices, o.counts, t)
+        energy = sum(by_comp.values())
+        peak = o.cycles * o.peak_macs_per_cycle
+        layers.append(
+            LayerResult(
+                layer=o.layer,
+                kind=o.kind,
+                cycles=o.cycles,
+                time_s=t,
+                macs_dense=o.macs_dense,
+                macs_effective=o.macs_effective,
+                utilization=o.macs_effective / peak if peak else 0.0,
+                energy_pj=energy,
+                power_w=power_w(energy, t),
+                dram_bytes=o.dram_bytes,
+                start_cycle=o.start_cycle,
+                end_cycle=o.end_cycle,
+                energy_by_component_pj=by_comp,
+                counts=o.counts,
+                extras=o.extras,
+            )
+        )
+        warnings.extend(o.warnings)
+    meta = {
+        "archsim_version": archsim_version(),
+        "deterministic": "results depend only on (hardware, workload, seed)",
+        "workload_source": wl.source,
+        "workload_origin": wl.origin,
+        "hardware_config": hw.model_dump(mode="json"),
+        "simpy_events": ctx.events,
+        "exposed_io_cycles": ctx.env.now - sum(o.cycles for o in outcomes),
+    }
+    return RunResult(
+        accelerator=acc,
+        hardware=hw.name,  # type: ignore[attr-defined]
+        workload=wl.name,
+        seed=seed,
+        clock_hz=clock,
+        total_cycles=int(ctx.env.now),
+        layers=tuple(layers),
+        area_mm2=dict(prices.area_mm2),
+        metadata=meta,
+        warnings=tuple(warnings),
+    )

@@ -1,0 +1,37 @@
+"""The one place that converts units. Internally: seconds, hertz, bytes, bits, picojoules."""
+
+from __future__ import annotations
+
+__all__ = [
+    "cycles_to_seconds",
+    "energy_pj_to_j",
+    "power_w",
+    "bits_to_bytes",
+    "KIB",
+    "MIB",
+    "PJ_PER_J",
+]
+
+KIB = 1024
+MIB = 1024 * 1024
+PJ_PER_J = 1e12
+
+
+def cycles_to_seconds(cycles: int | float, clock_hz: float) -> float:
+    """Convert a cycle count at ``clock_hz`` to seconds."""
+    return float(cycles) / float(clock_hz)
+
+
+def energy_pj_to_j(energy_pj: float) -> float:
+    """Picojoules to joules."""
+    return float(energy_pj) / PJ_PER_J
+
+
+def power_w(energy_pj: float, time_s: float) -> float:
+    """Average power in watts of ``energy_pj`` spent over ``time_s`` (0 when time is 0)."""
+    return energy_pj_to_j(energy_pj) / time_s if time_s > 0 else 0.0
+
+
+def bits_to_bytes(bits: int) -> int:
+    """Whole bytes needed to hold ``bits`` bits."""
+    return (int(bits) + 7) // 8

@@ -1,0 +1,142 @@
+"""Reader and writer of EIE's own storage format (the authors' simulator's data folder).
+
+Folder layout (all little-endian): ``act.dat`` float32 activations, ``arithm.dat`` float32
+codebook, ``ptr/ptrK.dat`` uint32 column pointers of PE K (padded columns + bias column + 1),
+``spm/spmK.dat`` uint32 ``(code, z)`` pairs. See ``../shared/data/eie_alexnet_fc8/README.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from archsim.errors import WorkloadError
+from archsim.workload.sparse import QuantizedMatVec
+
+__all__ = ["read_eie_dir", "write_eie_dir"]
+
+
+def _read(path: Path, dtype: type) -> np.ndarray:
+    if not path.is_file():
+        raise WorkloadError(f"{path}: required data file is missing")
+    raw = path.read_bytes()
+    size = np.dtype(dtype).itemsize
+    if len(raw) == 0 or len(raw) % size:
+        raise WorkloadError(
+            f"{path}: malformed: {len(raw)} bytes is not a non-empty multiple of {size}"
+        )
+    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype)
+
+
+def _pe_files(folder: Path, stem: str) -> list[Path]:
+    sub = folder / stem
+    if not sub.is_dir():
+        raise WorkloadError(f"{sub}: required folder is missing")
+    found = {}
+    for p in sub.glob(f"{stem}*.dat"):
+        m = re.fullmatch(rf"{stem}(\d+)\.dat", p.name)
+        if m:
+            found[int(m.group(1))] = p
+    n = len(found)
+    if n == 0 or sorted(found) != list(range(n)):
+        raise WorkloadError(f"{sub}: expected {stem}0.dat .. {stem}N-1.dat, found {sorted(found)}")
+    return [found[k] for k in range(n)]
+
+
+def read_eie_dir(
+    folder: str | Path, name: str = "eie_layer", n_rows: int | None = None
+) -> QuantizedMatVec:
+    """Decode an EIE data folder into a hardware-independent layer.
+
+    ``n_rows`` (outputs) is not stored in the format; when omitted it is the last row with a
+    non-zero weight or bias, plus one.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise WorkloadError(f"{folder}: data folder not found")
+    act = _read(folder / "act.dat", np.float32)
+    codebook = _read(folder / "arithm.dat", np.float32)
+    if codebook[0] != 0.0:
+        raise WorkloadError(f"{folder / 'arithm.dat'}: codebook entry 0 must be 0.0 (padding)")
+    ptr_files, spm_files = _pe_files(folder, "ptr"), _pe_files(folder, "spm")
+    if len(ptr_files) != len(spm_files):
+        raise WorkloadError(
+            f"{folder}: {len(ptr_files)} ptr files but {len(spm_files)} spm files; must match"
+        )
+    n_pes = len(ptr_files)
+    n_cols = act.size
+    cols_padded = -(-n_cols // n_pes) * n_pes
+    rows_all, cols_all, codes_all = [], [], []
+    for k, (pf, sf) in enumerate(zip(ptr_files, spm_files, strict=True)):
+        ptr = _read(pf, np.uint32).astype(np.int64)
+        spm = _read(sf, np.uint32)
+        if ptr.size != cols_padded + 2:
+            raise WorkloadError(
+                f"{pf}: shape mismatch: {ptr.size} pointers, expected {cols_padded + 2} for "
+                f"{n_cols} activations on {n_pes} PEs"
+            )
+        if ptr[0] != 0 or np.any(np.diff(ptr) < 0) or spm.size != 2 * ptr[-1]:
+            raise WorkloadError(
+                f"{pf}: malformed: pointers must start at 0, not decrease, and end at the "
+                f"{spm.size // 2} entries of {sf.name}"
+            )
+        code, z = spm[0::2].astype(np.int64), spm[1::2].astype(np.int64)
+        if code.size and code.max() >= codebook.size:
+            raise WorkloadError(
+                f"{sf}: code {code.max()} outside the {codebook.size}-entry codebook"
+            )
+        col = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+        step = np.cumsum(z + 1)
+        start = np.concatenate([[0], step])[ptr[:-1]]
+        cursor = step - np.repeat(start, np.diff(ptr)) - 1
+        real = code != 0
+        rows_all.append(k + n_pes * cursor[real])
+        cols_all.append(col[real])
+        codes_all.append(code[real])
+    rows = np.concatenate(rows_all)
+    cols = np.concatenate(cols_all)
+    codes = np.concatenate(codes_all).astype(np.uint8)
+    if np.any((cols >= n_cols) & (cols != cols_padded)):
+        raise WorkloadError(f"{folder}: entries in padding columns beyond the {n_cols} inputs")
+    is_bias = cols == cols_padded
+    inferred = int(rows.max()) + 1 if rows.size else 0
+    if n_rows is None:
+        n_rows = inferred
+    elif inferred > n_rows:
+        raise WorkloadError(
+            f"{folder}: shape mismatch: data has a row {inferred - 1} but outputs is {n_rows}"
+        )
+    bias_codes = np.zeros(n_rows, dtype=np.uint8)
+    bias_codes[rows[is_bias]] = codes[is_bias]
+    w_rows, w_cols, w_codes = rows[~is_bias], cols[~is_bias], codes[~is_bias]
+    order = np.lexsort((w_rows, w_cols))
+    indptr = np.zeros(n_cols + 1, dtype=np.int64)
+    np.cumsum(np.bincount(w_cols, minlength=n_cols), out=indptr[1:])
+    return QuantizedMatVec(
+        name=name,
+        n_rows=n_rows,
+        n_cols=n_cols,
+        indptr=indptr,
+        row_idx=w_rows[order].astype(np.int32),
+        codes=w_codes[order],
+        codebook=codebook,
+        bias_codes=bias_codes,
+        activations=act,
+    )
+
+
+def write_eie_dir(folder: str | Path, layer: QuantizedMatVec, encoded: object) -> None:
+    """Write ``layer`` encoded by :func:`archsim.datapath.eie_encode.encode_eie` in EIE's format."""
+    folder = Path(folder)
+    (folder / "ptr").mkdir(parents=True, exist_ok=True)
+    (folder / "spm").mkdir(parents=True, exist_ok=True)
+    layer.activations.astype("<f4").tofile(folder / "act.dat")
+    layer.codebook.astype("<f4").tofile(folder / "arithm.dat")
+    for k in range(encoded.num_pes):  # type: ignore[attr-defined]
+        ptr, code, z = encoded.pe_arrays(k)  # type: ignore[attr-defined]
+        ptr.astype("<u4").tofile(folder / "ptr" / f"ptr{k}.dat")
+        pairs = np.empty(2 * code.size, dtype="<u4")
+        pairs[0::2], pairs[1::2] = code, z
+        pairs.tofile(folder / "spm" / f"spm{k}.dat")

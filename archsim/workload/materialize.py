@@ -1,0 +1,124 @@
+"""Deterministic synthetic tensors: a layer depends only on (seed, layer name, spec)."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from archsim.workload.sparse import QuantizedMatVec
+
+__all__ = ["layer_rng", "synthetic_matvec", "quantize_to_codebook"]
+
+
+def layer_rng(seed: int, layer_name: str) -> np.random.Generator:
+    """PCG64 generator seeded from (seed, crc32(layer name)); independent of process and order."""
+    return np.random.default_rng(
+        np.random.SeedSequence([int(seed), zlib.crc32(layer_name.encode())])
+    )
+
+
+def _bernoulli_positions(rng: np.random.Generator, total: int, density: float) -> np.ndarray:
+    """Sorted positions in [0, total) each kept independently with probability ``density``.
+
+    Uses geometric gaps, so the cost is O(kept) rather than O(total).
+    """
+    if density <= 0.0 or total == 0:
+        return np.zeros(0, dtype=np.int64)
+    if density >= 1.0:
+        return np.arange(total, dtype=np.int64)
+    mean = total * density
+    chunks: list[np.ndarray] = []
+    last = -1
+    while True:
+        n = int(mean + 6.0 * np.sqrt(mean) + 16)
+        pos = last + np.cumsum(rng.geometric(density, size=n).astype(np.int64))
+        chunks.append(pos[pos < total])
+        if pos[-1] >= total:
+            break
+        last = int(pos[-1])
+    return np.concatenate(chunks)
+
+
+def quantize_to_codebook(
+    values: np.ndarray, entries: int, rng: np.random.Generator, iterations: int = 8
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weight sharing as in Deep Compression: linear init + Lloyd iterations (on a sample).
+
+    Returns (codebook float32 with ``codebook[0] == 0``, codes uint8 in 1..entries-1).
+    """
+    levels = entries - 1
+    vmin, vmax = float(values.min()), float(values.max())
+    if vmax == vmin:
+        vmax = vmin + 1e-3
+    centroids = np.linspace(vmin, vmax, levels)
+    sample = values if values.size <= 65536 else rng.choice(values, 65536, replace=False)
+    for _ in range(iterations):
+        idx = _nearest(sample, centroids)
+        sums = np.bincount(idx, weights=sample, minlength=levels)
+        counts = np.bincount(idx, minlength=levels)
+        centroids = np.where(counts > 0, sums / np.maximum(counts, 1), centroids)
+        centroids.sort()
+    # keep 0 reserved for zero weights: nudge an exactly-zero centroid
+    centroids[centroids == 0.0] = 1e-6
+    codes = (_nearest(values, centroids) + 1).astype(np.uint8)
+    codebook = np.concatenate([[0.0], centroids]).astype(np.float32)
+    return codebook, codes
+
+
+def _nearest(values: np.ndarray, sorted_centroids: np.ndarray) -> np.ndarray:
+    mids = (sorted_centroids[1:] + sorted_centroids[:-1]) / 2.0
+    return np.searchsorted(mids, values).astype(np.int64)
+
+
+def synthetic_matvec(
+    name: str,
+    n_rows: int,
+    n_cols: int,
+    weight_density: float,
+    activation_density: float,
+    bias: bool,
+    seed: int,
+    codebook_entries: int = 16,
+) -> QuantizedMatVec:
+    """Pruned (uniform positions), weight-shared W and a non-negative activation vector.
+
+    Each weight is kept independently with probability ``weight_density`` (values N(0, 1/n_cols)
+    before quantisation); exactly ``round(activation_density * n_cols)`` activations are > 0
+    (half-normal values).
+    """
+    rng = layer_rng(seed, name)
+    pos = _bernoulli_positions(rng, n_rows * n_cols, weight_density)
+    cols = pos // n_rows
+    rows = (pos - cols * n_rows).astype(np.int32)
+    indptr = np.zeros(n_cols + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n_cols), out=indptr[1:])
+    scale = 1.0 / np.sqrt(max(n_cols, 1))
+    weights = rng.standard_normal(pos.size, dtype=np.float32) * np.float32(scale)
+    n_bias = n_rows if bias else 0
+    bias_vals = rng.standard_normal(n_bias, dtype=np.float32) * np.float32(scale)
+    if pos.size + n_bias > 0:
+        codebook, all_codes = quantize_to_codebook(
+            np.concatenate([weights, bias_vals]), codebook_entries, rng
+        )
+    else:
+        codebook = np.zeros(codebook_entries, dtype=np.float32)
+        all_codes = np.zeros(0, dtype=np.uint8)
+    codes = all_codes[: pos.size]
+    bias_codes = np.zeros(n_rows, dtype=np.uint8)
+    bias_codes[:n_bias] = all_codes[pos.size :]
+    k = int(round(activation_density * n_cols))
+    act = np.zeros(n_cols, dtype=np.float32)
+    where = rng.choice(n_cols, size=k, replace=False)
+    act[where] = np.maximum(np.abs(rng.standard_normal(k)), 1e-2).astype(np.float32)
+    return QuantizedMatVec(
+        name=name,
+        n_rows=n_rows,
+        n_cols=n_cols,
+        indptr=indptr,
+        row_idx=rows,
+        codes=codes,
+        codebook=codebook,
+        bias_codes=bias_codes,
+        activations=act,
+    )

@@ -1,0 +1,77 @@
+"""Hardware-independent sparse, quantised matrix-vector layers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["QuantizedMatVec"]
+
+
+@dataclass(frozen=True, eq=False)
+class QuantizedMatVec:
+    """A layer ``y = W x + b`` with W pruned and weight-shared.
+
+    W (``n_rows`` outputs x ``n_cols`` inputs) is stored as CSC: column ``j`` holds rows
+    ``row_idx[indptr[j]:indptr[j+1]]`` (ascending) with codebook indices ``codes`` (never 0;
+    ``codebook[0] == 0`` is reserved for zero and padding). ``bias_codes`` (length n_rows, 0 = no
+    bias) is quantised with the same codebook and driven by an activation of 1.0.
+    """
+
+    name: str
+    n_rows: int
+    n_cols: int
+    indptr: np.ndarray  # int64, n_cols + 1
+    row_idx: np.ndarray  # int32
+    codes: np.ndarray  # uint8, values 1..len(codebook)-1
+    codebook: np.ndarray  # float32
+    bias_codes: np.ndarray  # uint8, n_rows (all 0 when the layer has no bias)
+    activations: np.ndarray  # float32, n_cols, >= 0
+
+    @property
+    def nnz(self) -> int:
+        """Stored non-zero weights (bias excluded)."""
+        return int(self.indptr[-1])
+
+    @property
+    def has_bias(self) -> bool:
+        """True when any bias entry is non-zero."""
+        return bool(np.any(self.bias_codes))
+
+    @property
+    def weight_density(self) -> float:
+        """Measured fraction of non-zero weights."""
+        return self.nnz / float(self.n_rows * self.n_cols)
+
+    @property
+    def activation_density(self) -> float:
+        """Measured fraction of activations > 0."""
+        return float(np.count_nonzero(self.activations > 0)) / self.n_cols
+
+    def entry_columns(self) -> np.ndarray:
+        """Column index of every stored weight, aligned with ``row_idx``."""
+        return np.repeat(np.arange(self.n_cols, dtype=np.int64), np.diff(self.indptr))
+
+    def reference_output(self, activations: np.ndarray | None = None) -> np.ndarray:
+        """NumPy float64 ``W_deq @ x + b_deq`` (before ReLU)."""
+        act = self.activations if activations is None else activations
+        cb = self.codebook.astype(np.float64)
+        contrib = cb[self.codes] * act.astype(np.float64)[self.entry_columns()]
+        out = np.bincount(self.row_idx, weights=contrib, minlength=self.n_rows)
+        return out + cb[self.bias_codes]
+
+    def abs_bound(self, activations: np.ndarray | None = None) -> np.ndarray:
+        """Per-row ``sum |w| |x| + |b|``: bounds every partial sum of the row."""
+        act = self.activations if activations is None else activations
+        cb = np.abs(self.codebook.astype(np.float64))
+        contrib = cb[self.codes] * np.abs(act.astype(np.float64))[self.entry_columns()]
+        return (
+            np.bincount(self.row_idx, weights=contrib, minlength=self.n_rows) + cb[self.bias_codes]
+        )
+
+    def dense_weights(self) -> np.ndarray:
+        """Dense float32 W (small layers only)."""
+        w = np.zeros((self.n_rows, self.n_cols), dtype=np.float32)
+        w[self.row_idx, self.entry_columns()] = self.codebook[self.codes]
+        return w

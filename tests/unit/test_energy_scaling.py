@@ -1,0 +1,51 @@
+"""Tests for technology-node scaling factors."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import pytest
+
+from archsim.energy import area_scale, energy_scale, load_tables
+
+T = load_tables()
+EXPECTED = {
+    65: (1.24, 1.50),
+    45: (1.0, 1.0),
+    40: (0.87, 0.79),
+    32: (0.66, 0.46),
+    28: (0.51, 0.38),
+    20: (0.22, 0.21),
+    16: (0.174, 0.19),
+    14: (0.139, 0.17),
+    12: (0.128, 0.135),
+    10: (0.118, 0.10),
+    7: (0.094, 0.059),
+}
+
+
+@pytest.mark.parametrize(("node", "factors"), sorted(EXPECTED.items()))
+def test_node_factors(node: int, factors: tuple[float, float]) -> None:
+    assert (energy_scale(T, node), area_scale(T, node)) == factors
+
+
+def test_16nm_and_reference() -> None:
+    assert energy_scale(T, 16) == 0.174
+    assert area_scale(T, 16) == 0.19
+    assert T.reference_node_nm == 45
+    assert set(T.node_factors) == set(EXPECTED)
+
+
+def test_factors_decrease_with_node() -> None:
+    nodes = sorted(EXPECTED, reverse=True)
+    energies = [energy_scale(T, n) for n in nodes]
+    areas = [area_scale(T, n) for n in nodes]
+    assert all(b < a for a, b in pairwise(energies))
+    assert all(b < a for a, b in pairwise(areas))
+
+
+@pytest.mark.parametrize("node", [22, 5, 0, 16.0, True, "16"])
+@pytest.mark.parametrize("fn", [energy_scale, area_scale])
+def test_unknown_node_lists_allowed(fn, node) -> None:
+    with pytest.raises(ValueError, match=r"allowed nodes \(nm\): 65, 45, 40, .*, 10, 7"):
+        fn(T, node)
