@@ -18,13 +18,25 @@ from archsim.config.eie import EieConfig
 from archsim.config.workload import FcLayer, LstmLayer, WorkloadSpec
 from archsim.datapath.eie_encode import EieEncoded, encode_eie
 from archsim.datapath.eie_kernels import TIMING_FIELDS, eie_functional, eie_timing
-from archsim.datapath.eie_prepare import EieFixedPoint, broadcast_items, choose_fixed_point
+from archsim.datapath.eie_prepare import (
+    EieFixedPoint,
+    broadcast_items,
+    choose_fixed_point,
+    padded_activations,
+)
+from archsim.datapath.reference import EieReferenceResult, eie_reference
 from archsim.engine.context import Dram, SimContext
 from archsim.errors import SimulationError
 from archsim.workload.matvec import materialize_matvec
 from archsim.workload.sparse import QuantizedMatVec
 
-__all__ = ["EieLayerRun", "run_eie_layer", "simulate_eie", "functional_error_bound"]
+__all__ = [
+    "EieLayerRun",
+    "functional_error_bound",
+    "run_eie_layer",
+    "run_eie_reference",
+    "simulate_eie",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,6 +140,32 @@ def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
         n_items=int(cols.size),
         n_groups=int(n_groups),
         output_q=out,
+    )
+
+
+def run_eie_reference(
+    config: EieConfig, run: EieLayerRun, trace: bool = False
+) -> EieReferenceResult:
+    """Re-run an already encoded layer on the slow literal per-cycle twin (small layers only)."""
+    fp, enc = run.fixed_point, run.encoded
+    return eie_reference(
+        padded_activations(fp.act_q, config.pe_array.num_pes),
+        run.layer.has_bias,
+        fp.bias_act_q,
+        config.pe_array.num_pes,
+        config.activation_fifo.depth,
+        enc.ptr,
+        enc.base,
+        enc.code,
+        enc.z,
+        config.encoding.relative_index_bits,
+        config.entries_per_line,
+        config.pipeline_stages - 1,
+        fp.codebook_q,
+        fp.shift,
+        config.arithmetic.accumulator_bits,
+        run.layer.n_rows,
+        trace=trace,
     )
 
 

@@ -92,6 +92,6 @@ def validation_to_config_error(
         shown = repr(given)
         if len(shown) > 60:
             shown = shown[:57] + "..."
-        msg = err.get("msg", "invalid value")
+        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
         problem = f"{msg} (got {shown})" if not isinstance(given, dict) else msg
     return ConfigError(source, path, problem)

@@ -18,15 +18,14 @@ from archsim.workload.sparse import QuantizedMatVec
 __all__ = ["read_eie_dir", "write_eie_dir"]
 
 
-def _read(path: Path, dtype: type) -> np.ndarray:
+def _read(path: Path, dtype: type, allow_empty: bool = False) -> np.ndarray:
     if not path.is_file():
         raise WorkloadError(f"{path}: required data file is missing")
     raw = path.read_bytes()
     size = np.dtype(dtype).itemsize
-    if len(raw) == 0 or len(raw) % size:
-        raise WorkloadError(
-            f"{path}: malformed: {len(raw)} bytes is not a non-empty multiple of {size}"
-        )
+    if (len(raw) == 0 and not allow_empty) or len(raw) % size:
+        what = "a multiple" if allow_empty else "a non-empty multiple"
+        raise WorkloadError(f"{path}: malformed: {len(raw)} bytes is not {what} of {size}")
     return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype)
 
 
@@ -71,7 +70,7 @@ def read_eie_dir(
     rows_all, cols_all, codes_all = [], [], []
     for k, (pf, sf) in enumerate(zip(ptr_files, spm_files, strict=True)):
         ptr = _read(pf, np.uint32).astype(np.int64)
-        spm = _read(sf, np.uint32)
+        spm = _read(sf, np.uint32, allow_empty=True)
         if ptr.size != cols_padded + 2:
             raise WorkloadError(
                 f"{pf}: shape mismatch: {ptr.size} pointers, expected {cols_padded + 2} for "

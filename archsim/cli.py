@@ -1,0 +1,202 @@
+"""Command line: ``archsim run | list | schema | report``.
+
+User mistakes print one line ``archsim: error: <file>: <field>: <problem>`` and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
+from archsim.errors import ArchsimError, ConfigError
+from archsim.results import RunResult
+from archsim.simulate import archsim_version, simulate
+
+__all__ = ["main", "build_parser", "format_layer_table"]
+
+DEFAULT_HW = "eie"
+DEFAULT_WORKLOAD = "eie_benchmarks"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree of every subcommand."""
+    p = argparse.ArgumentParser(
+        prog="archsim",
+        description="Cycle-level simulator of deep-learning accelerators (EIE, ...) with energy "
+        "and area. Start with `archsim run` (EIE on the nine EIE benchmark layers).",
+    )
+    p.add_argument("--version", action="version", version=f"archsim {archsim_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    run = sub.add_parser(
+        "run",
+        help="simulate a workload on a hardware config; writes results.csv/json and report.html",
+        description="Simulate WORKLOAD on HW (preset names or YAML paths). With no arguments: "
+        f"{DEFAULT_HW} on {DEFAULT_WORKLOAD}.",
+    )
+    run.add_argument("hw", nargs="?", default=DEFAULT_HW, help=f"hardware (default {DEFAULT_HW})")
+    run.add_argument(
+        "workload", nargs="?", default=DEFAULT_WORKLOAD, help=f"workload (default {DEFAULT_WORKLOAD})"
+    )
+    run.add_argument("-o", "--out", default="archsim-out", help="output folder (default archsim-out)")
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="override a hardware field by dotted path, e.g. --set pe_array.num_pes=128",
+    )
+    run.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
+    run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    lst = sub.add_parser("list", help="list the hardware and workload presets")
+    lst.add_argument("--json", action="store_true", help="machine-readable output")
+    sch = sub.add_parser("schema", help="print the JSON Schema of hardware or workload configs")
+    sch.add_argument("kind", choices=["hardware", "workload"])
+    rep = sub.add_parser("report", help="rebuild DIR/report.html from DIR/results.json")
+    rep.add_argument("dir", help="a folder written by `archsim run`")
+    return p
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``["a.b=3", "c=true"]`` -> ``{"a.b": 3, "c": True}`` (values parsed as YAML scalars)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        path, sep, raw = item.partition("=")
+        if not sep or not path.strip():
+            raise ConfigError("--set", item, "expected PATH=VALUE, e.g. pe_array.num_pes=128")
+        try:
+            out[path.strip()] = yaml.safe_load(raw) if raw.strip() else raw
+        except yaml.YAMLError:
+            out[path.strip()] = raw
+    return out
+
+
+def format_layer_table(result: RunResult) -> str:
+    """Per-layer table that fits 80 columns."""
+    df = result.to_dataframe()
+    extra = "eie_load_balance" if "eie_load_balance" in df else None
+    head = f"{'layer':<14}{'cycles':>10}{'time us':>10}{'util %':>8}{'energy uJ':>11}{'power mW':>10}"
+    head += f"{'balance %':>11}" if extra else ""
+    lines = [head, "-" * len(head)]
+    for _, r in df.iterrows():
+        line = (
+            f"{str(r['layer'])[:13]:<14}{int(r['cycles']):>10,}{r['time_s'] * 1e6:>10.2f}"
+            f"{r['utilization'] * 100:>8.1f}{r['energy_pj'] * 1e-6:>11.3f}{r['power_w'] * 1e3:>10.1f}"
+        )
+        if extra:
+            line += f"{r[extra] * 100:>11.1f}"
+        lines.append(line)
+    s = result.summary()
+    lines.append("-" * len(head))
+    lines.append(
+        f"total {s['total_cycles']:,} cycles, {s['total_time_s'] * 1e6:.2f} us, "
+        f"{s['total_energy_pj'] * 1e-6:.3f} uJ, {s['average_power_w'] * 1e3:.1f} mW, "
+        f"{s['effective_gops']:.1f} GOP/s, area {s['total_area_mm2']:.2f} mm^2"
+    )
+    return "\n".join(lines)
+
+
+def _write_outputs(result: RunResult, out_dir: Path) -> None:
+    """Write results.csv, results.json, report.html atomically (all or nothing)."""
+    from archsim.report import write_run_report
+
+    out_dir = out_dir.resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        result.to_dataframe().to_csv(tmp / "results.csv", index=False)
+        result.to_json(tmp / "results.json")
+        write_run_report(result, tmp / "report.html")
+        out_dir.mkdir(exist_ok=True)
+        for f in ("results.csv", "results.json", "report.html"):
+            os.replace(tmp / f, out_dir / f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    hw = load_hardware(args.hw)
+    if args.overrides:
+        hw = hw.with_overrides(parse_overrides(args.overrides), source="--set")
+    wl = load_workload(args.workload)
+    if args.seed < 0:
+        raise ConfigError("--seed", "seed", f"must be >= 0 (got {args.seed})")
+    result = simulate(hw, wl, seed=args.seed)
+    _write_outputs(result, Path(args.out))
+    if not args.quiet:
+        print(f"archsim {archsim_version()}: {result.hardware} on {result.workload}, seed {result.seed}")
+        print(format_layer_table(result))
+        for w in result.warnings:
+            print(f"warning: {w}")
+        print(f"wrote {Path(args.out) / 'results.csv'}, results.json, report.html")
+    return 0
+
+
+def _preset_summary(kind: str) -> list[dict[str, str]]:
+    out = []
+    for name in list_presets(kind):
+        path = next(d / f"{name}.yaml" for d in preset_dirs(kind) if (d / f"{name}.yaml").is_file())
+        data = read_yaml(path)
+        desc = " ".join(str(data.get("description", data.get("source", ""))).split())
+        out.append({"name": name, "description": desc})
+    return out
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    presets = {k: _preset_summary(k) for k in ("hardware", "workload")}
+    if args.json:
+        print(json.dumps(presets, indent=1))
+        return 0
+    for kind, items in presets.items():
+        print(f"{kind} presets:")
+        for item in items:
+            print(f"  {item['name']:<18} {item['description'][:58]}")
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from archsim.config.io import json_schema
+
+    print(json.dumps(json_schema(args.kind), indent=1))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from archsim.report import write_run_report
+
+    folder = Path(args.dir)
+    result = RunResult.from_json(folder / "results.json")
+    path = write_run_report(result, folder / "report.html")
+    print(f"wrote {path}")
+    return 0
+
+
+_COMMANDS = {"run": _cmd_run, "list": _cmd_list, "schema": _cmd_schema, "report": _cmd_report}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``archsim`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return _COMMANDS[args.command](args)
+    except ArchsimError as exc:
+        print(f"archsim: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""Self-contained HTML report of one run: summary, warnings, inline SVG plots, per-layer table.
+
+The page has no scripts and loads nothing from the network: CSS is inline and the plots are SVG
+with text drawn as paths. The output depends only on the ``RunResult`` (no timestamps).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from archsim.report.formatting import (
+    fmt_energy,
+    fmt_int,
+    fmt_num,
+    fmt_percent,
+    fmt_power,
+    fmt_time,
+    fmt_value,
+)
+from archsim.report.plots import (
+    energy_component_columns,
+    figure_to_svg,
+    plot_cycles_per_layer,
+    plot_energy_breakdown,
+    plot_utilization,
+)
+from archsim.results import BASE_COLUMNS, RunResult
+
+__all__ = ["render_run_report", "write_run_report", "accelerator_columns", "RUN_TEMPLATE"]
+
+#: Template file inside ``archsim/report/templates``.
+RUN_TEMPLATE = "run.html.j2"
+#: Columns that are neither base nor energy columns but are not accelerator-specific either.
+_GENERIC_COLUMNS = frozenset(BASE_COLUMNS) | {"start_cycle", "end_cycle"}
+
+#: (id, caption, plotting function) of the report's figures, in page order.
+_FIGURES: tuple[tuple[str, str, Callable[[pd.DataFrame], Any]], ...] = (
+    (
+        "cycles",
+        "Cycles per layer. The marker is the layer's cycle count with perfect load balance "
+        "(where the accelerator model reports it).",
+        plot_cycles_per_layer,
+    ),
+    ("energy", "Energy per layer, stacked by priced component.", plot_energy_breakdown),
+    (
+        "utilization",
+        "Effective MACs / (cycles \u00d7 peak MACs per cycle); the dashed line is the "
+        "cycle-weighted average over the layers.",
+        plot_utilization,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class _Column:
+    key: str
+    header: str
+    title: str
+    numeric: bool = True
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("archsim", "report/templates"),
+        autoescape=select_autoescape(
+            enabled_extensions=("html", "j2"), default_for_string=True, default=True
+        ),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return env
+
+
+def accelerator_columns(df: pd.DataFrame) -> list[str]:
+    """Accelerator-specific columns of ``df`` (e.g. ``eie_load_balance``), in frame order."""
+    energy = set(energy_component_columns(df))
+    return [c for c in df.columns if c not in _GENERIC_COLUMNS and c not in energy]
+
+
+def _extra_header(column: str, accelerator: str) -> str:
+    prefix = f"{accelerator}_"
+    name = column[len(prefix) :] if column.startswith(prefix) else column
+    return name.replace("_", " ")
+
+
+def _layer_table(result: RunResult, df: pd.DataFrame) -> tuple[list[_Column], list[list[str]]]:
+    columns = [
+        _Column("layer", "layer", "layer name", numeric=False),
+        _Column("kind", "kind", "layer kind", numeric=False),
+        _Column("cycles", "cycles", "cycles (clock ticks) of the layer"),
+        _Column("time_us", "time (\u00b5s)", "time_s in microseconds"),
+        _Column("macs", "MACs", "macs_effective: multiplies performed on non-zero operands"),
+        _Column("util", "utilization", "effective MACs / (cycles x peak MACs per cycle)"),
+        _Column("energy_uj", "energy (\u00b5J)", "energy_pj in microjoules"),
+        _Column("power_mw", "power (mW)", "power_w in milliwatts"),
+        _Column("dram", "DRAM bytes", "dram_bytes"),
+    ]
+    extras = accelerator_columns(df)
+    columns += [_Column(c, _extra_header(c, result.accelerator), c) for c in extras]
+    rows: list[list[str]] = []
+    for rec in df.to_dict(orient="records"):
+        row = [
+            str(rec["layer"]),
+            str(rec["kind"]),
+            fmt_int(rec["cycles"]),
+            fmt_num(rec["time_s"] * 1e6),
+            fmt_int(rec["macs_effective"]),
+            fmt_percent(rec["utilization"]),
+            fmt_num(rec["energy_pj"] * 1e-6),
+            fmt_num(rec["power_w"] * 1e3),
+            fmt_int(rec["dram_bytes"]),
+        ]
+        row += [fmt_value(rec[c]) for c in extras]
+        rows.append(row)
+    return columns, rows
+
+
+def _shares(values: dict[str, float], fmt: Callable[[float], str]) -> list[dict[str, str]]:
+    total = sum(values.values())
+    ordered = sorted(values.items(), key=lambda kv: -kv[1])
+    return [
+        {
+            "name": name.replace("_", " "),
+            "value": fmt(v),
+            "share": fmt_percent(v / total) if total > 0 else "\u2013",
+        }
+        for name, v in ordered
+    ]
+
+
+def _context(result: RunResult) -> dict[str, Any]:
+    df = result.to_dataframe()
+    summary = result.summary()
+    meta = result.metadata
+    hw_cfg = meta.get("hardware_config")
+    hw_description = hw_cfg.get("description", "") if isinstance(hw_cfg, dict) else ""
+    figures = []
+    for fig_id, caption, plot in _FIGURES:
+        fig = plot(df)
+        svg = figure_to_svg(fig, id_prefix=f"fig-{fig_id}-")
+        figures.append({"id": fig_id, "caption": caption, "svg": Markup(svg)})
+    columns, rows = _layer_table(result, df)
+    totals = [
+        ("layers", fmt_int(summary["layers"])),
+        ("cycles", fmt_int(summary["total_cycles"])),
+        ("time", f"{fmt_num(summary['total_time_s'] * 1e6)} \u00b5s"),
+        ("throughput", f"{fmt_num(summary['effective_gops'])} GOP/s"),
+        ("energy", f"{fmt_num(summary['total_energy_pj'] * 1e-6)} \u00b5J"),
+        ("average power", fmt_power(summary["average_power_w"])),
+        ("area", f"{fmt_num(summary['total_area_mm2'])} mm\u00b2"),
+        ("clock", f"{fmt_num(result.clock_hz / 1e6)} MHz"),
+    ]
+    info = [
+        ("accelerator", result.accelerator),
+        ("hardware", result.hardware),
+        ("workload", result.workload),
+        ("seed", str(result.seed)),
+        ("archsim", str(meta.get("archsim_version", "unknown"))),
+    ]
+    return {
+        "title": f"archsim: {result.workload} on {result.hardware}",
+        "info": info,
+        "hw_description": hw_description,
+        "workload_source": str(meta.get("workload_source", "")),
+        "totals": totals,
+        "warnings": list(result.warnings),
+        "figures": figures,
+        "columns": columns,
+        "rows": rows,
+        "energy_shares": _shares(result.energy_by_component_pj, fmt_energy),
+        "area_shares": _shares(result.area_mm2, lambda a: f"{fmt_num(a)} mm\u00b2"),
+        "total_time": fmt_time(result.total_time_s),
+        "version": str(meta.get("archsim_version", "unknown")),
+    }
+
+
+def render_run_report(result: RunResult) -> str:
+    """The HTML text of the report of ``result`` (self-contained, deterministic)."""
+    template = _environment().get_template(RUN_TEMPLATE)
+    return template.render(**_context(result))
+
+
+def write_run_report(result: RunResult, path: str | Path) -> Path:
+    """Write the report of ``result`` to ``path`` atomically; returns the file written.
+
+    When ``path`` is an existing directory the report is written to ``path/report.html``. The
+    text goes to a temporary file in the target directory first and is then renamed over the
+    target, so readers never see a half-written report and no temporary file is left behind.
+    """
+    target = Path(path)
+    if target.is_dir():
+        target = target / "report.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = render_run_report(result)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target

@@ -1,0 +1,225 @@
+"""Matplotlib figures of a run's per-layer results, and their SVG / PNG serialisation.
+
+Every function takes the DataFrame of ``RunResult.to_dataframe()`` and returns a
+:class:`matplotlib.figure.Figure` built on the Agg canvas; pyplot's global state is never used,
+so the functions are safe in threads, worker processes and headless machines.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, PercentFormatter
+
+__all__ = [
+    "plot_cycles_per_layer",
+    "plot_energy_breakdown",
+    "plot_utilization",
+    "energy_component_columns",
+    "energy_unit",
+    "figure_to_svg",
+    "figure_to_png",
+]
+
+#: Bar colour of single-series charts.
+_BAR_COLOR = "#4c72b0"
+_MARK_COLOR = "#c44e52"
+#: Picojoules per unit, largest first.
+_ENERGY_UNITS: tuple[tuple[str, float], ...] = (
+    ("J", 1e12),
+    ("mJ", 1e9),
+    ("\u00b5J", 1e6),
+    ("nJ", 1e3),
+    ("pJ", 1.0),
+)
+_ENERGY_COL = re.compile(r"^energy_(?P<comp>.+)_pj$")
+
+
+def _new_figure(n_layers: int, height: float = 3.6) -> Figure:
+    """A figure whose width grows with the number of layers (6.4 in to 16 in)."""
+    width = min(16.0, max(6.4, 2.0 + 0.22 * n_layers))
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _layer_axis(ax: Axes, labels: Sequence[str]) -> None:
+    """Put layer names on the x axis, rotated and shrunk when there are many or long ones."""
+    n = len(labels)
+    longest = max((len(s) for s in labels), default=0)
+    ax.set_xticks(range(n))
+    if n <= 6 and longest <= 10:
+        ax.set_xticklabels(labels, fontsize=9)
+    elif n <= 30:
+        ax.set_xticklabels(labels, rotation=45, ha="right", rotation_mode="anchor", fontsize=8)
+    else:
+        ax.set_xticklabels(labels, rotation=90, fontsize=6 if n > 60 else 7)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_xlabel("layer")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def _si(value: float, _pos: int | None = None) -> str:
+    """Compact axis number: 12k, 3.4M."""
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= div:
+            return f"{value / div:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def _labels(df: pd.DataFrame) -> list[str]:
+    return [str(x) for x in df["layer"]] if "layer" in df else [str(i) for i in range(len(df))]
+
+
+def _empty(fig: Figure, ax: Axes) -> Figure:
+    ax.text(0.5, 0.5, "no layers", ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+    return fig
+
+
+def plot_cycles_per_layer(df: pd.DataFrame) -> Figure:
+    """Bar chart of cycles per layer; EIE runs also mark ``eie_ideal_cycles`` (imbalance-free)."""
+    fig = _new_figure(len(df))
+    ax = fig.add_subplot()
+    ax.set_title("Cycles per layer", loc="left", fontsize=11)
+    if df.empty:
+        return _empty(fig, ax)
+    x = list(range(len(df)))
+    ax.bar(x, df["cycles"].astype(float), color=_BAR_COLOR, width=0.7, label="simulated")
+    if "eie_ideal_cycles" in df:
+        ideal = pd.to_numeric(df["eie_ideal_cycles"], errors="coerce")
+        ax.hlines(
+            ideal,
+            [i - 0.35 for i in x],
+            [i + 0.35 for i in x],
+            colors=_MARK_COLOR,
+            linewidths=2.0,
+            zorder=3,
+            label="imbalance-free",
+        )
+        ax.legend(
+            fontsize=8, frameon=False, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2
+        )
+    ax.set_ylabel("cycles")
+    ax.yaxis.set_major_formatter(FuncFormatter(_si))
+    _layer_axis(ax, _labels(df))
+    return fig
+
+
+def energy_component_columns(df: pd.DataFrame) -> list[str]:
+    """The ``energy_<component>_pj`` columns of ``df`` (not the total ``energy_pj``)."""
+    return [c for c in df.columns if _ENERGY_COL.match(str(c))]
+
+
+def energy_unit(max_pj: float) -> tuple[str, float]:
+    """Readable unit for energies up to ``max_pj``: (name, picojoules per unit)."""
+    for name, scale in _ENERGY_UNITS:
+        if abs(max_pj) >= scale:
+            return name, scale
+    return "pJ", 1.0
+
+
+def plot_energy_breakdown(df: pd.DataFrame) -> Figure:
+    """Stacked bars of energy per layer by component, in a readable unit (nJ, uJ, ...)."""
+    fig = _new_figure(len(df), height=4.0)
+    ax = fig.add_subplot()
+    ax.set_title("Energy per layer by component", loc="left", fontsize=11)
+    cols = [c for c in energy_component_columns(df) if float(df[c].abs().sum()) > 0.0]
+    if df.empty or not cols:
+        return _empty(fig, ax)
+    totals = df[cols].sum(axis=1)
+    unit, scale = energy_unit(float(totals.max()))
+    cmap = matplotlib.colormaps["tab10" if len(cols) <= 10 else "tab20"]
+    x = list(range(len(df)))
+    bottom = [0.0] * len(df)
+    for i, col in enumerate(cols):
+        values = [float(v) / scale for v in df[col]]
+        name = _ENERGY_COL.match(col).group("comp").replace("_", " ")  # type: ignore[union-attr]
+        ax.bar(x, values, bottom=bottom, width=0.7, color=cmap(i % cmap.N), label=name)
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    ax.set_ylabel(f"energy ({unit})")
+    ax.yaxis.set_major_formatter(FuncFormatter(_si))
+    _layer_axis(ax, _labels(df))
+    ax.legend(
+        fontsize=8,
+        frameon=False,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        reverse=True,
+        title="component",
+        title_fontsize=8,
+    )
+    return fig
+
+
+def plot_utilization(df: pd.DataFrame) -> Figure:
+    """Bar chart of MAC utilization per layer (%), with the cycle-weighted run average."""
+    fig = _new_figure(len(df))
+    ax = fig.add_subplot()
+    ax.set_title("MAC utilization per layer", loc="left", fontsize=11)
+    if df.empty:
+        return _empty(fig, ax)
+    util = [100.0 * float(u) for u in df["utilization"]]
+    x = list(range(len(df)))
+    ax.bar(x, util, color=_BAR_COLOR, width=0.7)
+    cycles = [float(c) for c in df["cycles"]]
+    if sum(cycles) > 0:
+        mean = math.fsum(u * c for u, c in zip(util, cycles, strict=True)) / math.fsum(cycles)
+        ax.axhline(mean, color=_MARK_COLOR, linestyle="--", linewidth=1.2)
+        ax.annotate(
+            f"run average {mean:.1f} %",
+            xy=(1.0, mean),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color=_MARK_COLOR,
+        )
+    ax.set_ylim(0, max(100.0, max(util, default=0.0) * 1.05))
+    ax.set_ylabel("utilization")
+    ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
+    _layer_axis(ax, _labels(df))
+    return fig
+
+
+_SVG_PREAMBLE = re.compile(r"\A.*?(?=<svg\b)", re.S)
+_SVG_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_SVG_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
+
+
+def figure_to_svg(fig: Figure, id_prefix: str = "") -> str:
+    """The figure as inline SVG text: no XML header, comments or metadata, text as paths.
+
+    ``id_prefix`` is prepended to every element id (and reference to it) so that several
+    figures can be inlined in one HTML document without id clashes.
+    """
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "archsim"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    text = _SVG_PREAMBLE.sub("", buf.getvalue(), count=1)
+    text = _SVG_COMMENT.sub("", text)
+    text = _SVG_METADATA.sub("", text)
+    if id_prefix:
+        text = re.sub(r'\bid="', f'id="{id_prefix}', text)
+        text = text.replace('href="#', f'href="#{id_prefix}').replace("url(#", f"url(#{id_prefix}")
+    return text.strip()
+
+
+def figure_to_png(fig: Figure, path: str | Path, dpi: int = 150) -> Path:
+    """Write the figure as a PNG file; returns the path."""
+    out = Path(path)
+    fig.savefig(out, format="png", dpi=dpi, metadata={"Software": None})
+    return out
