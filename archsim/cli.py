@@ -13,14 +13,15 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
 from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
-from archsim.errors import ArchsimError, ConfigError
+from archsim.errors import ArchsimError, ConfigError, WorkloadError
 from archsim.results import RunResult
 from archsim.simulate import archsim_version, simulate
+from archsim.workload.matvec import LayerDataError
 
 __all__ = ["main", "build_parser", "format_layer_table"]
 
@@ -28,9 +29,16 @@ DEFAULT_HW = "eie"
 DEFAULT_WORKLOAD = "eie_benchmarks"
 
 
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose usage errors are one line, like every other archsim error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"archsim: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every subcommand."""
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="archsim",
         description="Cycle-level simulator of deep-learning accelerators (EIE, ...) with energy "
         "and area. Start with `archsim run` (EIE on the nine EIE benchmark layers).",
@@ -45,9 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("hw", nargs="?", default=DEFAULT_HW, help=f"hardware (default {DEFAULT_HW})")
     run.add_argument(
-        "workload", nargs="?", default=DEFAULT_WORKLOAD, help=f"workload (default {DEFAULT_WORKLOAD})"
+        "workload",
+        nargs="?",
+        default=DEFAULT_WORKLOAD,
+        help=f"workload (default {DEFAULT_WORKLOAD})",
     )
-    run.add_argument("-o", "--out", default="archsim-out", help="output folder (default archsim-out)")
+    run.add_argument(
+        "-o", "--out", default="archsim-out", help="output folder (default archsim-out)"
+    )
     run.add_argument(
         "--set",
         dest="overrides",
@@ -73,7 +86,9 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     for item in items:
         path, sep, raw = item.partition("=")
         if not sep or not path.strip():
-            raise ConfigError("--set", item, "expected PATH=VALUE, e.g. pe_array.num_pes=128")
+            raise ConfigError(
+                "--set", item, "malformed; allowed: PATH=VALUE, e.g. pe_array.num_pes=128"
+            )
         try:
             out[path.strip()] = yaml.safe_load(raw) if raw.strip() else raw
         except yaml.YAMLError:
@@ -85,13 +100,16 @@ def format_layer_table(result: RunResult) -> str:
     """Per-layer table that fits 80 columns."""
     df = result.to_dataframe()
     extra = "eie_load_balance" if "eie_load_balance" in df else None
-    head = f"{'layer':<14}{'cycles':>10}{'time us':>10}{'util %':>8}{'energy uJ':>11}{'power mW':>10}"
+    head = (
+        f"{'layer':<14}{'cycles':>10}{'time us':>10}{'util %':>8}{'energy uJ':>11}{'power mW':>10}"
+    )
     head += f"{'balance %':>11}" if extra else ""
     lines = [head, "-" * len(head)]
     for _, r in df.iterrows():
         line = (
             f"{str(r['layer'])[:13]:<14}{int(r['cycles']):>10,}{r['time_s'] * 1e6:>10.2f}"
-            f"{r['utilization'] * 100:>8.1f}{r['energy_pj'] * 1e-6:>11.3f}{r['power_w'] * 1e3:>10.1f}"
+            f"{r['utilization'] * 100:>8.1f}{r['energy_pj'] * 1e-6:>11.3f}"
+            f"{r['power_w'] * 1e3:>10.1f}"
         )
         if extra:
             line += f"{r[extra] * 100:>11.1f}"
@@ -111,8 +129,13 @@ def _write_outputs(result: RunResult, out_dir: Path) -> None:
     from archsim.report import write_run_report
 
     out_dir = out_dir.resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError("--out", "", f"{out_dir} exists and is not a folder; allowed: a folder")
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    except OSError as exc:
+        raise ConfigError("--out", "", f"cannot create {out_dir}: {exc.strerror}") from None
     try:
         result.to_dataframe().to_csv(tmp / "results.csv", index=False)
         result.to_json(tmp / "results.json")
@@ -120,6 +143,8 @@ def _write_outputs(result: RunResult, out_dir: Path) -> None:
         out_dir.mkdir(exist_ok=True)
         for f in ("results.csv", "results.json", "report.html"):
             os.replace(tmp / f, out_dir / f)
+    except OSError as exc:
+        raise ConfigError("--out", "", f"cannot write {out_dir}: {exc.strerror}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -130,11 +155,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         hw = hw.with_overrides(parse_overrides(args.overrides), source="--set")
     wl = load_workload(args.workload)
     if args.seed < 0:
-        raise ConfigError("--seed", "seed", f"must be >= 0 (got {args.seed})")
-    result = simulate(hw, wl, seed=args.seed)
+        raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
+    try:
+        result = simulate(hw, wl, seed=args.seed)
+    except LayerDataError as exc:
+        index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
+        field = f"layers.{index}.{exc.field}" if index is not None else exc.field
+        raise WorkloadError(f"{wl.origin}: {field}: {exc.problem}") from None
     _write_outputs(result, Path(args.out))
     if not args.quiet:
-        print(f"archsim {archsim_version()}: {result.hardware} on {result.workload}, seed {result.seed}")
+        print(
+            f"archsim {archsim_version()}: {result.hardware} on {result.workload}, "
+            f"seed {result.seed}"
+        )
         print(format_layer_table(result))
         for w in result.warnings:
             print(f"warning: {w}")
@@ -175,8 +208,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from archsim.report import write_run_report
 
     folder = Path(args.dir)
-    result = RunResult.from_json(folder / "results.json")
-    path = write_run_report(result, folder / "report.html")
+    if not folder.is_dir():
+        raise ArchsimError(
+            f"{folder}: folder not found; allowed: a folder written by `archsim run`"
+        )
+    source = folder / "results.json"
+    result = RunResult.from_json(source)
+    try:
+        path = write_run_report(result, folder / "report.html")
+    except OSError as exc:
+        raise ArchsimError(f"{folder / 'report.html'}: cannot write: {exc.strerror}") from None
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+        # parsed, but holds values no run writes (the report is left untouched)
+        raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
     print(f"wrote {path}")
     return 0
 
@@ -194,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except ArchsimError as exc:
-        print(f"archsim: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).split())  # always one line
+        print(f"archsim: error: {message}", file=sys.stderr)
         return 2
 
 

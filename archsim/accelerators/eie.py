@@ -64,16 +64,13 @@ def functional_error_bound(run: EieLayerRun) -> np.ndarray:
     accumulator (1/2 LSB each) plus the quantisation of weights and activations."""
     lay, fp = run.layer, run.fixed_point
     lsb_o, lsb_w, lsb_a = 2.0**-fp.out_frac, 2.0**-fp.weight_frac, 2.0**-fp.act_frac
-    cols = lay.entry_columns()
+    idx, cols = lay.live_entries()
     a = np.abs(lay.activations.astype(np.float64))[cols]
-    w = np.abs(lay.codebook.astype(np.float64))[lay.codes]
-    live = a > 0
+    w = np.abs(lay.codebook.astype(np.float64))[lay.codes[idx]]
     per = 0.5 * lsb_o + 0.5 * lsb_w * a + 0.5 * lsb_a * w + 0.25 * lsb_w * lsb_a
-    bound = np.bincount(lay.row_idx[live], weights=per[live], minlength=lay.n_rows)
-    has_b = lay.bias_codes > 0
-    return bound + has_b * (
-        0.5 * lsb_o + 0.5 * lsb_w + 0.5 * lsb_a * np.abs(lay.codebook[lay.bias_codes])
-    )
+    bound = np.bincount(lay.row_idx[idx], weights=per, minlength=lay.n_rows)
+    bias_w = np.abs(lay.codebook.astype(np.float64))[lay.bias_codes]
+    return bound + (lay.bias_codes > 0) * (0.5 * lsb_o + 0.5 * lsb_w + 0.5 * lsb_a * bias_w)
 
 
 def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any, TypeVar
+import difflib
+import re
+import types
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -55,43 +58,206 @@ def set_dotted(data: dict[str, Any], path: str, value: Any, source: str) -> None
             node = node[key]
 
 
+def _unwrap(tp: Any) -> Any:
+    """Strip ``Annotated[...]`` and ``X | None`` down to the interesting type."""
+    while True:
+        origin = get_origin(tp)
+        if origin is Annotated:
+            tp = get_args(tp)[0]
+            continue
+        if origin in (Union, types.UnionType):
+            args = [a for a in get_args(tp) if a is not type(None)]
+            if len(args) == 1:
+                tp = args[0]
+                continue
+        return tp
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _union_models(tp: Any) -> list[type[BaseModel]]:
+    """Model members of a union type (``[]`` when ``tp`` is not a union)."""
+    if get_origin(tp) in (Union, types.UnionType):
+        return [a for a in (_unwrap(x) for x in get_args(tp)) if _is_model(a)]
+    return []
+
+
+def _literal_values(tp: Any) -> tuple[Any, ...]:
+    tp = _unwrap(tp)
+    return get_args(tp) if get_origin(tp) is Literal else ()
+
+
+def _walk(model_cls: Any, loc: Sequence[Any]) -> tuple[list[str], Any]:
+    """Follow pydantic's ``loc`` through the model types.
+
+    Returns the display path (discriminator tags such as ``'fc'`` dropped) and the type reached
+    (``None`` when it cannot be followed).
+    """
+    parts: list[str] = []
+    tp: Any = model_cls
+    for key in loc:
+        tp = _unwrap(tp) if tp is not None else None
+        members = _union_models(tp)
+        if isinstance(key, str) and members and not any(key in m.model_fields for m in members):
+            # a tag pydantic inserts for tagged unions: select that member, do not show it
+            tp = next(
+                (
+                    m
+                    for m in members
+                    if any(key in _literal_values(f.annotation) for f in m.model_fields.values())
+                ),
+                None,
+            )
+            continue
+        parts.append(str(key))
+        if isinstance(key, int):
+            args = get_args(tp) if tp is not None else ()
+            origin = get_origin(tp)
+            if origin in (list, tuple, set, frozenset) and args:
+                tp = args[0]
+            elif origin is dict and len(args) == 2:
+                tp = args[1]
+            else:
+                tp = None
+        elif _is_model(tp) and key in tp.model_fields:
+            tp = tp.model_fields[key].annotation
+        else:
+            tp = None
+    return parts, (_unwrap(tp) if tp is not None else None)
+
+
 def _model_fields_at(model_cls: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[str]:
     """Field names allowed at the parent of ``loc`` (best effort, for error messages)."""
-    cls = model_cls
-    for key in loc[:-1]:
-        if cls is None or not isinstance(key, str):
-            return []
-        field = cls.model_fields.get(key)
-        if field is None:
-            return []
-        ann = field.annotation
-        cls = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
-        if cls is None:
-            args = getattr(ann, "__args__", ())
-            cls = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), None)
-    return sorted(cls.model_fields) if cls is not None else []
+    _, tp = _walk(model_cls, loc[:-1])
+    members = _union_models(tp) or ([tp] if _is_model(tp) else [])
+    return sorted({name for m in members for name in m.model_fields})
+
+
+def _field_path_in(tp: Any, dotted: str) -> bool:
+    """Whether ``dotted`` (``"spmat_sram.width_bits"``) names a field below model ``tp``."""
+    for key in dotted.split("."):
+        tp = _unwrap(tp)
+        if not _is_model(tp) or key not in tp.model_fields:
+            return False
+        tp = tp.model_fields[key].annotation
+    return True
+
+
+def _lookup(data: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return _MISSING
+        data = data[key]
+    return data
+
+
+def _paths_of_value(data: Any, value: str, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every path in nested dicts/lists whose leaf equals ``value``, in document order."""
+    if isinstance(data, dict):
+        items: Any = data.items()
+    elif isinstance(data, list | tuple):
+        items = enumerate(data)
+    else:
+        return [prefix] if data == value and prefix else []
+    found: list[tuple[str, ...]] = []
+    for k, v in items:
+        found.extend(_paths_of_value(v, value, (*prefix, str(k))))
+    return found
+
+
+_MISSING = object()
+_LEADING_PATH = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
+
+
+def _short(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _model_level(err: Mapping[str, Any], parts: list[str], tp: Any) -> tuple[str, str]:
+    """Path and problem of an error raised by a model validator (pydantic gives no field).
+
+    The field is taken from the message when it starts with a field path of the model
+    (``"spmat_sram.width_bits=25 must be ..."``), else from the input value it quotes
+    (``"duplicate layer name 'fc1'"`` -> the second ``name`` holding ``'fc1'``).
+    """
+    msg = _clean_msg(err)
+    given = err.get("input")
+    m = _LEADING_PATH.match(msg)
+    if m and _is_model(tp) and _field_path_in(tp, m.group(1)):
+        field = m.group(1)
+        rest = msg[m.end() :]
+        problem = msg
+        if rest.startswith(" must "):
+            problem = rest[1:]
+            value = _lookup(given, field)
+            if value is not _MISSING and not isinstance(value, dict | list):
+                problem += f" (got {_short(value)})"
+        return ".".join([*parts, field]), problem
+    for q in _QUOTED.finditer(msg):
+        hits = _paths_of_value(given, q.group(1) or q.group(2))
+        if hits:
+            return ".".join([*parts, *hits[-1]]), msg
+    return ".".join(parts), msg
+
+
+def _clean_msg(err: Mapping[str, Any]) -> str:
+    msg = str(err.get("msg", "invalid value"))
+    for noise in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(noise)
+    return msg
+
+
+_PRIORITY = {"extra_forbidden": 0, "union_tag_invalid": 1, "union_tag_not_found": 1}
 
 
 def validation_to_config_error(
     exc: ValidationError, source: str, model_cls: type[BaseModel] | None = None
 ) -> ConfigError:
-    """Turn pydantic's first error into a one-line ``ConfigError`` (file, field, problem)."""
-    err = exc.errors()[0]
+    """Turn pydantic's most telling error into a one-line ``ConfigError`` (file, field, problem).
+
+    Unknown fields come first (a misspelt key also makes the real one "missing"); the path drops
+    the discriminator tags pydantic inserts for tagged unions (``layers.0.fc.inputs`` ->
+    ``layers.0.inputs``) and errors of model validators are given the field they are about.
+    """
+    errors = exc.errors()
+    err = min(errors, key=lambda e: _PRIORITY.get(e.get("type", ""), 2))
     loc = tuple(err.get("loc", ()))
-    # drop discriminator tags pydantic inserts for tagged unions (e.g. 'fc')
-    path = ".".join(str(p) for p in loc)
+    parts, tp = _walk(model_cls, loc)
+    path = ".".join(parts)
     kind = err.get("type", "")
+    ctx = err.get("ctx") or {}
     if kind == "extra_forbidden":
         allowed = _model_fields_at(model_cls, loc)
-        hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
-        problem = f"unknown field{hint}"
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1) if loc else []
+        problem = "unknown field"
+        if close:
+            problem += f" (did you mean {close[0]!r}?)"
+        if allowed:
+            problem += f"; allowed: {', '.join(allowed)}"
     elif kind == "missing":
         problem = "required field is missing"
+    elif kind in ("union_tag_invalid", "union_tag_not_found"):
+        disc = str(ctx.get("discriminator", "kind")).strip("'\"")
+        path = ".".join([*parts, disc])
+        tags = [
+            str(v)
+            for m in _union_models(tp)
+            if disc in m.model_fields
+            for v in _literal_values(m.model_fields[disc].annotation)
+        ]
+        shown = ", ".join(tags) or str(ctx.get("expected_tags", "")).replace("'", "")
+        if kind == "union_tag_invalid":
+            problem = f"unknown value {ctx.get('tag')!r}; allowed: {shown}"
+        else:
+            problem = f"required field is missing; allowed: {shown}"
+    elif kind in ("value_error", "assertion_error") and _is_model(tp):
+        path, problem = _model_level(err, parts, tp)
     else:
         given = err.get("input")
-        shown = repr(given)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-        problem = f"{msg} (got {shown})" if not isinstance(given, dict) else msg
+        msg = _clean_msg(err)
+        problem = f"{msg} (got {_short(given)})" if not isinstance(given, dict) else msg
     return ConfigError(source, path, problem)

@@ -80,6 +80,10 @@ def read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(str(path), "", f"cannot read file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            str(path), "", f"not UTF-8 text (byte {exc.start}); allowed: a UTF-8 YAML file"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -108,6 +112,10 @@ def hardware_from_dict(data: dict[str, Any], source: str = "<api>") -> ArchsimMo
     model = HARDWARE_MODELS.get(acc) if isinstance(acc, str) else None
     if model is None:
         allowed = ", ".join(sorted(HARDWARE_MODELS))
+        if "accelerator" not in data:
+            raise ConfigError(
+                source, "accelerator", f"required field is missing; allowed: {allowed}"
+            )
         raise ConfigError(source, "accelerator", f"unknown accelerator {acc!r}; allowed: {allowed}")
     try:
         return model.model_validate(data)

@@ -151,10 +151,7 @@ def eie_functional(
                 if c == 0:
                     continue
                 prod = codebook_q[c] * a
-                if shift > 0:
-                    prod = (prod + half) >> shift
-                else:
-                    prod = prod << (-shift)
+                prod = (prod + half) >> shift if shift > 0 else prod << (-shift)
                 r = local_row[e] * num_pes + i
                 s = out[r] + prod
                 if s > hi:

@@ -45,11 +45,12 @@ def fmt_num(value: Any, digits: int = 3) -> str:
         return "\u221e" if v > 0 else "-\u221e"
     if v == 0.0:
         return "0"
-    if abs(v) >= 10 ** (digits + 1) or (abs(v) >= 1000 and v.is_integer()):
+    if abs(v) >= 10**digits:
         return f"{v:,.0f}"
     if abs(v) < 1e-3:
         return f"{v:.{digits - 1}e}"
-    return f"{v:,.{digits}g}" if abs(v) < 10**digits else f"{v:,.1f}"
+    text = f"{v:#.{digits}g}"
+    return text[:-1] if text.endswith(".") else text
 
 
 def fmt_value(value: Any) -> str:

@@ -66,6 +66,7 @@ class _Column:
     header: str
     title: str
     numeric: bool = True
+    extra: bool = False
 
 
 def _environment() -> Environment:
@@ -106,7 +107,7 @@ def _layer_table(result: RunResult, df: pd.DataFrame) -> tuple[list[_Column], li
         _Column("dram", "DRAM bytes", "dram_bytes"),
     ]
     extras = accelerator_columns(df)
-    columns += [_Column(c, _extra_header(c, result.accelerator), c) for c in extras]
+    columns += [_Column(c, _extra_header(c, result.accelerator), c, extra=True) for c in extras]
     rows: list[list[str]] = []
     for rec in df.to_dict(orient="records"):
         row = [
@@ -168,6 +169,7 @@ def _context(result: RunResult) -> dict[str, Any]:
         ("archsim", str(meta.get("archsim_version", "unknown"))),
     ]
     return {
+        "accelerator": result.accelerator,
         "title": f"archsim: {result.workload} on {result.hardware}",
         "info": info,
         "hw_description": hw_description,

@@ -41,12 +41,14 @@ _ENERGY_UNITS: tuple[tuple[str, float], ...] = (
     ("nJ", 1e3),
     ("pJ", 1.0),
 )
+#: Most layer names written under a chart; beyond that only every k-th layer is named.
+_MAX_LABELS = 80
 _ENERGY_COL = re.compile(r"^energy_(?P<comp>.+)_pj$")
 
 
 def _new_figure(n_layers: int, height: float = 3.6) -> Figure:
-    """A figure whose width grows with the number of layers (6.4 in to 16 in)."""
-    width = min(16.0, max(6.4, 2.0 + 0.22 * n_layers))
+    """A figure about as wide as the report column, a little wider for many layers."""
+    width = min(12.5, max(11.0, 2.0 + 0.18 * n_layers))
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
@@ -56,13 +58,15 @@ def _layer_axis(ax: Axes, labels: Sequence[str]) -> None:
     """Put layer names on the x axis, rotated and shrunk when there are many or long ones."""
     n = len(labels)
     longest = max((len(s) for s in labels), default=0)
-    ax.set_xticks(range(n))
-    if n <= 6 and longest <= 10:
-        ax.set_xticklabels(labels, fontsize=9)
+    step = max(1, math.ceil(n / _MAX_LABELS))
+    ax.set_xticks(range(0, n, step))
+    shown = list(labels[::step])
+    if n * (longest + 2) <= 120:
+        ax.set_xticklabels(shown, fontsize=9)
     elif n <= 30:
-        ax.set_xticklabels(labels, rotation=45, ha="right", rotation_mode="anchor", fontsize=8)
+        ax.set_xticklabels(shown, rotation=45, ha="right", rotation_mode="anchor", fontsize=8)
     else:
-        ax.set_xticklabels(labels, rotation=90, fontsize=6 if n > 60 else 7)
+        ax.set_xticklabels(shown, rotation=90, fontsize=7)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_xlabel("layer")
     ax.spines[["top", "right"]].set_visible(False)
@@ -108,9 +112,7 @@ def plot_cycles_per_layer(df: pd.DataFrame) -> Figure:
             zorder=3,
             label="imbalance-free",
         )
-        ax.legend(
-            fontsize=8, frameon=False, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2
-        )
+        ax.legend(fontsize=8, frameon=False, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2)
     ax.set_ylabel("cycles")
     ax.yaxis.set_major_formatter(FuncFormatter(_si))
     _layer_axis(ax, _labels(df))
@@ -176,18 +178,14 @@ def plot_utilization(df: pd.DataFrame) -> Figure:
     cycles = [float(c) for c in df["cycles"]]
     if sum(cycles) > 0:
         mean = math.fsum(u * c for u, c in zip(util, cycles, strict=True)) / math.fsum(cycles)
-        ax.axhline(mean, color=_MARK_COLOR, linestyle="--", linewidth=1.2)
-        ax.annotate(
-            f"run average {mean:.1f} %",
-            xy=(1.0, mean),
-            xycoords=("axes fraction", "data"),
-            xytext=(0, 3),
-            textcoords="offset points",
-            ha="right",
-            va="bottom",
-            fontsize=8,
+        ax.axhline(
+            mean,
             color=_MARK_COLOR,
+            linestyle="--",
+            linewidth=1.2,
+            label=f"run average {mean:.1f} % (cycle-weighted)",
         )
+        ax.legend(fontsize=8, frameon=False, loc="lower right", bbox_to_anchor=(1.0, 1.0))
     ax.set_ylim(0, max(100.0, max(util, default=0.0) * 1.05))
     ax.set_ylabel("utilization")
     ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))

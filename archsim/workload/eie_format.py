@@ -15,7 +15,11 @@ import numpy as np
 from archsim.errors import WorkloadError
 from archsim.workload.sparse import QuantizedMatVec
 
-__all__ = ["read_eie_dir", "write_eie_dir"]
+__all__ = ["read_eie_dir", "write_eie_dir", "EieShapeError"]
+
+
+class EieShapeError(WorkloadError):
+    """The data holds more rows than the ``n_rows`` (layer outputs) asked for."""
 
 
 def _read(path: Path, dtype: type, allow_empty: bool = False) -> np.ndarray:
@@ -104,8 +108,9 @@ def read_eie_dir(
     if n_rows is None:
         n_rows = inferred
     elif inferred > n_rows:
-        raise WorkloadError(
-            f"{folder}: shape mismatch: data has a row {inferred - 1} but outputs is {n_rows}"
+        raise EieShapeError(
+            f"{folder}: shape mismatch: data has a row {inferred - 1} but outputs is {n_rows}; "
+            f"allowed: outputs >= {inferred} (or leave outputs out)"
         )
     bias_codes = np.zeros(n_rows, dtype=np.uint8)
     bias_codes[rows[is_bias]] = codes[is_bias]

@@ -53,6 +53,7 @@ def quantize_to_codebook(
         vmax = vmin + 1e-3
     centroids = np.linspace(vmin, vmax, levels)
     sample = values if values.size <= 65536 else rng.choice(values, 65536, replace=False)
+    sample = sample.astype(np.float64)
     for _ in range(iterations):
         idx = _nearest(sample, centroids)
         sums = np.bincount(idx, weights=sample, minlength=levels)
@@ -61,14 +62,20 @@ def quantize_to_codebook(
         centroids.sort()
     # keep 0 reserved for zero weights: nudge an exactly-zero centroid
     centroids[centroids == 0.0] = 1e-6
-    codes = (_nearest(values, centroids) + 1).astype(np.uint8)
+    codes = (_nearest(values.astype(np.float32), centroids) + 1).astype(np.uint8)
     codebook = np.concatenate([[0.0], centroids]).astype(np.float32)
     return codebook, codes
 
 
 def _nearest(values: np.ndarray, sorted_centroids: np.ndarray) -> np.ndarray:
-    mids = (sorted_centroids[1:] + sorted_centroids[:-1]) / 2.0
-    return np.searchsorted(mids, values).astype(np.int64)
+    """Index of the nearest centroid: count of midpoints below each value (ties go down)."""
+    mids = ((sorted_centroids[1:] + sorted_centroids[:-1]) / 2.0).astype(values.dtype)
+    if mids.size > 32:
+        return np.searchsorted(mids, values).astype(np.int64)
+    idx = np.zeros(values.shape, dtype=np.int64 if values.size <= 65536 else np.uint8)
+    for m in mids:  # a few vectorised passes beat searchsorted's per-element overhead
+        idx += values > m
+    return idx.astype(np.int64) if idx.dtype != np.int64 else idx
 
 
 def synthetic_matvec(

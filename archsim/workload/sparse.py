@@ -53,22 +53,31 @@ class QuantizedMatVec:
         """Column index of every stored weight, aligned with ``row_idx``."""
         return np.repeat(np.arange(self.n_cols, dtype=np.int64), np.diff(self.indptr))
 
-    def reference_output(self, activations: np.ndarray | None = None) -> np.ndarray:
+    def live_entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """(entry indices, their columns) of the weights whose activation is non-zero."""
+        cols = np.flatnonzero(self.activations != 0)
+        lens = self.indptr[cols + 1] - self.indptr[cols]
+        if int(lens.sum()) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        first = self.indptr[cols] - np.concatenate([[0], np.cumsum(lens)[:-1]])
+        idx = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(first, lens)
+        return idx, np.repeat(cols, lens)
+
+    def reference_output(self) -> np.ndarray:
         """NumPy float64 ``W_deq @ x + b_deq`` (before ReLU)."""
-        act = self.activations if activations is None else activations
+        idx, cols = self.live_entries()
         cb = self.codebook.astype(np.float64)
-        contrib = cb[self.codes] * act.astype(np.float64)[self.entry_columns()]
-        out = np.bincount(self.row_idx, weights=contrib, minlength=self.n_rows)
+        contrib = cb[self.codes[idx]] * self.activations.astype(np.float64)[cols]
+        out = np.bincount(self.row_idx[idx], weights=contrib, minlength=self.n_rows)
         return out + cb[self.bias_codes]
 
-    def abs_bound(self, activations: np.ndarray | None = None) -> np.ndarray:
+    def abs_bound(self) -> np.ndarray:
         """Per-row ``sum |w| |x| + |b|``: bounds every partial sum of the row."""
-        act = self.activations if activations is None else activations
+        idx, cols = self.live_entries()
         cb = np.abs(self.codebook.astype(np.float64))
-        contrib = cb[self.codes] * np.abs(act.astype(np.float64))[self.entry_columns()]
-        return (
-            np.bincount(self.row_idx, weights=contrib, minlength=self.n_rows) + cb[self.bias_codes]
-        )
+        contrib = cb[self.codes[idx]] * np.abs(self.activations.astype(np.float64))[cols]
+        out = np.bincount(self.row_idx[idx], weights=contrib, minlength=self.n_rows)
+        return out + cb[self.bias_codes]
 
     def dense_weights(self) -> np.ndarray:
         """Dense float32 W (small layers only)."""

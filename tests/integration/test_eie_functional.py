@@ -53,5 +53,8 @@ def test_synthetic_layers_match_numpy(n, acc_bits):
 
 def test_output_independent_of_pe_count():
     layer = synthetic_matvec("pe", 200, 300, 0.2, 0.5, True, seed=3)
-    outs = [run_eie_layer(EIE.with_overrides({"pe_array.num_pes": n}), layer).output_q for n in (1, 7, 64)]
+    outs = [
+        run_eie_layer(EIE.with_overrides({"pe_array.num_pes": n}), layer).output_q
+        for n in (1, 7, 64)
+    ]
     assert all(np.array_equal(outs[0], o) for o in outs[1:])

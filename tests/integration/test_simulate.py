@@ -13,12 +13,31 @@ SMALL = archsim.WorkloadSpec.model_validate(
         "name": "small",
         "source": "test",
         "layers": [
-            {"name": "a", "kind": "fc", "inputs": 256, "outputs": 128, "weight_density": 0.1,
-             "activation_density": 0.4},
-            {"name": "b", "kind": "lstm", "input_size": 32, "hidden_size": 32,
-             "weight_density": 0.2, "activation_density": 1.0},
-            {"name": "c", "kind": "fc", "inputs": 128, "outputs": 64, "weight_density": 0.3,
-             "activation_density": 0.5, "bias": False},
+            {
+                "name": "a",
+                "kind": "fc",
+                "inputs": 256,
+                "outputs": 128,
+                "weight_density": 0.1,
+                "activation_density": 0.4,
+            },
+            {
+                "name": "b",
+                "kind": "lstm",
+                "input_size": 32,
+                "hidden_size": 32,
+                "weight_density": 0.2,
+                "activation_density": 1.0,
+            },
+            {
+                "name": "c",
+                "kind": "fc",
+                "inputs": 128,
+                "outputs": 64,
+                "weight_density": 0.3,
+                "activation_density": 0.5,
+                "bias": False,
+            },
         ],
     }
 )
@@ -92,7 +111,11 @@ def test_io_is_overlapped_with_compute():
         update={
             "layers": [
                 archsim.config.FcLayer(
-                    name=f"l{i}", kind="fc", inputs=1024, outputs=1024, weight_density=0.2,
+                    name=f"l{i}",
+                    kind="fc",
+                    inputs=1024,
+                    outputs=1024,
+                    weight_density=0.2,
                     activation_density=0.5,
                 )
                 for i in range(3)
@@ -102,6 +125,6 @@ def test_io_is_overlapped_with_compute():
     res = archsim.simulate("eie", big, seed=0)
     layers = res.layers
     # compute >> I/O: layer i+1 starts right when layer i ends (input loaded during layer i)
-    for prev, nxt in zip(layers, layers[1:]):
+    for prev, nxt in zip(layers, layers[1:], strict=False):
         assert nxt.start_cycle == prev.end_cycle
     assert res.metadata["exposed_io_cycles"] > 0  # first load and last write-back

@@ -11,7 +11,14 @@ from archsim.workload import read_eie_dir, synthetic_matvec, write_eie_dir
 
 def _encode(layer, n, bits=4):
     return encode_eie(
-        layer.n_rows, layer.n_cols, layer.indptr, layer.row_idx, layer.codes, layer.bias_codes, n, bits
+        layer.n_rows,
+        layer.n_cols,
+        layer.indptr,
+        layer.row_idx,
+        layer.codes,
+        layer.bias_codes,
+        n,
+        bits,
     )
 
 
@@ -58,8 +65,14 @@ def test_padding_rule_matches_paper_example():
     col = np.array([0, 0, 1, 2] + [0] * 18 + [3])
     rows = np.flatnonzero(col).astype(np.int32)
     enc = encode_eie(
-        col.size, 1, np.array([0, rows.size]), rows, col[rows].astype(np.uint8),
-        np.zeros(col.size, np.uint8), 1, 4,
+        col.size,
+        1,
+        np.array([0, rows.size]),
+        rows,
+        col[rows].astype(np.uint8),
+        np.zeros(col.size, np.uint8),
+        1,
+        4,
     )
     ptr, code, z = enc.pe_arrays(0)
     assert code.tolist() == [1, 2, 0, 3]
