@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import TypeAdapter, ValidationError
 
 from archsim.errors import ArchsimError
 
@@ -151,12 +152,18 @@ class RunResult:
                 raise ArchsimError(f"{source}: cannot read results: {exc.strerror}") from None
         try:
             data = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError("top level must be an object")
             if data.pop("format_version", None) != RESULTS_FORMAT_VERSION:
                 raise ValueError(f"format_version must be {RESULTS_FORMAT_VERSION}")
-            layers = tuple(LayerResult(**lr) for lr in data.pop("layers"))
-            data["warnings"] = tuple(data.get("warnings", ()))
-            return cls(layers=layers, **data)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            return _RUN_ADAPTER.validate_python(data, strict=False)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err.get("loc", ()))
+            raise ArchsimError(
+                f"{source}: malformed results.json: {where}: {err.get('msg')}"
+            ) from None
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
             raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
 
 
@@ -166,3 +173,6 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, tuple | set):
         return list(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+_RUN_ADAPTER = TypeAdapter(RunResult)

@@ -17,6 +17,8 @@ __all__ = ["ArchsimModel", "validation_to_config_error", "set_dotted"]
 
 M = TypeVar("M", bound="ArchsimModel")
 
+_MISSING = object()
+
 
 class ArchsimModel(BaseModel):
     """Frozen pydantic model that forbids unknown fields."""
@@ -47,7 +49,9 @@ def set_dotted(data: dict[str, Any], path: str, value: Any, source: str) -> None
             raise ConfigError(source, here, "is not a section; cannot set a field inside it")
         if key not in node:
             allowed = ", ".join(sorted(node)) or "(none)"
-            raise ConfigError(source, here, f"unknown field; allowed here: {allowed}")
+            close = difflib.get_close_matches(key, list(node), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(source, here, f"unknown field{hint}; allowed here: {allowed}")
         if depth == len(parts) - 1:
             node[key] = copy.deepcopy(value)
         else:
@@ -167,7 +171,6 @@ def _paths_of_value(data: Any, value: str, prefix: tuple[str, ...] = ()) -> list
     return found
 
 
-_MISSING = object()
 _LEADING_PATH = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 
