@@ -8,7 +8,7 @@ is a few per layer, independent of cycles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from archsim.datapath.eie_prepare import (
     padded_activations,
 )
 from archsim.datapath.reference import EieReferenceResult, eie_reference
-from archsim.engine.context import Dram, SimContext
+from archsim.engine.context import Dram, SimContext, Sram
 from archsim.errors import SimulationError
 from archsim.workload.matvec import materialize_matvec
 from archsim.workload.sparse import QuantizedMatVec
@@ -261,30 +261,30 @@ def simulate_eie(
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))
     ctx = SimContext(config.clock.frequency_hz)
     dram = Dram(ctx, config.dram.bandwidth_bytes_per_s, config.dram.latency_s)
-    spans = _schedule(ctx, dram, [o.cycles for o in outcomes], io_bytes)
-    timed = []
-    for o, (start, end), (rd, wr) in zip(outcomes, spans, io_bytes, strict=True):
-        c = {**o.counts, "dram": {"read_bytes": rd, "write_bytes": wr}}
-        timed.append(
-            LayerOutcome(
-                **{
-                    **o.__dict__,
-                    "start_cycle": start,
-                    "end_cycle": end,
-                    "dram_bytes": rd + wr,
-                    "counts": c,
-                }
-            )
+    spans = _schedule(ctx, dram, outcomes, io_bytes)
+    return [
+        replace(
+            o,
+            start_cycle=start,
+            end_cycle=end,
+            dram_bytes=rd + wr,
+            counts={**o.counts, "dram": {"read_bytes": rd, "write_bytes": wr}},
         )
-    return timed, ctx
+        for o, (start, end), (rd, wr) in zip(outcomes, spans, io_bytes, strict=True)
+    ], ctx
 
 
 def _schedule(
-    ctx: SimContext, dram: Dram, cycles: list[int], io_bytes: list[tuple[int, int]]
+    ctx: SimContext, dram: Dram, outcomes: list[LayerOutcome], io_bytes: list[tuple[int, int]]
 ) -> list[tuple[int, int]]:
-    """SimPy: double-buffered input loads, compute timeouts, overlapped write-backs."""
+    """SimPy: double-buffered input loads, compute timeouts, overlapped write-backs.
+
+    Each compute phase is one timeout of the kernel's exact cycles; its on-chip actions are
+    recorded on the context's counters (run totals) through the SRAM components.
+    """
     env = ctx.env
-    n = len(cycles)
+    n = len(outcomes)
+    srams = {name: Sram(ctx, name) for name in ("spmat_sram", "pointer_sram", "activation_sram")}
     loaded = [env.event() for _ in range(n)]
     freed = [env.event() for _ in range(n)]
     spans: list[tuple[int, int]] = [(0, 0)] * n
@@ -303,7 +303,11 @@ def _schedule(
         for i in range(n):
             yield loaded[i]
             start = int(env.now)
-            yield ctx.timeout(cycles[i])
+            yield ctx.timeout(outcomes[i].cycles)
+            for name, sram in srams.items():
+                acts = outcomes[i].counts[name]
+                sram.read(acts.get("read", 0) + acts.get("scan_read", 0))
+                sram.write(acts.get("write", 0))
             spans[i] = (start, int(env.now))
             freed[i].succeed()
             env.process(writeback(i))

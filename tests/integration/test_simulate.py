@@ -128,3 +128,16 @@ def test_io_is_overlapped_with_compute():
     for prev, nxt in zip(layers, layers[1:], strict=False):
         assert nxt.start_cycle == prev.end_cycle
     assert res.metadata["exposed_io_cycles"] > 0  # first load and last write-back
+
+
+def test_engine_counters_equal_layer_counts():
+    """SRAM actions recorded through the SimPy engine's components equal the layers' counts."""
+    from archsim.accelerators.eie import simulate_eie
+
+    hw = archsim.load_hardware("eie")
+    outcomes, ctx = simulate_eie(hw, SMALL, seed=0)
+    totals = ctx.counters.as_dict()
+    spmat = sum(o.counts["spmat_sram"]["read"] for o in outcomes)
+    assert totals["spmat_sram"]["read"] == spmat > 0
+    io = sum(o.dram_bytes for o in outcomes)
+    assert totals["dram"]["read_bytes"] + totals["dram"]["write_bytes"] == io
