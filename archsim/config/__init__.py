@@ -22,12 +22,13 @@ from archsim.config.io import (
     load_workload,
     preset_dirs,
 )
-from archsim.config.workload import FcLayer, LayerSpec, LstmLayer, WorkloadSpec
+from archsim.config.workload import ConvLayer, FcLayer, LayerSpec, LstmLayer, WorkloadSpec
 
 __all__ = [
     "ArchsimModel",
     "ArithmeticConfig",
     "ClockConfig",
+    "ConvLayer",
     "CrossbarConfig",
     "DramConfig",
     "EieConfig",

@@ -1,4 +1,8 @@
-"""Workload specs: a list of layers with shapes and densities (or a data file)."""
+"""Workload specs: a list of layers with shapes and densities (or a data file).
+
+Layer kinds: ``fc`` and ``lstm`` (matrix-vector layers, EIE) and ``conv`` (2-D convolution,
+SCNN/DCNN and the tensor-core GPUs via implicit GEMM).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from archsim.config.base import ArchsimModel
 
-__all__ = ["FcLayer", "LstmLayer", "LayerSpec", "WorkloadSpec"]
+__all__ = ["ConvLayer", "FcLayer", "LstmLayer", "LayerSpec", "WorkloadSpec"]
 
 Density = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -69,7 +73,107 @@ class LstmLayer(_LayerBase):
         return (4 * self.hidden_size, self.input_size + self.hidden_size)
 
 
-LayerSpec = Annotated[FcLayer | LstmLayer, Field(discriminator="kind")]
+class ConvLayer(ArchsimModel):
+    """2-D convolution (cross-correlation, as in Caffe/PyTorch) of a batch of NCHW inputs.
+
+    Shapes are element counts: ``n`` images of ``c`` channels, ``h`` x ``w`` pixels, convolved
+    with ``k`` filters of ``c // groups`` x ``r`` x ``s`` weights at ``stride`` (pixels, both
+    axes) over inputs zero-padded by ``pad`` pixels on every side. Channels are split into
+    ``groups`` independent groups (AlexNet's two-GPU layers have ``groups: 2``).
+
+    Densities are fractions of non-zero weights / input activations in [0, 1]. Real conv data
+    files are not supported yet, so both densities are required.
+    """
+
+    kind: Literal["conv"]
+    name: str = Field(min_length=1)
+    n: int = Field(default=1, ge=1, description="Batch size (images).")
+    c: int = Field(ge=1, description="Input channels.")
+    k: int = Field(ge=1, description="Output channels (filters).")
+    h: int = Field(ge=1, description="Input height (pixels, before padding).")
+    w: int = Field(ge=1, description="Input width (pixels, before padding).")
+    r: int = Field(ge=1, description="Filter height (pixels).")
+    s: int = Field(ge=1, description="Filter width (pixels).")
+    stride: int = Field(default=1, ge=1, description="Stride (pixels, both axes).")
+    pad: int = Field(default=0, ge=0, description="Zero padding on every side (pixels).")
+    groups: int = Field(default=1, ge=1, description="Channel groups; c and k divisible by it.")
+    weight_density: Density | None = None
+    activation_density: Density | None = None
+    weight_distribution: Literal["uniform"] = "uniform"
+    data: str | None = Field(
+        default=None, description="Not supported for conv layers yet (must be left out)."
+    )
+
+    @model_validator(mode="after")
+    def _check_conv(self) -> ConvLayer:
+        if self.data is not None:
+            raise ValueError(
+                "data: real data files are not supported for conv layers yet; "
+                "remove data: and give weight_density and activation_density"
+            )
+        for f in ("weight_density", "activation_density"):
+            if getattr(self, f) is None:
+                raise ValueError(f"{f} is required for conv layers (a fraction in [0, 1])")
+        for dim, size, filt in (("h", self.h, "r"), ("w", self.w, "s")):
+            extent = getattr(self, filt)
+            if size + 2 * self.pad - extent < 0:
+                raise ValueError(
+                    f"{dim}={size} gives output size <= 0: {filt}={extent} is larger than "
+                    f"{dim} + 2*pad = {size + 2 * self.pad}; allowed: {filt} <= {dim} + 2*pad"
+                )
+        for ch in ("c", "k"):
+            if getattr(self, ch) % self.groups:
+                raise ValueError(
+                    f"{ch} must be divisible by groups={self.groups} "
+                    f"(channels not divisible by groups)"
+                )
+        return self
+
+    @property
+    def out_h(self) -> int:
+        """Output height (pixels): ``(h + 2*pad - r) // stride + 1``."""
+        return (self.h + 2 * self.pad - self.r) // self.stride + 1
+
+    @property
+    def out_w(self) -> int:
+        """Output width (pixels): ``(w + 2*pad - s) // stride + 1``."""
+        return (self.w + 2 * self.pad - self.s) // self.stride + 1
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        """Input activations (n, c, h, w), elements."""
+        return (self.n, self.c, self.h, self.w)
+
+    @property
+    def weight_shape(self) -> tuple[int, int, int, int]:
+        """Weights (k, c // groups, r, s), elements."""
+        return (self.k, self.c // self.groups, self.r, self.s)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        """Output activations (n, k, out_h, out_w), elements."""
+        return (self.n, self.k, self.out_h, self.out_w)
+
+    @property
+    def macs_dense(self) -> int:
+        """Dense multiply-accumulates: ``n * k * out_h * out_w * (c / groups) * r * s``."""
+        return self.n * self.k * self.out_h * self.out_w * (self.c // self.groups) * self.r * self.s
+
+    @property
+    def gemm_view(self) -> tuple[int, int, int]:
+        """Implicit-GEMM shape (M, N, K) of ONE channel group; there are ``groups`` such GEMMs.
+
+        M = n * out_h * out_w (output pixels), N = k // groups (filters of the group),
+        K = (c // groups) * r * s (reduction). ``groups * M * N * K == macs_dense``.
+        """
+        return (
+            self.n * self.out_h * self.out_w,
+            self.k // self.groups,
+            (self.c // self.groups) * self.r * self.s,
+        )
+
+
+LayerSpec = Annotated[FcLayer | LstmLayer | ConvLayer, Field(discriminator="kind")]
 
 
 class WorkloadSpec(ArchsimModel):

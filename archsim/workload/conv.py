@@ -1,0 +1,180 @@
+"""Concrete sparse convolution layers and their NumPy functional reference.
+
+``materialize_conv`` turns a :class:`~archsim.config.workload.ConvLayer` into weight and input
+activation tensors, deterministically from (seed, layer name); ``reference_conv`` computes the
+exact output that the SCNN/DCNN/tensor-core datapaths are checked against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.config.workload import ConvLayer
+from archsim.errors import WorkloadError
+from archsim.workload.materialize import layer_rng
+
+__all__ = ["SparseConv", "materialize_conv", "reference_conv"]
+
+
+@dataclass(frozen=True, eq=False)
+class SparseConv:
+    """A convolution layer with concrete, pruned weights and sparse non-negative inputs.
+
+    Shapes are element counts (see ``ConvLayer``): ``weights`` is float32
+    ``(k, c // groups, r, s)`` with pruned entries exactly 0; ``activations`` is float32
+    ``(n, c, h, w)``, every entry >= 0 (post-ReLU-like), unpadded. ``stride`` and ``pad`` are in
+    pixels; filter ``f`` belongs to group ``f // (k // groups)`` and reads input channels
+    ``g * (c // groups) ... (g + 1) * (c // groups) - 1`` of its group ``g``.
+    """
+
+    name: str
+    n: int
+    c: int
+    k: int
+    h: int
+    w: int
+    r: int
+    s: int
+    stride: int
+    pad: int
+    groups: int
+    weights: np.ndarray  # float32 (k, c // groups, r, s)
+    activations: np.ndarray  # float32 (n, c, h, w), >= 0
+
+    def __post_init__(self) -> None:
+        want_w = (self.k, self.c // self.groups, self.r, self.s)
+        want_a = (self.n, self.c, self.h, self.w)
+        if self.c % self.groups or self.k % self.groups:
+            raise WorkloadError(
+                f"layer {self.name}: c={self.c} and k={self.k} must be divisible by "
+                f"groups={self.groups}"
+            )
+        if tuple(self.weights.shape) != want_w:
+            raise WorkloadError(
+                f"layer {self.name}: weights have shape {tuple(self.weights.shape)}, "
+                f"expected (k, c // groups, r, s) = {want_w}"
+            )
+        if tuple(self.activations.shape) != want_a:
+            raise WorkloadError(
+                f"layer {self.name}: activations have shape {tuple(self.activations.shape)}, "
+                f"expected (n, c, h, w) = {want_a}"
+            )
+        if self.out_h < 1 or self.out_w < 1:
+            raise WorkloadError(f"layer {self.name}: output size <= 0")
+
+    @property
+    def out_h(self) -> int:
+        """Output height (pixels)."""
+        return (self.h + 2 * self.pad - self.r) // self.stride + 1
+
+    @property
+    def out_w(self) -> int:
+        """Output width (pixels)."""
+        return (self.w + 2 * self.pad - self.s) // self.stride + 1
+
+    @property
+    def weight_nnz(self) -> int:
+        """Number of non-zero weights."""
+        return int(np.count_nonzero(self.weights))
+
+    @property
+    def activation_nnz(self) -> int:
+        """Number of non-zero input activations."""
+        return int(np.count_nonzero(self.activations))
+
+    @property
+    def weight_density(self) -> float:
+        """Measured fraction of non-zero weights."""
+        return self.weight_nnz / float(self.weights.size)
+
+    @property
+    def activation_density(self) -> float:
+        """Measured fraction of non-zero input activations."""
+        return self.activation_nnz / float(self.activations.size)
+
+    @property
+    def macs_dense(self) -> int:
+        """Dense multiply-accumulates: ``n * k * out_h * out_w * (c / groups) * r * s``."""
+        cg = self.c // self.groups
+        return self.n * self.k * self.out_h * self.out_w * cg * self.r * self.s
+
+
+def _exact_positions(rng: np.random.Generator, total: int, density: float) -> np.ndarray:
+    """Sorted flat positions of exactly ``round(density * total)`` entries, uniform, distinct."""
+    kept = int(round(density * total))
+    if kept >= total:
+        return np.arange(total, dtype=np.int64)
+    return np.sort(rng.choice(total, size=kept, replace=False).astype(np.int64))
+
+
+def materialize_conv(layer: ConvLayer, seed: int) -> SparseConv:
+    """Pruned weights and post-ReLU-like inputs for ``layer``; depends only on (seed, name, spec).
+
+    Weights: exactly ``round(weight_density * size)`` non-zeros at uniformly random distinct
+    positions, values N(0, std = 1 / sqrt(fan_in)) with ``fan_in = (c / groups) * r * s``, never
+    exactly 0. Activations: exactly ``round(activation_density * size)`` positive half-normal
+    values (at least 0.01) at uniformly random positions, the rest 0.
+    """
+    if layer.weight_density is None or layer.activation_density is None:
+        raise WorkloadError(f"layer {layer.name}: conv layers need both densities")
+    rng = layer_rng(seed, layer.name)
+    w_shape = layer.weight_shape
+    w_size = int(np.prod(w_shape))
+    fan_in = w_shape[1] * w_shape[2] * w_shape[3]
+    scale = np.float32(1.0 / np.sqrt(fan_in))
+    w_pos = _exact_positions(rng, w_size, layer.weight_density)
+    w_vals = rng.standard_normal(w_pos.size, dtype=np.float32) * scale
+    # a kept weight is never exactly zero (a zero draw is astronomically rare; keep it non-zero)
+    w_vals[w_vals == 0.0] = scale
+    weights = np.zeros(w_size, dtype=np.float32)
+    weights[w_pos] = w_vals
+    a_shape = layer.input_shape
+    a_size = int(np.prod(a_shape))
+    a_pos = _exact_positions(rng, a_size, layer.activation_density)
+    a_vals = np.maximum(np.abs(rng.standard_normal(a_pos.size, dtype=np.float32)), 1e-2)
+    acts = np.zeros(a_size, dtype=np.float32)
+    acts[a_pos] = a_vals
+    return SparseConv(
+        name=layer.name,
+        n=layer.n,
+        c=layer.c,
+        k=layer.k,
+        h=layer.h,
+        w=layer.w,
+        r=layer.r,
+        s=layer.s,
+        stride=layer.stride,
+        pad=layer.pad,
+        groups=layer.groups,
+        weights=weights.reshape(w_shape),
+        activations=acts.reshape(a_shape),
+    )
+
+
+def reference_conv(sc: SparseConv) -> np.ndarray:
+    """Exact output (n, k, out_h, out_w), float64, of the convolution, without bias or ReLU.
+
+    ``out[b, f, y, x] = sum_{ci, i, j} w[f, ci, i, j] * a_pad[b, g*cg + ci, y*stride + i,
+    x*stride + j]`` for filter ``f`` of group ``g`` (``cg = c // groups``), where ``a_pad`` is
+    the input zero-padded by ``pad`` pixels. One tensor contraction per (group, i, j).
+    """
+    acts = sc.activations.astype(np.float64)
+    wts = sc.weights.astype(np.float64)
+    p, q, st = sc.out_h, sc.out_w, sc.stride
+    if sc.pad:
+        pw = ((0, 0), (0, 0), (sc.pad, sc.pad), (sc.pad, sc.pad))
+        acts = np.pad(acts, pw)
+    cg, kg = sc.c // sc.groups, sc.k // sc.groups
+    out = np.zeros((sc.n, sc.k, p, q), dtype=np.float64)
+    for g in range(sc.groups):
+        x_g = acts[:, g * cg : (g + 1) * cg]
+        w_g = wts[g * kg : (g + 1) * kg]
+        acc = np.zeros((kg, sc.n, p, q), dtype=np.float64)
+        for i in range(sc.r):
+            for j in range(sc.s):
+                window = x_g[:, :, i : i + st * (p - 1) + 1 : st, j : j + st * (q - 1) + 1 : st]
+                acc += np.tensordot(w_g[:, :, i, j], window, axes=([1], [1]))
+        out[:, g * kg : (g + 1) * kg] = acc.transpose(1, 0, 2, 3)
+    return out
