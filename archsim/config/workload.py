@@ -108,8 +108,8 @@ class ConvLayer(ArchsimModel):
     def _check_conv(self) -> ConvLayer:
         if self.data is not None:
             raise ValueError(
-                "data: real data files are not supported for conv layers yet; "
-                "remove data: and give weight_density and activation_density"
+                "data is not supported for conv layers yet (no conv data file format); "
+                "remove it and give weight_density and activation_density"
             )
         for f in ("weight_density", "activation_density"):
             if getattr(self, f) is None:

@@ -163,10 +163,7 @@ def scnn_layer(
                                     continue
                                 addr = (w_k[iw] * wh + oy - y0) * ww + ox - x0
                                 prod = w_v[iw] * a_v[ia]
-                                if shift > 0:
-                                    prod = (prod + half) >> shift
-                                else:
-                                    prod = prod << (-shift)
+                                prod = (prod + half) >> shift if shift > 0 else prod << (-shift)
                                 inp = (ia - abase) * f + (iw - wbase)
                                 slot = (q_head[inp] + q_len[inp]) % fifo_depth
                                 q_bank[inp, slot] = addr % banks

@@ -71,7 +71,9 @@ def scnn_reference(
     nfi = f * i_vec
     lo, hi = -(1 << (acc_bits - 1)), (1 << (acc_bits - 1)) - 1
     shape = (n_groups, n_pes)
-    st = {k: np.zeros(shape, dtype=np.int64) for k in ("cyc", "iss", "mul", "prod", "stall", "conf")}
+    st = {
+        k: np.zeros(shape, dtype=np.int64) for k in ("cyc", "iss", "mul", "prod", "stall", "conf")
+    }
     out = np.zeros((n_out_channels, out_h, out_w), dtype=np.int64)
     cycle = 0
     for g in range(n_groups):
@@ -131,7 +133,11 @@ def scnn_reference(
                                     continue
                                 addr = (kl * wh + oy - win_y0[p]) * ww + ox - win_x0[p]
                                 prod = int(wv) * int(av)
-                                prod = (prod + (1 << (shift - 1))) >> shift if shift > 0 else prod << -shift
+                                prod = (
+                                    (prod + (1 << (shift - 1))) >> shift
+                                    if shift > 0
+                                    else prod << -shift
+                                )
                                 pe.fifos[ai * f + wi].append((addr, prod))
             cycle += 1
         for p, pe in enumerate(pes):
