@@ -317,8 +317,8 @@ WL_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ),
     (
         "unknown_layer_kind",
-        _wl_data(kind="conv"),
-        ("layers.0.kind", "'conv'", "allowed: fc, lstm"),
+        _wl_data(kind="pool"),
+        ("layers.0.kind", "'pool'", "allowed: fc, lstm, conv"),
     ),
     (
         "layer_kind_missing",
