@@ -10,7 +10,7 @@ from archsim.config.base import ArchsimModel
 from archsim.config.io import load_hardware, load_workload
 from archsim.config.workload import WorkloadSpec
 from archsim.energy.pricing import PriceList, eie_price_list, price_counts
-from archsim.errors import ConfigError
+from archsim.errors import ConfigError, SimulationError
 from archsim.results import LayerResult, RunResult
 from archsim.units import cycles_to_seconds, power_w
 
@@ -42,6 +42,11 @@ def simulate(
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError("<api>", "seed", f"must be a non-negative integer (got {seed!r})")
     acc = hw.accelerator  # type: ignore[attr-defined]
+    if acc not in REGISTRY:
+        raise SimulationError(
+            f"no simulator for accelerator {acc!r} in this version; available: "
+            f"{', '.join(sorted(REGISTRY))}"
+        )
     outcomes, ctx = REGISTRY[acc](hw, wl, seed)
     prices: PriceList = PRICE_LISTS[acc](hw)
     clock = hw.clock.frequency_hz  # type: ignore[attr-defined]

@@ -22,9 +22,21 @@ from archsim.config.io import (
     load_workload,
     preset_dirs,
 )
+from archsim.config.scnn import (
+    AccumulatorConfig,
+    DcnnConfig,
+    MultiplierArrayConfig,
+    PeGridConfig,
+    ScnnConfig,
+)
 from archsim.config.workload import ConvLayer, FcLayer, LayerSpec, LstmLayer, WorkloadSpec
 
 __all__ = [
+    "AccumulatorConfig",
+    "DcnnConfig",
+    "MultiplierArrayConfig",
+    "PeGridConfig",
+    "ScnnConfig",
     "ArchsimModel",
     "ArithmeticConfig",
     "ClockConfig",

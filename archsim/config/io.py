@@ -11,6 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.eie import EieConfig
+from archsim.config.scnn import DcnnConfig, ScnnConfig
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
 
@@ -27,9 +28,13 @@ __all__ = [
 ]
 
 #: accelerator name -> config model. New accelerators register here.
-HARDWARE_MODELS: dict[str, type[ArchsimModel]] = {"eie": EieConfig}
+HARDWARE_MODELS: dict[str, type[ArchsimModel]] = {
+    "eie": EieConfig,
+    "scnn": ScnnConfig,
+    "dcnn": DcnnConfig,
+}
 
-HardwareConfig = EieConfig
+HardwareConfig = EieConfig | ScnnConfig | DcnnConfig
 
 _KINDS = {"hardware": "hw_configs", "workload": "workloads", "sweep": "sweeps"}
 

@@ -192,12 +192,12 @@ HW_CASES: list[tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]] = 
     (
         "unknown_accelerator",
         lambda d: _set(d, "accelerator", "tpu"),
-        ("accelerator", "'tpu'", "allowed: eie"),
+        ("accelerator", "'tpu'", "allowed: dcnn, eie, scnn"),
     ),
     (
         "accelerator_missing",
         lambda d: _set(d, "accelerator", DELETE),
-        ("accelerator", "missing", "allowed: eie"),
+        ("accelerator", "missing", "allowed: dcnn, eie, scnn"),
     ),
     (
         "required_section_missing",

@@ -51,7 +51,9 @@ def test_with_overrides_revalidates_and_names_the_path():
 def test_schema_command(capsys):
     assert main(["schema", "hardware"]) == 0
     schema = json.loads(capsys.readouterr().out)
-    assert "pe_array" in schema["properties"] and schema["additionalProperties"] is False
+    eie = schema["$defs"]["EieConfig"]
+    assert "pe_array" in eie["properties"] and eie["additionalProperties"] is False
+    assert {"EieConfig", "ScnnConfig", "DcnnConfig"} <= set(schema["$defs"])
     assert main(["schema", "workload"]) == 0
     assert "layers" in json.loads(capsys.readouterr().out)["properties"]
 

@@ -1,0 +1,138 @@
+"""SCNN and DCNN hardware configurations (Parashar et al., ISCA 2017)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, NonNegativeFloat, model_validator
+
+from archsim.config.base import ArchsimModel
+from archsim.config.components import (
+    ArithmeticConfig,
+    ClockConfig,
+    CrossbarConfig,
+    DramConfig,
+    FifoConfig,
+    SramConfig,
+    TechnologyConfig,
+)
+
+__all__ = [
+    "PeGridConfig",
+    "MultiplierArrayConfig",
+    "AccumulatorConfig",
+    "ScnnConfig",
+    "DcnnConfig",
+]
+
+
+class PeGridConfig(ArchsimModel):
+    """A rows x cols grid of PEs; inputs are tiled in the plane over it."""
+
+    rows: int = Field(ge=1, le=64)
+    cols: int = Field(ge=1, le=64)
+
+    @property
+    def num_pes(self) -> int:
+        """rows * cols."""
+        return self.rows * self.cols
+
+
+class MultiplierArrayConfig(ArchsimModel):
+    """F x I multipliers per PE: F weights times I activations per cycle."""
+
+    weights_per_cycle: int = Field(default=4, ge=1, le=64, description="F")
+    activations_per_cycle: int = Field(default=4, ge=1, le=64, description="I")
+
+    @property
+    def multipliers(self) -> int:
+        """F * I."""
+        return self.weights_per_cycle * self.activations_per_cycle
+
+
+class AccumulatorConfig(ArchsimModel):
+    """Banked accumulator buffer per PE (one set; ``double_buffered`` adds a draining set)."""
+
+    banks: int = Field(default=32, ge=1, le=1024, description="A")
+    entries_per_bank: int = Field(default=32, ge=1)
+    double_buffered: bool = True
+    update_energy_pj: NonNegativeFloat | None = Field(
+        default=None, description="Override: one read-modify-write of an entry, pJ."
+    )
+    area_mm2: NonNegativeFloat | None = None
+
+    @property
+    def entries(self) -> int:
+        """Entries of one set."""
+        return self.banks * self.entries_per_bank
+
+
+class ScnnConfig(ArchsimModel):
+    """SCNN: PT-IS-CP-sparse over a grid of PEs with F x I multipliers and A banks each."""
+
+    schema_version: Literal[1]
+    accelerator: Literal["scnn"]
+    name: str = "scnn"
+    description: str = ""
+    clock: ClockConfig
+    technology: TechnologyConfig
+    pe_grid: PeGridConfig
+    multipliers: MultiplierArrayConfig = MultiplierArrayConfig()
+    arithmetic: ArithmeticConfig = ArithmeticConfig(data_bits=16, accumulator_bits=24)
+    accumulator: AccumulatorConfig = AccumulatorConfig()
+    crossbar: CrossbarConfig
+    crossbar_input_fifo_depth: int = Field(
+        default=2, ge=1, le=64, description="Products each crossbar input can hold."
+    )
+    iaram: SramConfig
+    oaram: SramConfig
+    weight_fifo: FifoConfig
+    max_output_channels_per_group: int = Field(
+        default=8,
+        ge=1,
+        description=("Kc cap; Kc = min(K, cap, accumulator entries // (output window of a tile))."),
+    )
+    index_bits: int = Field(default=4, ge=1, le=8, description="Zero-run index width.")
+    dram: DramConfig
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """PEs x F x I."""
+        return self.pe_grid.num_pes * self.multipliers.multipliers
+
+    @model_validator(mode="after")
+    def _crossbar_shape(self) -> ScnnConfig:
+        m = self.multipliers.multipliers
+        if self.crossbar.inputs != m or self.crossbar.outputs != self.accumulator.banks:
+            raise ValueError(
+                f"crossbar.inputs must equal F*I = {m} and crossbar.outputs the "
+                f"{self.accumulator.banks} accumulator banks (got {self.crossbar.inputs} x "
+                f"{self.crossbar.outputs})"
+            )
+        return self
+
+
+class DcnnConfig(ArchsimModel):
+    """DCNN: the dense PT-IS-DP baseline with the same multipliers; ``optimized`` = DCNN-opt."""
+
+    schema_version: Literal[1]
+    accelerator: Literal["dcnn"]
+    name: str = "dcnn"
+    description: str = ""
+    clock: ClockConfig
+    technology: TechnologyConfig
+    pe_grid: PeGridConfig
+    multipliers: MultiplierArrayConfig = MultiplierArrayConfig()
+    arithmetic: ArithmeticConfig = ArithmeticConfig(data_bits=16, accumulator_bits=24)
+    sram: SramConfig
+    optimized: bool = Field(
+        default=False,
+        description="DCNN-opt: multipliers gated on zero operands and compressed DRAM traffic.",
+    )
+    index_bits: int = Field(default=4, ge=1, le=8, description="DCNN-opt compression index.")
+    dram: DramConfig
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """PEs x F x I."""
+        return self.pe_grid.num_pes * self.multipliers.multipliers
