@@ -26,6 +26,7 @@ from archsim.datapath.eie_prepare import (
 )
 from archsim.datapath.reference import EieReferenceResult, eie_reference
 from archsim.engine.context import Dram, SimContext, Sram
+from archsim.engine.pipeline import double_buffered_pipeline
 from archsim.errors import SimulationError
 from archsim.workload.matvec import materialize_matvec
 from archsim.workload.sparse import QuantizedMatVec
@@ -261,7 +262,15 @@ def simulate_eie(
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))
     ctx = SimContext(config.clock.frequency_hz)
     dram = Dram(ctx, config.dram.bandwidth_bytes_per_s, config.dram.latency_s)
-    spans = _schedule(ctx, dram, outcomes, io_bytes)
+    srams = {name: Sram(ctx, name) for name in ("spmat_sram", "pointer_sram", "activation_sram")}
+
+    def record(i: int) -> None:  # on-chip actions of layer i, as its compute phase ends
+        for name, sram in srams.items():
+            acts = outcomes[i].counts[name]
+            sram.read(acts.get("read", 0) + acts.get("scan_read", 0))
+            sram.write(acts.get("write", 0))
+
+    spans = double_buffered_pipeline(ctx, dram, [o.cycles for o in outcomes], io_bytes, record)
     return [
         replace(
             o,
@@ -272,47 +281,3 @@ def simulate_eie(
         )
         for o, (start, end), (rd, wr) in zip(outcomes, spans, io_bytes, strict=True)
     ], ctx
-
-
-def _schedule(
-    ctx: SimContext, dram: Dram, outcomes: list[LayerOutcome], io_bytes: list[tuple[int, int]]
-) -> list[tuple[int, int]]:
-    """SimPy: double-buffered input loads, compute timeouts, overlapped write-backs.
-
-    Each compute phase is one timeout of the kernel's exact cycles; its on-chip actions are
-    recorded on the context's counters (run totals) through the SRAM components.
-    """
-    env = ctx.env
-    n = len(outcomes)
-    srams = {name: Sram(ctx, name) for name in ("spmat_sram", "pointer_sram", "activation_sram")}
-    loaded = [env.event() for _ in range(n)]
-    freed = [env.event() for _ in range(n)]
-    spans: list[tuple[int, int]] = [(0, 0)] * n
-
-    def loader():
-        for i in range(n):
-            if i >= 2:
-                yield freed[i - 2]  # two activation buffers: wait for the one layer i-2 used
-            yield env.process(dram.transfer(io_bytes[i][0], "read"))
-            loaded[i].succeed()
-
-    def writeback(i):
-        yield env.process(dram.transfer(io_bytes[i][1], "write"))
-
-    def compute():
-        for i in range(n):
-            yield loaded[i]
-            start = int(env.now)
-            yield ctx.timeout(outcomes[i].cycles)
-            for name, sram in srams.items():
-                acts = outcomes[i].counts[name]
-                sram.read(acts.get("read", 0) + acts.get("scan_read", 0))
-                sram.write(acts.get("write", 0))
-            spans[i] = (start, int(env.now))
-            freed[i].succeed()
-            env.process(writeback(i))
-
-    env.process(loader())
-    env.process(compute())
-    ctx.run()
-    return spans
