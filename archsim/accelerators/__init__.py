@@ -4,8 +4,17 @@ from collections.abc import Callable
 
 from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.eie import EieLayerRun, run_eie_layer, simulate_eie
+from archsim.accelerators.scnn import run_scnn_conv, simulate_scnn
 
 #: accelerator name -> function(config, workload, seed) -> (outcomes, SimContext)
-REGISTRY: dict[str, Callable] = {"eie": simulate_eie}
+REGISTRY: dict[str, Callable] = {"eie": simulate_eie, "scnn": simulate_scnn}
 
-__all__ = ["REGISTRY", "EieLayerRun", "LayerOutcome", "run_eie_layer", "simulate_eie"]
+__all__ = [
+    "REGISTRY",
+    "EieLayerRun",
+    "LayerOutcome",
+    "run_eie_layer",
+    "run_scnn_conv",
+    "simulate_eie",
+    "simulate_scnn",
+]

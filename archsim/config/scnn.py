@@ -93,6 +93,15 @@ class ScnnConfig(ArchsimModel):
         description=("Kc cap; Kc = min(K, cap, accumulator entries // (output window of a tile))."),
     )
     index_bits: int = Field(default=4, ge=1, le=8, description="Zero-run index width.")
+    stride_phase_decomposition: bool = Field(
+        default=True,
+        description=(
+            "Strided layers: pair only activations and weights of the same stride phase "
+            "(stride^2 unit-stride sub-problems), so no product misses the output grid. The "
+            "paper does not say how SCNN handles strides; False multiplies every pair and drops "
+            "the products that miss."
+        ),
+    )
     dram: DramConfig
 
     @property

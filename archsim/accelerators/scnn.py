@@ -1,0 +1,339 @@
+"""SCNN (PT-IS-CP-sparse): super-tiling, Kc choice, kernel runs per group, SimPy DRAM overlap.
+
+Per layer, image and conv group the input plane is split into ``T = tx x ty`` super-tiles (1 when
+it fits) processed one after another; each super-tile is tiled in the plane over the PE grid.
+Rules (all from the configured capacities):
+
+* Kc = min(K per conv group, ``max_output_channels_per_group``, accumulator entries // (WW*WH))
+  where WW x WH is the largest output window of a PE's tile.
+* The plane is super-tiled (tx, ty grow, the wider side first) until Kc >= 1, every PE's
+  compressed input tile fits IARAM, and its compressed output estimate fits OARAM (outputs x
+  this layer's activation density x (data + index) bits; the real output fill is reported).
+* Within a super-tile, output-channel groups run back to back with a barrier; with a double-
+  buffered accumulator the drain of group g (window entries / A per cycle) overlaps group g+1.
+* DRAM (SimPy, double-buffered): a super-tile loads its compressed inputs (unless the whole
+  layer fits on chip and is not the first layer) and the layer's compressed weights, and writes
+  its compressed outputs (unless the layer fits and is not the last).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.accelerators.base import LayerOutcome
+from archsim.config.scnn import ScnnConfig
+from archsim.config.workload import ConvLayer, WorkloadSpec
+from archsim.datapath.fixed_point import frac_bits_for, quantize
+from archsim.datapath.scnn_kernels import scnn_layer
+from archsim.datapath.scnn_prepare import compress_activations, compress_weights, scnn_tiling
+from archsim.engine.context import Dram, SimContext
+from archsim.engine.pipeline import double_buffered_pipeline
+from archsim.errors import SimulationError
+from archsim.workload.conv import SparseConv, materialize_conv
+
+__all__ = ["simulate_scnn", "run_scnn_conv", "ScnnConvRun"]
+
+
+@dataclass(frozen=True, eq=False)
+class ScnnConvRun:
+    """Kernel results of one conv layer (all images, conv groups and super-tiles)."""
+
+    layer: SparseConv
+    items: list[tuple[int, int, int]]  # per super-tile pass: (cycles, in_bytes, out_bytes)
+    counts: dict[str, dict[str, int]]
+    extras: dict[str, float]
+    output_q: np.ndarray  # (n, k, out_h, out_w) int64 accumulator values (before ReLU)
+    out_frac: int
+    macs_effective: int
+
+
+def _fixed_point(conv: SparseConv, data_bits: int, acc_bits: int) -> tuple[int, int, int]:
+    """(weight_frac, act_frac, out_frac): no accumulator overflow for any partial sum."""
+    wmax = float(np.max(np.abs(conv.weights), initial=0.0))
+    amax = float(np.max(conv.activations, initial=0.0))
+    wf = frac_bits_for(wmax, data_bits)
+    af = frac_bits_for(amax, data_bits)
+    per_k = np.abs(conv.weights).reshape(conv.k, -1).sum(axis=1)
+    bound = amax * float(per_k.max(initial=0.0))
+    return wf, af, frac_bits_for(bound, acc_bits)
+
+
+def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
+    """Choose (tx, ty, kc) for one conv group's plane (see the module rules)."""
+    grid = cfg.pe_grid
+    kg = conv.k // conv.groups
+    word_bits = cfg.arithmetic.data_bits + cfg.index_bits
+    tx = ty = 1
+    while True:
+        rw, rh = -(-conv.w // tx), -(-conv.h // ty)
+        tl = scnn_tiling(
+            conv.w,
+            conv.h,
+            conv.r,
+            conv.s,
+            conv.stride,
+            conv.pad,
+            grid.cols,
+            grid.rows,
+            region=(0, min(rw, conv.w), 0, min(rh, conv.h)),
+        )
+        kc = min(
+            kg,
+            cfg.max_output_channels_per_group,
+            cfg.accumulator.entries // max(1, tl.win_w * tl.win_h),
+        )
+        tile_nnz = _max_tile_nnz(act_q, tl.tile_w, tl.tile_h)
+        in_ok = tile_nnz * word_bits / 8 <= cfg.iaram.size_bytes
+        out_pos = -(-tl.out_w // (grid.cols * tx)) * -(-tl.out_h // (grid.rows * ty))
+        out_ok = out_pos * kg * density * word_bits / 8 <= cfg.oaram.size_bytes
+        if kc >= 1 and in_ok and out_ok:
+            return tx, ty, kc
+        if rw <= 1 and rh <= 1:
+            raise SimulationError(
+                f"layer {conv.name!r}: a 1x1 input tile still does not fit (Kc={kc}, IARAM "
+                f"{'ok' if in_ok else 'overflow'}, OARAM {'ok' if out_ok else 'overflow'}); "
+                "allowed: larger accumulator/IARAM/OARAM"
+            )
+        if (rw >= rh and rw > 1) or rh <= 1:
+            tx += 1
+        else:
+            ty += 1
+
+
+def _max_tile_nnz(act_q: np.ndarray, tw: int, th: int) -> int:
+    """Most non-zeros any tw x th tile (all channels) holds."""
+    nz = (act_q != 0).sum(axis=0)
+    h, w = nz.shape
+    ph, pw = -(-h // th) * th, -(-w // tw) * tw
+    padded = np.zeros((ph, pw), dtype=np.int64)
+    padded[:h, :w] = nz
+    return int(padded.reshape(ph // th, th, pw // tw, tw).sum(axis=(1, 3)).max(initial=0))
+
+
+def _group_time(phase: np.ndarray, drains: list[int], double_buffered: bool) -> int:
+    """Barrier per group; the accumulator drain overlaps the next group when double-buffered."""
+    compute = [int(c) for c in phase.max(axis=1)]
+    if not double_buffered:
+        return sum(c + d for c, d in zip(compute, drains, strict=True))
+    total, prev_drain = 0, 0
+    for c, d in zip(compute, drains, strict=True):
+        total += max(c, prev_drain)
+        prev_drain = d
+    return total + prev_drain
+
+
+def _phase_split(
+    wq: np.ndarray, aq: np.ndarray, stride: int, pad: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stride-phase decomposition: channel c becomes stride^2 virtual channels (qy, qx) holding
+    the activations with (y + pad) % stride == qy (x likewise) and the weights with r % stride
+    == qy (s likewise). Every product of a virtual channel then lands on the output grid."""
+    k, c, r, s = wq.shape
+    _, h, w = aq.shape
+    st = stride
+    w_out = np.zeros((k, c * st * st, r, s), dtype=wq.dtype)
+    a_out = np.zeros((c * st * st, h, w), dtype=aq.dtype)
+    ry, sx = np.arange(r) % st, np.arange(s) % st
+    yy, xx = (np.arange(h) + pad) % st, (np.arange(w) + pad) % st
+    for qy in range(st):
+        for qx in range(st):
+            v = qy * st + qx
+            wmask = (ry[:, None] == qy) & (sx[None, :] == qx)
+            amask = (yy[:, None] == qy) & (xx[None, :] == qx)
+            w_out[:, v :: st * st] = wq * wmask
+            a_out[v :: st * st] = aq * amask
+    return w_out, a_out
+
+
+def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConvRun:
+    """Run every image, conv group and super-tile of ``conv`` through the SCNN kernel."""
+    ar, mul, grid = cfg.arithmetic, cfg.multipliers, cfg.pe_grid
+    wf, af, of = _fixed_point(conv, ar.data_bits, ar.accumulator_bits)
+    shift = wf + af - of
+    wq_all = quantize(conv.weights, wf, ar.data_bits)
+    aq_all = quantize(conv.activations, af, ar.data_bits)
+    cg, kg = conv.c // conv.groups, conv.k // conv.groups
+    out_h = (conv.h + 2 * conv.pad - conv.r) // conv.stride + 1
+    out_w = (conv.w + 2 * conv.pad - conv.s) // conv.stride + 1
+    out = np.zeros((conv.n, conv.k, out_h, out_w), dtype=np.int64)
+    word_bits = ar.data_bits + cfg.index_bits
+    totals = np.zeros(6, dtype=np.int64)
+    items: list[tuple[int, int, int]] = []
+    busy = idle_total = 0
+    drained = halo = iaram_reads = fifo_push = 0
+    kc_used, supertiles = [], 0
+    for img in range(conv.n):
+        for j in range(conv.groups):
+            wq = wq_all[j * kg : (j + 1) * kg]
+            aq = aq_all[img, j * cg : (j + 1) * cg]
+            if conv.stride > 1 and cfg.stride_phase_decomposition:
+                wq, aq = _phase_split(wq, aq, conv.stride, conv.pad)
+            vc = aq.shape[0]  # channels the kernel walks (virtual ones when phase-split)
+            tx, ty, kc = _plan(cfg, conv, aq, density)
+            kc_used.append(kc)
+            w_ptr, wk, wr, ws, wv, n_groups = compress_weights(wq, kc)
+            w_bytes = int(w_ptr[-1]) * word_bits // 8
+            rw, rh = -(-conv.w // tx), -(-conv.h // ty)
+            for sy in range(ty):
+                for sx in range(tx):
+                    x_lo, y_lo = sx * rw, sy * rh
+                    x_hi, y_hi = min(conv.w, x_lo + rw), min(conv.h, y_lo + rh)
+                    if x_lo >= x_hi or y_lo >= y_hi:
+                        continue
+                    supertiles += 1
+                    tl = scnn_tiling(
+                        conv.w,
+                        conv.h,
+                        conv.r,
+                        conv.s,
+                        conv.stride,
+                        conv.pad,
+                        grid.cols,
+                        grid.rows,
+                        region=(x_lo, x_hi, y_lo, y_hi),
+                    )
+                    region = aq[:, y_lo:y_hi, x_lo:x_hi]
+                    a_ptr, ax, ay, av = compress_activations(region, tl)
+                    part = np.zeros((kg, out_h, out_w), dtype=np.int64)
+                    stats = scnn_layer(
+                        n_groups,
+                        kc,
+                        vc,
+                        tl.n_pes,
+                        a_ptr,
+                        ax,
+                        ay,
+                        av,
+                        w_ptr,
+                        wk,
+                        wr,
+                        ws,
+                        wv,
+                        tl.win_x0,
+                        tl.win_y0,
+                        tl.win_w,
+                        tl.win_h,
+                        out_w,
+                        out_h,
+                        conv.stride,
+                        conv.pad,
+                        mul.weights_per_cycle,
+                        mul.activations_per_cycle,
+                        cfg.accumulator.banks,
+                        cfg.crossbar_input_fifo_depth,
+                        shift,
+                        ar.accumulator_bits,
+                        part,
+                    )
+                    out[img, j * kg : (j + 1) * kg] += part
+                    totals += stats.sum(axis=(1, 2))
+                    window = kc * tl.win_w * tl.win_h
+                    drains = [math.ceil(window / cfg.accumulator.banks)] * n_groups
+                    cycles = _group_time(stats[0], drains, cfg.accumulator.double_buffered)
+                    busy += int(stats[0].sum())
+                    idle_total += int(stats[0].max(axis=1).sum()) * tl.n_pes
+                    drained += window * n_groups * tl.n_pes
+                    halo += window * n_groups * tl.n_pes
+                    in_bytes = int(a_ptr[-1]) * word_bits // 8
+                    items.append((cycles, in_bytes + w_bytes, 0))
+                    na = np.diff(a_ptr).reshape(vc, tl.n_pes)
+                    nw = np.diff(w_ptr).reshape(n_groups, vc)
+                    vecs = -(-na // mul.activations_per_cycle)  # (vc, P)
+                    iaram_reads += int(((nw[:, :, None] > 0) * vecs[None]).sum())
+                    fifo_push += int((-(-nw // mul.weights_per_cycle)).sum()) * tl.n_pes
+    relu = np.maximum(out, 0)
+    nnz_out = int(np.count_nonzero(relu))
+    halo -= conv.n * conv.k * out_h * out_w  # partial sums beyond one per output
+    per_access = math.ceil(mul.activations_per_cycle * word_bits / cfg.iaram.width_bits)
+    counts = {
+        "multipliers": {"multiply": int(totals[2])},
+        "crossbar": {"transfer": int(totals[3])},
+        "accumulator": {"update": int(totals[3]), "drain": drained},
+        "iaram": {
+            "read": iaram_reads * per_access,
+            "write": math.ceil(int(np.count_nonzero(aq_all)) * word_bits / cfg.iaram.width_bits),
+        },
+        "oaram": {"write": math.ceil(nnz_out * word_bits / cfg.oaram.width_bits)},
+        "weight_fifo": {"push": fifo_push, "pop": int(totals[1])},
+        "ppu": {"output": conv.n * conv.k * out_h * out_w},
+        "halo": {"transfer": max(halo, 0)},
+    }
+    extras = {
+        "scnn_barrier_idle": 1.0 - busy / idle_total if idle_total else 0.0,
+        "scnn_conflict_stalls": int(totals[4]),
+        "scnn_bank_conflicts": int(totals[5]),
+        "scnn_dropped_products": int(totals[2] - totals[3]),
+        "scnn_kc": min(kc_used),
+        "scnn_supertiles": supertiles,
+        "scnn_output_density": nnz_out / relu.size if relu.size else 0.0,
+    }
+    return ScnnConvRun(
+        layer=conv,
+        items=items,
+        counts=counts,
+        extras=extras,
+        output_q=out,
+        out_frac=of,
+        macs_effective=int(totals[3]),
+    )
+
+
+def simulate_scnn(
+    config: ScnnConfig, workload: WorkloadSpec, seed: int
+) -> tuple[list[LayerOutcome], SimContext]:
+    """Run every conv layer; schedule super-tile loads, compute and write-backs in SimPy."""
+    runs: list[tuple[ConvLayer, ScnnConvRun]] = []
+    for spec in workload.layers:
+        if not isinstance(spec, ConvLayer):
+            raise SimulationError(f"SCNN runs conv layers; layer {spec.name!r} is {spec.kind!r}")
+        conv = materialize_conv(spec, seed)
+        runs.append((spec, run_scnn_conv(config, conv, float(spec.activation_density))))
+    word_bits = config.arithmetic.data_bits + config.index_bits
+    flat_cycles, flat_io, owner = [], [], []
+    for li, (_, run) in enumerate(runs):
+        spilled = len(run.items) > 1
+        for ti, (cyc, in_b, _) in enumerate(run.items):
+            first, last = li == 0 and ti == 0, li == len(runs) - 1
+            rd = in_b if (spilled or first) else in_b - _act_bytes(run, word_bits, ti)
+            nnz_out = int(np.count_nonzero(np.maximum(run.output_q, 0)))
+            wr = 0
+            if spilled or last:
+                wr = math.ceil(nnz_out * word_bits / 8 / len(run.items))
+            flat_cycles.append(cyc)
+            flat_io.append((max(rd, 0), wr))
+            owner.append(li)
+    ctx = SimContext(config.clock.frequency_hz)
+    dram = Dram(ctx, config.dram.bandwidth_bytes_per_s, config.dram.latency_s)
+    spans = double_buffered_pipeline(ctx, dram, flat_cycles, flat_io)
+    outcomes = []
+    for li, (spec, run) in enumerate(runs):
+        mine = [i for i, o in enumerate(owner) if o == li]
+        start, end = spans[mine[0]][0], spans[mine[-1]][1]
+        rd = sum(flat_io[i][0] for i in mine)
+        wr = sum(flat_io[i][1] for i in mine)
+        outcomes.append(
+            LayerOutcome(
+                layer=spec.name,
+                kind=spec.kind,
+                cycles=end - start,
+                start_cycle=start,
+                end_cycle=end,
+                macs_dense=spec.macs_dense,
+                macs_effective=run.macs_effective,
+                peak_macs_per_cycle=config.peak_macs_per_cycle,
+                dram_bytes=rd + wr,
+                counts={**run.counts, "dram": {"read_bytes": rd, "write_bytes": wr}},
+                extras=dict(run.extras),
+            )
+        )
+    return outcomes, ctx
+
+
+def _act_bytes(run: ScnnConvRun, word_bits: int, ti: int) -> int:
+    """Compressed input bytes of super-tile ``ti`` (they are on chip when the layer fits)."""
+    conv = run.layer
+    nnz = int(np.count_nonzero(conv.activations))
+    return nnz * word_bits // 8 // max(1, len(run.items))
