@@ -3,11 +3,16 @@
 from collections.abc import Callable
 
 from archsim.accelerators.base import LayerOutcome
+from archsim.accelerators.dcnn import simulate_dcnn
 from archsim.accelerators.eie import EieLayerRun, run_eie_layer, simulate_eie
 from archsim.accelerators.scnn import run_scnn_conv, simulate_scnn
 
 #: accelerator name -> function(config, workload, seed) -> (outcomes, SimContext)
-REGISTRY: dict[str, Callable] = {"eie": simulate_eie, "scnn": simulate_scnn}
+REGISTRY: dict[str, Callable] = {
+    "eie": simulate_eie,
+    "scnn": simulate_scnn,
+    "dcnn": simulate_dcnn,
+}
 
 __all__ = [
     "REGISTRY",
@@ -15,6 +20,7 @@ __all__ = [
     "LayerOutcome",
     "run_eie_layer",
     "run_scnn_conv",
+    "simulate_dcnn",
     "simulate_eie",
     "simulate_scnn",
 ]

@@ -37,7 +37,167 @@ SCNN_PE_FIELDS = (
 )
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="never")
+def _pe_phase(
+    g,
+    p,
+    n_channels,
+    n_pes,
+    a_ptr,
+    a_x,
+    a_y,
+    a_v,
+    w_ptr,
+    w_k,
+    w_r,
+    w_s,
+    w_v,
+    x0,
+    y0,
+    ww,
+    wh,
+    out_w,
+    out_h,
+    stride,
+    pad,
+    f,
+    i_vec,
+    banks,
+    fifo_depth,
+    shift,
+    lo,
+    hi,
+    acc,
+    st,
+):  # pragma: no cover - compiled
+    """One group on one PE; accumulates into ``acc`` and writes counters into ``st[6]``."""
+    nfi = f * i_vec
+    q_bank = np.zeros((nfi, fifo_depth), dtype=np.int64)
+    q_addr = np.zeros((nfi, fifo_depth), dtype=np.int64)
+    q_val = np.zeros((nfi, fifo_depth), dtype=np.int64)
+    q_head = np.zeros(nfi, dtype=np.int64)
+    q_len = np.zeros(nfi, dtype=np.int64)
+    granted = np.zeros(banks, dtype=np.bool_)
+    pow2 = (banks & (banks - 1)) == 0
+    bmask = banks - 1
+    half = (1 << (shift - 1)) if shift > 0 else 0
+    issues = mults = prods = stalls = conflicts = 0
+    full = 0  # FIFOs holding fifo_depth products
+    pending = 0
+    cycle = 0
+    rot = 0  # rotating priority: input rot ranks first this cycle
+    last_delivery = -1
+    last_issue = -1
+    wbase_g = g * n_channels
+    c = 0
+    while c < n_channels:
+        if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
+            w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
+        ):
+            break
+        c += 1
+    have_work = c < n_channels
+    av = 0
+    wv = 0
+    while have_work or pending > 0:
+        if pending > 0:
+            granted[:] = False
+            for j in range(nfi):
+                inp = rot + j
+                if inp >= nfi:
+                    inp -= nfi
+                if q_len[inp] == 0:
+                    continue
+                h = q_head[inp]
+                b = q_bank[inp, h]
+                if granted[b]:
+                    conflicts += 1
+                    continue
+                granted[b] = True
+                ad = q_addr[inp, h]
+                v = acc[ad] + q_val[inp, h]
+                acc[ad] = hi if v > hi else (lo if v < lo else v)
+                h += 1
+                q_head[inp] = 0 if h == fifo_depth else h
+                if q_len[inp] == fifo_depth:
+                    full -= 1
+                q_len[inp] -= 1
+                pending -= 1
+                prods += 1
+                last_delivery = cycle
+        if have_work:
+            if full > 0:
+                stalls += 1
+            else:
+                issues += 1
+                last_issue = cycle
+                a_lo = a_ptr[c * n_pes + p]
+                a_hi = a_ptr[c * n_pes + p + 1]
+                w_lo = w_ptr[wbase_g + c]
+                w_hi = w_ptr[wbase_g + c + 1]
+                abase = a_lo + av * i_vec
+                aend = min(abase + i_vec, a_hi)
+                wbase = w_lo + wv * f
+                wend = min(wbase + f, w_hi)
+                mults += (aend - abase) * (wend - wbase)
+                for ia in range(abase, aend):
+                    ay_ = a_y[ia] + pad
+                    ax_ = a_x[ia] + pad
+                    aval = a_v[ia]
+                    row = (ia - abase) * f - wbase
+                    for iw in range(wbase, wend):
+                        ny = ay_ - w_r[iw]
+                        nx = ax_ - w_s[iw]
+                        if ny < 0 or nx < 0:
+                            continue
+                        if stride != 1:
+                            if ny % stride != 0 or nx % stride != 0:
+                                continue
+                            ny //= stride
+                            nx //= stride
+                        if ny >= out_h or nx >= out_w:
+                            continue
+                        addr = (w_k[iw] * wh + ny - y0) * ww + nx - x0
+                        prod = w_v[iw] * aval
+                        prod = (prod + half) >> shift if shift > 0 else prod << (-shift)
+                        inp = row + iw
+                        slot = q_head[inp] + q_len[inp]
+                        if slot >= fifo_depth:
+                            slot -= fifo_depth
+                        q_bank[inp, slot] = (addr & bmask) if pow2 else addr % banks
+                        q_addr[inp, slot] = addr
+                        q_val[inp, slot] = prod
+                        q_len[inp] += 1
+                        if q_len[inp] == fifo_depth:
+                            full += 1
+                        pending += 1
+                wv += 1
+                if wend >= w_hi:
+                    wv = 0
+                    av += 1
+                    if aend >= a_hi:
+                        av = 0
+                        c += 1
+                        while c < n_channels:
+                            if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
+                                w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
+                            ):
+                                break
+                            c += 1
+                        have_work = c < n_channels
+        cycle += 1
+        rot += 1
+        if rot == nfi:
+            rot = 0
+    st[0] = max(last_delivery, last_issue) + 1
+    st[1] = issues
+    st[2] = mults
+    st[3] = prods
+    st[4] = stalls
+    st[5] = conflicts
+
+
+@nb.njit(cache=True, parallel=True)
 def scnn_layer(
     n_groups,
     kc,
@@ -72,135 +232,65 @@ def scnn_layer(
 
     ``a_ptr[c * n_pes + p]`` bounds PE p's non-zero activations of channel c (global x, y);
     ``w_ptr[g * n_channels + c]`` bounds group g's non-zero weights of channel c (local k).
+    PEs of one group run in parallel threads (they share nothing until the halo sum).
     Returns counters of shape (len(SCNN_PE_FIELDS), n_groups, n_pes).
     """
-    nfi = f * i_vec
     stats = np.zeros((6, n_groups, n_pes), dtype=np.int64)
-    # crossbar input FIFOs: per input a ring of fifo_depth (bank, addr, value)
-    q_bank = np.zeros((nfi, fifo_depth), dtype=np.int64)
-    q_addr = np.zeros((nfi, fifo_depth), dtype=np.int64)
-    q_val = np.zeros((nfi, fifo_depth), dtype=np.int64)
-    q_head = np.zeros(nfi, dtype=np.int64)
-    q_len = np.zeros(nfi, dtype=np.int64)
-    granted = np.zeros(banks, dtype=np.bool_)
-    acc = np.zeros(kc * wh * ww, dtype=np.int64)
+    win = kc * wh * ww
+    acc = np.zeros((n_pes, win), dtype=np.int64)
+    st = np.zeros((n_pes, 6), dtype=np.int64)
     lo = -(1 << (acc_bits - 1))
     hi = (1 << (acc_bits - 1)) - 1
-    half = (1 << (shift - 1)) if shift > 0 else 0
     for g in range(n_groups):
+        acc[:, :] = 0
+        for p in nb.prange(n_pes):
+            _pe_phase(
+                g,
+                p,
+                n_channels,
+                n_pes,
+                a_ptr,
+                a_x,
+                a_y,
+                a_v,
+                w_ptr,
+                w_k,
+                w_r,
+                w_s,
+                w_v,
+                win_x0[p],
+                win_y0[p],
+                ww,
+                wh,
+                out_w,
+                out_h,
+                stride,
+                pad,
+                f,
+                i_vec,
+                banks,
+                fifo_depth,
+                shift,
+                lo,
+                hi,
+                acc[p],
+                st[p],
+            )
         for p in range(n_pes):
-            acc[:] = 0
-            x0 = win_x0[p]
-            y0 = win_y0[p]
-            cycle = 0
-            pending = 0  # products waiting in FIFOs
-            # iterate issue slots: (c, activation vector, weight vector)
-            c = 0
-            av = 0
-            wv = 0
-            have_work = True
-            # advance to the first (c, av, wv) with work
-            while c < n_channels:
-                na = a_ptr[c * n_pes + p + 1] - a_ptr[c * n_pes + p]
-                nw = w_ptr[g * n_channels + c + 1] - w_ptr[g * n_channels + c]
-                if na > 0 and nw > 0:
-                    break
-                c += 1
-            if c >= n_channels:
-                have_work = False
-            last_delivery = -1
-            last_issue = -1
-            while have_work or pending > 0:
-                # ---- crossbar: one product per bank, rotating priority
-                granted[:] = False
-                for j in range(nfi):
-                    inp = (cycle + j) % nfi
-                    if q_len[inp] == 0:
-                        continue
-                    h = q_head[inp]
-                    b = q_bank[inp, h]
-                    if granted[b]:
-                        stats[5, g, p] += 1
-                        continue
-                    granted[b] = True
-                    s_ = acc[q_addr[inp, h]] + q_val[inp, h]
-                    if s_ > hi:
-                        s_ = hi
-                    elif s_ < lo:
-                        s_ = lo
-                    acc[q_addr[inp, h]] = s_
-                    q_head[inp] = (h + 1) % fifo_depth
-                    q_len[inp] -= 1
-                    pending -= 1
-                    stats[3, g, p] += 1
-                    last_delivery = cycle
-                # ---- multiplier array issue (end of cycle)
-                if have_work:
-                    room = True
-                    for j in range(nfi):
-                        if q_len[j] >= fifo_depth:
-                            room = False
-                            break
-                    if not room:
-                        stats[4, g, p] += 1
-                    else:
-                        stats[1, g, p] += 1
-                        last_issue = cycle
-                        abase = a_ptr[c * n_pes + p] + av * i_vec
-                        aend = min(abase + i_vec, a_ptr[c * n_pes + p + 1])
-                        wbase = w_ptr[g * n_channels + c] + wv * f
-                        wend = min(wbase + f, w_ptr[g * n_channels + c + 1])
-                        for ia in range(abase, aend):
-                            for iw in range(wbase, wend):
-                                stats[2, g, p] += 1
-                                ny = a_y[ia] + pad - w_r[iw]
-                                nx = a_x[ia] + pad - w_s[iw]
-                                if ny < 0 or nx < 0 or ny % stride != 0 or nx % stride != 0:
-                                    continue
-                                oy = ny // stride
-                                ox = nx // stride
-                                if oy >= out_h or ox >= out_w:
-                                    continue
-                                addr = (w_k[iw] * wh + oy - y0) * ww + ox - x0
-                                prod = w_v[iw] * a_v[ia]
-                                prod = (prod + half) >> shift if shift > 0 else prod << (-shift)
-                                inp = (ia - abase) * f + (iw - wbase)
-                                slot = (q_head[inp] + q_len[inp]) % fifo_depth
-                                q_bank[inp, slot] = addr % banks
-                                q_addr[inp, slot] = addr
-                                q_val[inp, slot] = prod
-                                q_len[inp] += 1
-                                pending += 1
-                        # next issue slot
-                        wv += 1
-                        if wbase + f >= w_ptr[g * n_channels + c + 1]:
-                            wv = 0
-                            av += 1
-                            if abase + i_vec >= a_ptr[c * n_pes + p + 1]:
-                                av = 0
-                                c += 1
-                                while c < n_channels:
-                                    na = a_ptr[c * n_pes + p + 1] - a_ptr[c * n_pes + p]
-                                    nw = w_ptr[g * n_channels + c + 1] - w_ptr[g * n_channels + c]
-                                    if na > 0 and nw > 0:
-                                        break
-                                    c += 1
-                                if c >= n_channels:
-                                    have_work = False
-                cycle += 1
-            stats[0, g, p] = max(last_delivery, last_issue) + 1
-            # write back the window (halo exchange = adding neighbours' partial sums)
+            for t in range(6):
+                stats[t, g, p] = st[p, t]
+            # halo exchange: every PE's window adds into the shared output
             for kl in range(kc):
                 k = g * kc + kl
                 if k >= out.shape[0]:
                     break
                 for yy in range(wh):
-                    oy = y0 + yy
+                    oy = win_y0[p] + yy
                     if oy >= out_h:
                         break
                     for xx in range(ww):
-                        ox = x0 + xx
+                        ox = win_x0[p] + xx
                         if ox >= out_w:
                             break
-                        out[k, oy, ox] += acc[(kl * wh + yy) * ww + xx]
+                        out[k, oy, ox] += acc[p, (kl * wh + yy) * ww + xx]
     return stats
