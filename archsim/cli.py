@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH=VALUE",
         help="override a hardware field by dotted path, e.g. --set pe_array.num_pes=128",
     )
+    run.add_argument(
+        "--baseline",
+        metavar="HW",
+        help="also run a baseline (e.g. dcnn for scnn) and add speedup_vs_<baseline> columns",
+    )
     run.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     lst = sub.add_parser("list", help="list the hardware and workload presets")
@@ -99,11 +104,17 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
 def format_layer_table(result: RunResult) -> str:
     """Per-layer table that fits 80 columns."""
     df = result.to_dataframe()
-    extra = "eie_load_balance" if "eie_load_balance" in df else None
+    # one accelerator-specific column: (column, header, scale)
+    speedups = [c for c in df.columns if c.startswith("speedup_vs_")]
+    candidates = [(c, f"vs {c[11:]} x", 1.0) for c in speedups] + [
+        ("eie_load_balance", "balance %", 100.0),
+        ("scnn_barrier_idle", "barrier %", 100.0),
+    ]
+    extra = next(((c, h, k) for c, h, k in candidates if c in df.columns), None)
     head = (
         f"{'layer':<14}{'cycles':>10}{'time us':>10}{'util %':>8}{'energy uJ':>11}{'power mW':>10}"
     )
-    head += f"{'balance %':>11}" if extra else ""
+    head += f"{extra[1]:>11}" if extra else ""
     lines = [head, "-" * len(head)]
     for _, r in df.iterrows():
         line = (
@@ -112,7 +123,7 @@ def format_layer_table(result: RunResult) -> str:
             f"{r['power_w'] * 1e3:>10.1f}"
         )
         if extra:
-            line += f"{r[extra] * 100:>11.1f}"
+            line += f"{r[extra[0]] * extra[2]:>11.2f}"
         lines.append(line)
     s = result.summary()
     lines.append("-" * len(head))
@@ -157,7 +168,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
     try:
-        result = simulate(hw, wl, seed=args.seed)
+        baseline = load_hardware(args.baseline) if args.baseline else None
+        result = simulate(hw, wl, seed=args.seed, baseline=baseline)
     except LayerDataError as exc:
         index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
@@ -169,6 +181,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"seed {result.seed}"
         )
         print(format_layer_table(result))
+        base = result.metadata.get("baseline")
+        if base:
+            ratios = ", ".join(f"{k} {v:.2f}x" for k, v in base.items() if "_vs_" in k)
+            print(f"baseline {base['hardware']}: {base['total_cycles']:,} cycles; {ratios}")
         for w in result.warnings:
             print(f"warning: {w}")
         print(f"wrote {Path(args.out) / 'results.csv'}, results.json, report.html")

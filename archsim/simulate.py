@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -16,6 +17,37 @@ from archsim.results import LayerResult, RunResult
 from archsim.units import cycles_to_seconds, power_w
 
 __all__ = ["simulate", "archsim_version", "PRICE_LISTS"]
+
+
+def _with_baseline(
+    result: RunResult,
+    baseline: ArchsimModel | str | Path,
+    workload: WorkloadSpec | str | Path,
+    seed: int,
+) -> RunResult:
+    """Attach per-layer speed-up and energy ratio against ``baseline`` (see ``simulate``)."""
+    base = simulate(baseline, workload, seed)
+    tag = base.accelerator
+    by_name = {lr.layer: lr for lr in base.layers}
+    layers = []
+    for lr in result.layers:
+        b = by_name[lr.layer]
+        extras = {
+            **lr.extras,
+            f"speedup_vs_{tag}": b.time_s / lr.time_s if lr.time_s else 0.0,
+            f"energy_ratio_vs_{tag}": b.energy_pj / lr.energy_pj if lr.energy_pj else 0.0,
+        }
+        layers.append(replace(lr, extras=extras))
+    meta = {
+        **result.metadata,
+        "baseline": {
+            **base.summary(),
+            f"speedup_vs_{tag}": base.total_time_s / result.total_time_s,
+            f"energy_ratio_vs_{tag}": base.total_energy_pj / result.total_energy_pj,
+        },
+    }
+    return replace(result, layers=tuple(layers), metadata=meta)
+
 
 #: accelerator name -> function(config) -> PriceList
 PRICE_LISTS = {"eie": eie_price_list, "scnn": scnn_price_list, "dcnn": dcnn_price_list}
@@ -33,11 +65,17 @@ def simulate(
     hardware: ArchsimModel | str | Path,
     workload: WorkloadSpec | str | Path,
     seed: int = 0,
+    baseline: ArchsimModel | str | Path | None = None,
 ) -> RunResult:
     """Simulate ``workload`` on ``hardware`` (configs, preset names or YAML paths).
 
-    The result depends only on (hardware, workload, seed).
+    With ``baseline`` (e.g. ``"dcnn"`` for SCNN) the same workload and seed also run on the
+    baseline, and every layer gets ``speedup_vs_<baseline>`` (baseline time / this time) and
+    ``energy_ratio_vs_<baseline>`` (baseline energy / this energy); the baseline's totals go to
+    ``metadata["baseline"]``. The result depends only on (hardware, workload, seed).
     """
+    if baseline is not None:
+        return _with_baseline(simulate(hardware, workload, seed), baseline, workload, seed)
     hw = load_hardware(hardware)
     wl = load_workload(workload)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:

@@ -88,3 +88,23 @@ def test_simulate_contract_and_columns():
 def test_fc_layers_rejected_clearly():
     with pytest.raises(archsim.SimulationError, match="SCNN runs conv layers"):
         archsim.simulate("scnn", "eie_benchmarks")
+
+
+def test_baseline_adds_speedup_columns():
+    wl = archsim.WorkloadSpec.model_validate(
+        {
+            "schema_version": 1,
+            "name": "w",
+            "source": "test",
+            "layers": [_conv(name="a").model_dump()],
+        }
+    )
+    res = archsim.simulate("scnn", wl, seed=0, baseline="dcnn")
+    base = archsim.simulate("dcnn", wl, seed=0)
+    lr = res.layers[0]
+    assert lr.extras["speedup_vs_dcnn"] == pytest.approx(base.layers[0].time_s / lr.time_s)
+    assert lr.extras["energy_ratio_vs_dcnn"] == pytest.approx(
+        base.layers[0].energy_pj / lr.energy_pj
+    )
+    assert res.metadata["baseline"]["hardware"] == "dcnn"
+    assert "speedup_vs_dcnn" in res.to_dataframe().columns
