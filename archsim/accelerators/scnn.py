@@ -61,31 +61,44 @@ def _fixed_point(conv: SparseConv, data_bits: int, acc_bits: int) -> tuple[int, 
     return wf, af, frac_bits_for(bound, acc_bits)
 
 
+def _regions(w: int, h: int, tx: int, ty: int):
+    """The (x_lo, x_hi, y_lo, y_hi) super-tile regions of a w x h plane split tx x ty."""
+    rw, rh = -(-w // tx), -(-h // ty)
+    for sy in range(ty):
+        for sx in range(tx):
+            x_lo, y_lo = sx * rw, sy * rh
+            if x_lo < w and y_lo < h:
+                yield x_lo, min(w, x_lo + rw), y_lo, min(h, y_lo + rh)
+
+
 def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
-    """Choose (tx, ty, kc) for one conv group's plane (see the module rules)."""
+    """Choose (tx, ty, kc) for one conv group's plane (see the module rules).
+
+    Every super-tile region is checked: interior regions have unclipped (larger) windows.
+    """
     grid = cfg.pe_grid
     kg = conv.k // conv.groups
     word_bits = cfg.arithmetic.data_bits + cfg.index_bits
     tx = ty = 1
     while True:
         rw, rh = -(-conv.w // tx), -(-conv.h // ty)
-        tl = scnn_tiling(
-            conv.w,
-            conv.h,
-            conv.r,
-            conv.s,
-            conv.stride,
-            conv.pad,
-            grid.cols,
-            grid.rows,
-            region=(0, min(rw, conv.w), 0, min(rh, conv.h)),
-        )
-        kc = min(
-            kg,
-            cfg.max_output_channels_per_group,
-            cfg.accumulator.entries // max(1, tl.win_w * tl.win_h),
-        )
-        tile_nnz = _max_tile_nnz(act_q, tl.tile_w, tl.tile_h)
+        window = tile_w = tile_h = 1
+        for region in _regions(conv.w, conv.h, tx, ty):
+            tl = scnn_tiling(
+                conv.w,
+                conv.h,
+                conv.r,
+                conv.s,
+                conv.stride,
+                conv.pad,
+                grid.cols,
+                grid.rows,
+                region=region,
+            )
+            window = max(window, tl.win_w * tl.win_h)
+            tile_w, tile_h = max(tile_w, tl.tile_w), max(tile_h, tl.tile_h)
+        kc = min(kg, cfg.max_output_channels_per_group, cfg.accumulator.entries // window)
+        tile_nnz = _max_tile_nnz(act_q, tile_w, tile_h)
         in_ok = tile_nnz * word_bits / 8 <= cfg.iaram.size_bytes
         out_pos = -(-tl.out_w // (grid.cols * tx)) * -(-tl.out_h // (grid.rows * ty))
         out_ok = out_pos * kg * density * word_bits / 8 <= cfg.oaram.size_bytes
@@ -176,74 +189,73 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
             kc_used.append(kc)
             w_ptr, wk, wr, ws, wv, n_groups = compress_weights(wq, kc)
             w_bytes = int(w_ptr[-1]) * word_bits // 8
-            rw, rh = -(-conv.w // tx), -(-conv.h // ty)
-            for sy in range(ty):
-                for sx in range(tx):
-                    x_lo, y_lo = sx * rw, sy * rh
-                    x_hi, y_hi = min(conv.w, x_lo + rw), min(conv.h, y_lo + rh)
-                    if x_lo >= x_hi or y_lo >= y_hi:
-                        continue
-                    supertiles += 1
-                    tl = scnn_tiling(
-                        conv.w,
-                        conv.h,
-                        conv.r,
-                        conv.s,
-                        conv.stride,
-                        conv.pad,
-                        grid.cols,
-                        grid.rows,
-                        region=(x_lo, x_hi, y_lo, y_hi),
+            for x_lo, x_hi, y_lo, y_hi in _regions(conv.w, conv.h, tx, ty):
+                supertiles += 1
+                tl = scnn_tiling(
+                    conv.w,
+                    conv.h,
+                    conv.r,
+                    conv.s,
+                    conv.stride,
+                    conv.pad,
+                    grid.cols,
+                    grid.rows,
+                    region=(x_lo, x_hi, y_lo, y_hi),
+                )
+                region = aq[:, y_lo:y_hi, x_lo:x_hi]
+                a_ptr, ax, ay, av = compress_activations(region, tl)
+                part = np.zeros((kg, out_h, out_w), dtype=np.int64)
+                stats = scnn_layer(
+                    n_groups,
+                    kc,
+                    vc,
+                    tl.n_pes,
+                    a_ptr,
+                    ax,
+                    ay,
+                    av,
+                    w_ptr,
+                    wk,
+                    wr,
+                    ws,
+                    wv,
+                    tl.win_x0,
+                    tl.win_y0,
+                    tl.win_w,
+                    tl.win_h,
+                    out_w,
+                    out_h,
+                    conv.stride,
+                    conv.pad,
+                    mul.weights_per_cycle,
+                    mul.activations_per_cycle,
+                    cfg.accumulator.banks,
+                    cfg.crossbar_input_fifo_depth,
+                    shift,
+                    ar.accumulator_bits,
+                    part,
+                )
+                out[img, j * kg : (j + 1) * kg] += part
+                totals += stats.sum(axis=(1, 2))
+                window = kc * tl.win_w * tl.win_h
+                if window > cfg.accumulator.entries:  # _plan guarantees this never happens
+                    raise SimulationError(
+                        f"layer {conv.name!r}: accumulator window {window} > "
+                        f"{cfg.accumulator.entries} entries"
                     )
-                    region = aq[:, y_lo:y_hi, x_lo:x_hi]
-                    a_ptr, ax, ay, av = compress_activations(region, tl)
-                    part = np.zeros((kg, out_h, out_w), dtype=np.int64)
-                    stats = scnn_layer(
-                        n_groups,
-                        kc,
-                        vc,
-                        tl.n_pes,
-                        a_ptr,
-                        ax,
-                        ay,
-                        av,
-                        w_ptr,
-                        wk,
-                        wr,
-                        ws,
-                        wv,
-                        tl.win_x0,
-                        tl.win_y0,
-                        tl.win_w,
-                        tl.win_h,
-                        out_w,
-                        out_h,
-                        conv.stride,
-                        conv.pad,
-                        mul.weights_per_cycle,
-                        mul.activations_per_cycle,
-                        cfg.accumulator.banks,
-                        cfg.crossbar_input_fifo_depth,
-                        shift,
-                        ar.accumulator_bits,
-                        part,
-                    )
-                    out[img, j * kg : (j + 1) * kg] += part
-                    totals += stats.sum(axis=(1, 2))
-                    window = kc * tl.win_w * tl.win_h
-                    drains = [math.ceil(window / cfg.accumulator.banks)] * n_groups
-                    cycles = _group_time(stats[0], drains, cfg.accumulator.double_buffered)
-                    busy += int(stats[0].sum())
-                    idle_total += int(stats[0].max(axis=1).sum()) * tl.n_pes
-                    drained += window * n_groups * tl.n_pes
-                    halo += window * n_groups * tl.n_pes
-                    in_bytes = int(a_ptr[-1]) * word_bits // 8
-                    items.append((cycles, in_bytes + w_bytes, 0))
-                    na = np.diff(a_ptr).reshape(vc, tl.n_pes)
-                    nw = np.diff(w_ptr).reshape(n_groups, vc)
-                    vecs = -(-na // mul.activations_per_cycle)  # (vc, P)
-                    iaram_reads += int(((nw[:, :, None] > 0) * vecs[None]).sum())
-                    fifo_push += int((-(-nw // mul.weights_per_cycle)).sum()) * tl.n_pes
+                drains = [math.ceil(window / cfg.accumulator.banks)] * n_groups
+                cycles = _group_time(stats[0], drains, cfg.accumulator.double_buffered)
+                busy += int(stats[0].sum())
+                idle_total += int(stats[0].max(axis=1).sum()) * tl.n_pes
+                drained += window * n_groups * tl.n_pes
+                halo += window * n_groups * tl.n_pes
+                in_bytes = int(a_ptr[-1]) * word_bits // 8
+                items.append((cycles, in_bytes + w_bytes, 0))
+                na = np.diff(a_ptr).reshape(vc, tl.n_pes)
+                nw = np.diff(w_ptr).reshape(n_groups, vc)
+                vecs = -(-na // mul.activations_per_cycle)  # (vc, P)
+                iaram_reads += int(((nw[:, :, None] > 0) * vecs[None]).sum())
+                fifo_push += int((-(-nw // mul.weights_per_cycle)).sum()) * tl.n_pes
     relu = np.maximum(out, 0)
     nnz_out = int(np.count_nonzero(relu))
     halo -= conv.n * conv.k * out_h * out_w  # partial sums beyond one per output

@@ -615,3 +615,45 @@ def test_subprocess_argparse_error_is_one_line(tmp_path: Path) -> None:
     proc = _cli("run", "--seed", "abc", "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert_one_line_error(proc.returncode, proc.stdout, proc.stderr, "--seed")
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------------ SCNN
+def test_scnn_tile_that_cannot_fit_is_one_line(tmp_path: Path, capsys) -> None:
+    wl = tmp_path / "conv.yaml"
+    wl.write_text(
+        "schema_version: 1\nname: c\nsource: test\nlayers:\n"
+        "  - {name: c1, kind: conv, c: 4, k: 8, h: 16, w: 16, r: 3, s: 3, pad: 1,\n"
+        "     weight_density: 0.5, activation_density: 0.5}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "o"
+    code = main(
+        [
+            "run",
+            "scnn",
+            str(wl),
+            "-o",
+            str(out),
+            "--set",
+            "accumulator.banks=1",
+            "--set",
+            "crossbar.outputs=1",
+            "--set",
+            "accumulator.entries_per_bank=4",
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "c1" in err[0] and "does not fit" in err[0]
+    assert not out.exists()
+
+
+def test_scnn_rejects_fc_layers(tmp_path: Path, capsys) -> None:
+    code = main(["run", "scnn", "eie_benchmarks", "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "SCNN runs conv layers" in err[0]
+
+
+def test_scnn_crossbar_shape_must_match(tmp_path: Path, capsys) -> None:
+    code = main(["run", "scnn", "alexnet", "-o", str(tmp_path / "o"), "--set", "crossbar.inputs=8"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "crossbar.inputs" in err[0]
