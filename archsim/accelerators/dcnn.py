@@ -6,7 +6,8 @@ F x I multiplier array does F output channels x an I-wide input-channel dot prod
 loop order (output-channel block, position, tap, input-channel block); phase cycles =
 ``Pmax * R * S * ceil(Kg/F) * ceil(Cg/I) + 2``. DCNN-opt (``optimized``) has the same cycles;
 its multipliers are gated when an operand is zero (``gated`` instead of ``multiply``) and its
-DRAM traffic is compressed: ``ceil(non-zeros * (data_bits + index_bits) / 8)`` bytes.
+DRAM traffic is compressed: ``ceil(non-zeros * (data_bits + index_bits) / 8)`` bytes, or dense
+when that is smaller.
 
 Memory (SimPy, one DRAM channel shared by reads and writes):
 
@@ -255,11 +256,13 @@ def plan_dcnn_tiles(config: DcnnConfig, spec: ConvLayer) -> DcnnTilePlan:
 
 
 def _nbytes(values: np.ndarray, config: DcnnConfig) -> int:
-    """DRAM bytes of ``values``: dense, or compressed (non-zeros with an index) in DCNN-opt."""
+    """DRAM bytes of ``values``: dense, or in DCNN-opt the smaller of dense and compressed
+    (non-zeros with an index; a dense tensor such as an input image is sent dense)."""
     bits = config.arithmetic.data_bits
+    dense = -(-values.size * bits // 8)
     if config.optimized:
-        return -(-int(np.count_nonzero(values)) * (bits + config.index_bits) // 8)
-    return -(-values.size * bits // 8)
+        return min(dense, -(-int(np.count_nonzero(values)) * (bits + config.index_bits) // 8))
+    return dense
 
 
 def _tiles(

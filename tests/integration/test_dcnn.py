@@ -268,3 +268,16 @@ def test_counts_vocabulary_and_non_conv_layers():
     fc = FcLayer(name="fc6", kind="fc", inputs=8, outputs=4, weight_density=1, activation_density=1)
     with pytest.raises(SimulationError, match=r"fc6.*'fc'"):
         simulate_dcnn(DCNN, _wl(_conv(), fc), 0)
+
+
+def test_dcnn_opt_never_moves_more_dram_bytes_than_dcnn():
+    """A dense tensor (AlexNet's input image) is sent dense: compression would cost 2.5 B/value."""
+    import archsim
+
+    wl = archsim.load_workload("alexnet")
+    first = wl.model_copy(update={"layers": wl.layers[:1]})
+    dense = archsim.simulate("dcnn", first).layers[0]
+    opt_hw = archsim.load_hardware("dcnn").with_overrides({"optimized": True})
+    opt = archsim.simulate(opt_hw, first).layers[0]
+    assert opt.dram_bytes <= dense.dram_bytes
+    assert opt.cycles <= dense.cycles
