@@ -54,7 +54,7 @@ class AccumulatorConfig(ArchsimModel):
     """Banked accumulator buffer per PE (one set; ``double_buffered`` adds a draining set)."""
 
     banks: int = Field(default=32, ge=1, le=1024, description="A")
-    entries_per_bank: int = Field(default=32, ge=1)
+    entries_per_bank: int = Field(default=32, ge=1, le=16384)
     double_buffered: bool = True
     update_energy_pj: NonNegativeFloat | None = Field(
         default=None, description="Override: one read-modify-write of an entry, pJ."

@@ -24,7 +24,12 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["scnn_layer", "SCNN_PE_FIELDS"]
+__all__ = ["scnn_layer", "SCNN_PE_FIELDS", "ADDR_BITS"]
+
+_SCRAMBLE = 37  # a prime: idx -> idx * 37 mod P is a permutation unless 37 divides P
+
+#: bits of an accumulator address inside a packed FIFO slot (windows up to 2**24 entries)
+ADDR_BITS = 24
 
 #: per (group, PE) counters returned by :func:`scnn_layer`, in this order.
 SCNN_PE_FIELDS = (
@@ -72,14 +77,15 @@ def _pe_phase(
 ):  # pragma: no cover - compiled
     """One group on one PE; accumulates into ``acc`` and writes counters into ``st[6]``."""
     nfi = f * i_vec
-    q_bank = np.zeros((nfi, fifo_depth), dtype=np.int64)
-    q_addr = np.zeros((nfi, fifo_depth), dtype=np.int64)
-    q_val = np.zeros((nfi, fifo_depth), dtype=np.int64)
+    # one FIFO slot = (product value << ADDR_BITS) | accumulator address, in one int64
+    q = np.zeros((nfi, fifo_depth), dtype=np.int64)
     q_head = np.zeros(nfi, dtype=np.int64)
     q_len = np.zeros(nfi, dtype=np.int64)
     granted = np.zeros(banks, dtype=np.bool_)
+    small = banks <= 64  # grants fit one 64-bit mask
     pow2 = (banks & (banks - 1)) == 0
     bmask = banks - 1
+    amask = (1 << ADDR_BITS) - 1
     half = (1 << (shift - 1)) if shift > 0 else 0
     issues = mults = prods = stalls = conflicts = 0
     full = 0  # FIFOs holding fifo_depth products
@@ -101,7 +107,9 @@ def _pe_phase(
     wv = 0
     while have_work or pending > 0:
         if pending > 0:
-            granted[:] = False
+            gmask = np.uint64(0)
+            if not small:
+                granted[:] = False
             for j in range(nfi):
                 inp = rot + j
                 if inp >= nfi:
@@ -109,13 +117,21 @@ def _pe_phase(
                 if q_len[inp] == 0:
                     continue
                 h = q_head[inp]
-                b = q_bank[inp, h]
-                if granted[b]:
-                    conflicts += 1
-                    continue
-                granted[b] = True
-                ad = q_addr[inp, h]
-                v = acc[ad] + q_val[inp, h]
+                word = q[inp, h]
+                ad = word & amask
+                b = (ad & bmask) if pow2 else ad % banks
+                if small:
+                    bit = np.uint64(1) << np.uint64(b)
+                    if gmask & bit:
+                        conflicts += 1
+                        continue
+                    gmask |= bit
+                else:
+                    if granted[b]:
+                        conflicts += 1
+                        continue
+                    granted[b] = True
+                v = acc[ad] + (word >> ADDR_BITS)
                 acc[ad] = hi if v > hi else (lo if v < lo else v)
                 h += 1
                 q_head[inp] = 0 if h == fifo_depth else h
@@ -164,9 +180,7 @@ def _pe_phase(
                         slot = q_head[inp] + q_len[inp]
                         if slot >= fifo_depth:
                             slot -= fifo_depth
-                        q_bank[inp, slot] = (addr & bmask) if pow2 else addr % banks
-                        q_addr[inp, slot] = addr
-                        q_val[inp, slot] = prod
+                        q[inp, slot] = (prod << ADDR_BITS) | addr
                         q_len[inp] += 1
                         if q_len[inp] == fifo_depth:
                             full += 1
@@ -241,9 +255,15 @@ def scnn_layer(
     st = np.zeros((n_pes, 6), dtype=np.int64)
     lo = -(1 << (acc_bits - 1))
     hi = (1 << (acc_bits - 1)) - 1
+    # threads take contiguous chunks of the loop; visiting PEs in a fixed scrambled order
+    # spreads the idle edge tiles over them (results do not depend on the order)
+    order = np.empty(n_pes, dtype=np.int64)
+    for idx in range(n_pes):
+        order[idx] = (idx * _SCRAMBLE) % n_pes if n_pes % _SCRAMBLE else idx
     for g in range(n_groups):
         acc[:, :] = 0
-        for p in nb.prange(n_pes):
+        for idx in nb.prange(n_pes):
+            p = order[idx]
             _pe_phase(
                 g,
                 p,
