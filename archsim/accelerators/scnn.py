@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.accelerators.base import LayerOutcome
+from archsim.accelerators.scnn_fc import run_scnn_matvec
 from archsim.config.scnn import ScnnConfig
-from archsim.config.workload import ConvLayer, WorkloadSpec
+from archsim.config.workload import ConvLayer, FcLayer, LstmLayer, WorkloadSpec
 from archsim.datapath.fixed_point import frac_bits_for, quantize
 from archsim.datapath.scnn_kernels import scnn_layer
 from archsim.datapath.scnn_prepare import compress_activations, compress_weights, scnn_tiling
@@ -33,6 +34,7 @@ from archsim.engine.context import Dram, SimContext
 from archsim.engine.pipeline import double_buffered_pipeline
 from archsim.errors import SimulationError
 from archsim.workload.conv import SparseConv, materialize_conv
+from archsim.workload.matvec import materialize_matvec
 
 __all__ = ["simulate_scnn", "run_scnn_conv", "ScnnConvRun"]
 
@@ -41,13 +43,14 @@ __all__ = ["simulate_scnn", "run_scnn_conv", "ScnnConvRun"]
 class ScnnConvRun:
     """Kernel results of one conv layer (all images, conv groups and super-tiles)."""
 
-    layer: SparseConv
+    layer: SparseConv | None  # None for fc/lstm layers
     items: list[tuple[int, int, int]]  # per super-tile pass: (cycles, in_bytes, out_bytes)
     counts: dict[str, dict[str, int]]
     extras: dict[str, float]
     output_q: np.ndarray  # (n, k, out_h, out_w) int64 accumulator values (before ReLU)
     out_frac: int
     macs_effective: int
+    input_nnz: int
 
 
 def _fixed_point(conv: SparseConv, data_bits: int, acc_bits: int) -> tuple[int, int, int]:
@@ -290,6 +293,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
         output_q=out,
         out_frac=of,
         macs_effective=int(totals[3]),
+        input_nnz=int(np.count_nonzero(aq_all)),
     )
 
 
@@ -297,12 +301,16 @@ def simulate_scnn(
     config: ScnnConfig, workload: WorkloadSpec, seed: int
 ) -> tuple[list[LayerOutcome], SimContext]:
     """Run every conv layer; schedule super-tile loads, compute and write-backs in SimPy."""
-    runs: list[tuple[ConvLayer, ScnnConvRun]] = []
+    runs: list[tuple[ConvLayer | FcLayer | LstmLayer, ScnnConvRun]] = []
     for spec in workload.layers:
-        if not isinstance(spec, ConvLayer):
-            raise SimulationError(f"SCNN runs conv layers; layer {spec.name!r} is {spec.kind!r}")
-        conv = materialize_conv(spec, seed)
-        runs.append((spec, run_scnn_conv(config, conv, float(spec.activation_density))))
+        if isinstance(spec, ConvLayer):
+            conv = materialize_conv(spec, seed)
+            runs.append((spec, run_scnn_conv(config, conv, float(spec.activation_density))))
+        elif isinstance(spec, FcLayer | LstmLayer):
+            mv = materialize_matvec(spec, seed, workload.base_dir, codebook_entries=16)
+            runs.append((spec, run_scnn_matvec(config, mv)))
+        else:  # pragma: no cover - every layer kind is handled above
+            raise SimulationError(f"SCNN cannot run layer {spec.name!r} of kind {spec.kind!r}")
     word_bits = config.arithmetic.data_bits + config.index_bits
     flat_cycles, flat_io, owner = [], [], []
     for li, (_, run) in enumerate(runs):
@@ -333,7 +341,7 @@ def simulate_scnn(
                 cycles=end - start,
                 start_cycle=start,
                 end_cycle=end,
-                macs_dense=spec.macs_dense,
+                macs_dense=_macs_dense(spec),
                 macs_effective=run.macs_effective,
                 peak_macs_per_cycle=config.peak_macs_per_cycle,
                 dram_bytes=rd + wr,
@@ -346,6 +354,12 @@ def simulate_scnn(
 
 def _act_bytes(run: ScnnConvRun, word_bits: int, ti: int) -> int:
     """Compressed input bytes of super-tile ``ti`` (they are on chip when the layer fits)."""
-    conv = run.layer
-    nnz = int(np.count_nonzero(conv.activations))
-    return nnz * word_bits // 8 // max(1, len(run.items))
+    return run.input_nnz * word_bits // 8 // max(1, len(run.items))
+
+
+def _macs_dense(spec: ConvLayer | FcLayer | LstmLayer) -> int:
+    """Dense-equivalent multiply-accumulates of a layer."""
+    if isinstance(spec, ConvLayer):
+        return spec.macs_dense
+    rows, cols = spec.matrix_shape  # type: ignore[misc]
+    return rows * cols

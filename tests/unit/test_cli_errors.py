@@ -647,12 +647,6 @@ def test_scnn_tile_that_cannot_fit_is_one_line(tmp_path: Path, capsys) -> None:
     assert not out.exists()
 
 
-def test_scnn_rejects_fc_layers(tmp_path: Path, capsys) -> None:
-    code = main(["run", "scnn", "eie_benchmarks", "-o", str(tmp_path / "o")])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "SCNN runs conv layers" in err[0]
-
-
 def test_scnn_crossbar_shape_must_match(tmp_path: Path, capsys) -> None:
     code = main(["run", "scnn", "alexnet", "-o", str(tmp_path / "o"), "--set", "crossbar.inputs=8"])
     err = capsys.readouterr().err.strip().splitlines()
