@@ -11,6 +11,8 @@ Rules (all from the configured capacities):
   this layer's activation density x (data + index) bits; the real output fill is reported).
 * Within a super-tile, output-channel groups run back to back with a barrier; with a double-
   buffered accumulator the drain of group g (window entries / A per cycle) overlaps group g+1.
+* The weight FIFO holds a (group, channel)'s weight vectors when they fit; otherwise they are
+  re-streamed for every activation vector (``scnn_weight_refills``), at one entry per cycle.
 * DRAM (SimPy, double-buffered): a super-tile loads its compressed inputs (unless the whole
   layer fits on chip and is not the first layer) and the layer's compressed weights, and writes
   its compressed outputs (unless the layer fits and is not the last).
@@ -179,7 +181,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
     totals = np.zeros(6, dtype=np.int64)
     items: list[tuple[int, int, int]] = []
     busy = idle_total = 0
-    drained = halo = iaram_reads = fifo_push = 0
+    drained = halo = iaram_reads = fifo_push = refills = 0
     kc_used, supertiles = [], 0
     for img in range(conv.n):
         for j in range(conv.groups):
@@ -258,7 +260,15 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                 nw = np.diff(w_ptr).reshape(n_groups, vc)
                 vecs = -(-na // mul.activations_per_cycle)  # (vc, P)
                 iaram_reads += int(((nw[:, :, None] > 0) * vecs[None]).sum())
-                fifo_push += int((-(-nw // mul.weights_per_cycle)).sum()) * tl.n_pes
+                # weight FIFO: a (group, channel)'s weight vectors are pushed once when they fit
+                # the FIFO, else re-streamed for every activation vector (the broadcast is
+                # assumed to deliver one entry per cycle, the rate a PE consumes them)
+                wvecs = -(-nw // mul.weights_per_cycle)  # (G, vc)
+                fits = wvecs <= cfg.weight_fifo.depth
+                passes = np.where(fits[:, :, None], 1, vecs[None, :, :])  # (G, vc, P)
+                pushed = int((wvecs[:, :, None] * passes * (vecs[None] > 0)).sum())
+                fifo_push += pushed
+                refills += pushed - int((wvecs[:, :, None] * (vecs[None] > 0)).sum())
     relu = np.maximum(out, 0)
     nnz_out = int(np.count_nonzero(relu))
     halo -= conv.n * conv.k * out_h * out_w  # partial sums beyond one per output
@@ -282,6 +292,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
         "scnn_bank_conflicts": int(totals[5]),
         "scnn_dropped_products": int(totals[2] - totals[3]),
         "scnn_kc": min(kc_used),
+        "scnn_weight_refills": refills,
         "scnn_supertiles": supertiles,
         "scnn_output_density": nnz_out / relu.size if relu.size else 0.0,
     }

@@ -122,6 +122,7 @@ def run_scnn_matvec(cfg: ScnnConfig, mv: QuantizedMatVec):
         "scnn_bank_conflicts": int(totals[5]),
         "scnn_dropped_products": int(totals[2] - totals[3]),
         "scnn_kc": kc,
+        "scnn_weight_refills": 0,
         "scnn_supertiles": 1,
         "scnn_output_density": nnz_out / mv.n_rows if mv.n_rows else 0.0,
     }

@@ -125,3 +125,14 @@ def test_baseline_adds_speedup_columns():
     )
     assert res.metadata["baseline"]["hardware"] == "dcnn"
     assert "speedup_vs_dcnn" in res.to_dataframe().columns
+
+
+def test_weight_fifo_refills_when_a_group_does_not_fit():
+    conv = materialize_conv(_conv(), seed=3)
+    big = run_scnn_conv(SCNN, conv, 0.6)
+    small = run_scnn_conv(SCNN.with_overrides({"weight_fifo.depth": 2}), conv, 0.6)
+    assert big.extras["scnn_weight_refills"] == 0
+    assert small.extras["scnn_weight_refills"] > 0
+    pushes = small.counts["weight_fifo"]["push"]
+    assert pushes == big.counts["weight_fifo"]["push"] + small.extras["scnn_weight_refills"]
+    assert [c for c, _, _ in small.items] == [c for c, _, _ in big.items]  # timing assumption
