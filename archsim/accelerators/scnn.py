@@ -4,6 +4,8 @@ Per layer, image and conv group the input plane is split into ``T = tx x ty`` su
 it fits) processed one after another; each super-tile is tiled in the plane over the PE grid.
 Rules (all from the configured capacities):
 
+* Compressed streams carry placeholder zeros for zero runs longer than ``index_bits`` can
+  express; they occupy multiplier slots and deliver no product.
 * Kc = min(K per conv group, ``max_output_channels_per_group``, accumulator entries // (WW*WH))
   where WW x WH is the largest output window of a PE's tile.
 * The plane is super-tiled (tx, ty grow, the wider side first) until Kc >= 1, every PE's
@@ -192,7 +194,8 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
             vc = aq.shape[0]  # channels the kernel walks (virtual ones when phase-split)
             tx, ty, kc = _plan(cfg, conv, aq, density)
             kc_used.append(kc)
-            w_ptr, wk, wr, ws, wv, n_groups = compress_weights(wq, kc)
+            phase = conv.stride if conv.stride > 1 and cfg.stride_phase_decomposition else 1
+            w_ptr, wk, wr, ws, wv, n_groups = compress_weights(wq, kc, cfg.index_bits, phase)
             w_bytes = int(w_ptr[-1]) * word_bits // 8
             for x_lo, x_hi, y_lo, y_hi in _regions(conv.w, conv.h, tx, ty):
                 supertiles += 1
@@ -208,7 +211,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                     region=(x_lo, x_hi, y_lo, y_hi),
                 )
                 region = aq[:, y_lo:y_hi, x_lo:x_hi]
-                a_ptr, ax, ay, av = compress_activations(region, tl)
+                a_ptr, ax, ay, av = compress_activations(region, tl, cfg.index_bits, phase)
                 part = np.zeros((kg, out_h, out_w), dtype=np.int64)
                 stats = scnn_layer(
                     n_groups,

@@ -5,7 +5,8 @@ Micro-architecture (the reference twin in ``scnn_reference.py`` steps the same m
 * PE p owns a planar input tile; for output-channel group g and input channel c it walks its
   non-zero activations in vectors of I (outer loop) and the group's non-zero weights of channel c
   in vectors of F (inner loop). Each issue multiplies F x I pairs (fewer at the ends of the lists:
-  fragmentation). A product's output coordinate is ``oy = (y + pad - r) / stride``,
+  fragmentation; placeholder zeros of long zero runs occupy slots and deliver nothing). A
+  product's output coordinate is ``oy = (y + pad - r) / stride``,
   ``ox = (x + pad - s) / stride``; products that miss the output grid (stride remainder or
   border) are computed and dropped before the crossbar.
 * Each multiplier feeds one crossbar input FIFO of ``input_fifo_depth`` entries. The array
@@ -161,7 +162,11 @@ def _pe_phase(
                     ax_ = a_x[ia] + pad
                     aval = a_v[ia]
                     row = (ia - abase) * f - wbase
+                    if aval == 0:  # a placeholder: multiplied, nothing to deliver
+                        continue
                     for iw in range(wbase, wend):
+                        if w_v[iw] == 0:
+                            continue
                         ny = ay_ - w_r[iw]
                         nx = ax_ - w_s[iw]
                         if ny < 0 or nx < 0:

@@ -74,10 +74,43 @@ def scnn_tiling(
     return ScnnTiling(px, py, tw, th, x_lo, y_lo, out_w, out_h, win_x0, win_y0, ww, wh)
 
 
-def compress_activations(act_q: np.ndarray, tiling: ScnnTiling):
+def _placeholders(key: np.ndarray, pos: np.ndarray, n_seg: int, index_bits: int | None):
+    """Zero-run placeholders of a compressed stream sorted by (segment ``key``, ``pos``).
+
+    A run of more than ``2**index_bits - 1`` zeros before an entry is bridged by placeholder
+    entries (value 0), each covering ``2**index_bits`` positions (as EIE's padding). Returns
+    (segment pointers over the expanded stream, index of every expanded slot into the sorted
+    entries — the entry it precedes —, mask of real slots).
+    """
+    n = key.size
+    if index_bits is None or n == 0:
+        counts = np.bincount(key, minlength=n_seg)
+        ptr = np.zeros(n_seg + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return ptr, np.arange(n, dtype=np.int64), np.ones(n, dtype=bool)
+    first = np.ones(n, dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    prev = np.where(first, -1, np.concatenate([[0], pos[:-1]]))
+    extra = (pos - prev - 1) // (1 << index_bits)
+    slots = extra + 1
+    src = np.repeat(np.arange(n, dtype=np.int64), slots)
+    real = np.zeros(src.size, dtype=bool)
+    real[np.cumsum(slots) - 1] = True
+    counts = np.bincount(key, weights=slots, minlength=n_seg).astype(np.int64)
+    ptr = np.zeros(n_seg + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr, src, real
+
+
+def compress_activations(
+    act_q: np.ndarray, tiling: ScnnTiling, index_bits: int | None = None, phase: int = 1
+):
     """Non-zero activations of (C, H', W') per (channel, PE), row-major within the tile.
 
-    ``act_q`` is the tiling's region (its origin is ``(tiling.x_lo, tiling.y_lo)``). Returns
+    ``act_q`` is the tiling's region (its origin is ``(tiling.x_lo, tiling.y_lo)``). With
+    ``index_bits``, zero runs longer than the index can express get placeholder entries
+    (value 0, the coordinates of the entry they precede); with ``phase`` > 1 (stride-phase
+    decomposed channels) run lengths count positions of the phase's sub-grid. Returns
     (a_ptr[C * P + 1], x, y, value) with coordinates in the whole plane.
     """
     c_n = act_q.shape[0]
@@ -86,37 +119,42 @@ def compress_activations(act_q: np.ndarray, tiling: ScnnTiling):
     pe = (yy // tiling.tile_h) * tiling.px + xx // tiling.tile_w
     key = cc * p_n + pe
     order = np.lexsort((xx, yy, key))  # by (channel, PE), then row-major
-    counts = np.bincount(key, minlength=c_n * p_n)
-    ptr = np.zeros(c_n * p_n + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
+    cc, yy, xx, key = cc[order], yy[order], xx[order], key[order]
+    sub_w = -(-tiling.tile_w // phase)
+    pos = ((yy % tiling.tile_h) // phase) * sub_w + (xx % tiling.tile_w) // phase
+    ptr, src, real = _placeholders(key, pos, c_n * p_n, index_bits)
+    vals = np.where(real, act_q[cc[src], yy[src], xx[src]], 0).astype(np.int64)
     return (
         ptr,
-        xx[order].astype(np.int64) + tiling.x_lo,
-        yy[order].astype(np.int64) + tiling.y_lo,
-        act_q[cc[order], yy[order], xx[order]].astype(np.int64),
+        xx[src].astype(np.int64) + tiling.x_lo,
+        yy[src].astype(np.int64) + tiling.y_lo,
+        vals,
     )
 
 
-def compress_weights(w_q: np.ndarray, kc: int):
+def compress_weights(w_q: np.ndarray, kc: int, index_bits: int | None = None, phase: int = 1):
     """Non-zero weights of (K, C, R, S) per (group of kc output channels, channel), k-r-s order.
 
-    Returns (w_ptr[G * C + 1], k_local, r, s, value, n_groups).
+    With ``index_bits``, long zero runs get placeholder entries (value 0); with ``phase`` > 1
+    run lengths count the taps of one stride phase. Returns
+    (w_ptr[G * C + 1], k_local, r, s, value, n_groups).
     """
-    k_n, c_n, _, _ = w_q.shape
+    k_n, c_n, r_n, s_n = w_q.shape
     n_groups = -(-k_n // kc)
     kk, cc, rr, ss = np.nonzero(w_q)
     g = kk // kc
     key = g * c_n + cc
-    order = np.lexsort((ss, rr, kk, key))
-    counts = np.bincount(key, minlength=n_groups * c_n)
-    ptr = np.zeros(n_groups * c_n + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    o = order
+    o = np.lexsort((ss, rr, kk, key))
+    kk, cc, rr, ss, g, key = kk[o], cc[o], rr[o], ss[o], g[o], key[o]
+    sub_r, sub_s = -(-r_n // phase), -(-s_n // phase)
+    pos = ((kk - g * kc) * sub_r + rr // phase) * sub_s + ss // phase
+    ptr, src, real = _placeholders(key, pos, n_groups * c_n, index_bits)
+    vals = np.where(real, w_q[kk[src], cc[src], rr[src], ss[src]], 0).astype(np.int64)
     return (
         ptr,
-        (kk[o] - g[o] * kc).astype(np.int64),
-        rr[o].astype(np.int64),
-        ss[o].astype(np.int64),
-        w_q[kk[o], cc[o], rr[o], ss[o]].astype(np.int64),
+        (kk[src] - g[src] * kc).astype(np.int64),
+        rr[src].astype(np.int64),
+        ss[src].astype(np.int64),
+        vals,
         n_groups,
     )

@@ -125,6 +125,8 @@ def scnn_reference(
                         for ai, (x, y, av) in enumerate(acts):
                             for wi, (kl, r, s, wv) in enumerate(wts):
                                 st["mul"][g, p] += 1
+                                if av == 0 or wv == 0:  # placeholder zero: no product to send
+                                    continue
                                 ny, nx = y + pad - r, x + pad - s
                                 if ny < 0 or nx < 0 or ny % stride or nx % stride:
                                     continue

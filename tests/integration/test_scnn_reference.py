@@ -10,7 +10,7 @@ from archsim.datapath.scnn_kernels import SCNN_PE_FIELDS, scnn_layer
 from archsim.datapath.scnn_prepare import compress_activations, compress_weights, scnn_tiling
 from archsim.datapath.scnn_reference import scnn_reference
 
-SEEN = dict.fromkeys(("conflicts", "issue_stalls", "dropped"), 0)
+SEEN = dict.fromkeys(("conflicts", "issue_stalls", "dropped", "placeholders"), 0)
 
 
 def _numpy_conv(aq, wq, stride, pad):
@@ -44,19 +44,38 @@ def _numpy_conv(aq, wq, stride, pad):
     depth=st.integers(1, 3),
     kc_frac=st.floats(0.0, 1.0),
     wd=st.sampled_from([0.3, 0.7, 1.0]),
-    ad=st.sampled_from([0.3, 0.7, 1.0]),
+    ad=st.sampled_from([0.1, 0.3, 0.7, 1.0]),
+    index_bits=st.sampled_from([None, 1, 2, 4]),
     seed=st.integers(0, 2**16),
 )
 def test_fast_equals_reference_and_numpy(
-    c, k, h, w, r, s, stride, pad, px, py, f, i_vec, banks, depth, kc_frac, wd, ad, seed
+    c,
+    k,
+    h,
+    w,
+    r,
+    s,
+    stride,
+    pad,
+    px,
+    py,
+    f,
+    i_vec,
+    banks,
+    depth,
+    kc_frac,
+    wd,
+    ad,
+    index_bits,
+    seed,
 ):
     rng = np.random.default_rng(seed)
     wq = (rng.integers(-50, 50, (k, c, r, s)) * (rng.random((k, c, r, s)) < wd)).astype(np.int64)
     aq = (rng.integers(1, 60, (c, h, w)) * (rng.random((c, h, w)) < ad)).astype(np.int64)
     kc = 1 + int(kc_frac * (k - 1))
     tl = scnn_tiling(w, h, r, s, stride, pad, px, py)
-    a_ptr, ax, ay, av = compress_activations(aq, tl)
-    w_ptr, wk, wr, ws, wv, groups = compress_weights(wq, kc)
+    a_ptr, ax, ay, av = compress_activations(aq, tl, index_bits)
+    w_ptr, wk, wr, ws, wv, groups = compress_weights(wq, kc, index_bits)
     out = np.zeros((k, tl.out_h, tl.out_w), dtype=np.int64)
     args = (tl.win_x0, tl.win_y0, tl.win_w, tl.win_h, tl.out_w, tl.out_h, stride, pad)
     stats = scnn_layer(
@@ -131,6 +150,17 @@ def test_fast_equals_reference_and_numpy(
     SEEN["conflicts"] += int(stats[5].sum())
     SEEN["issue_stalls"] += int(stats[4].sum())
     SEEN["dropped"] += int(stats[2].sum() - stats[3].sum())
+    SEEN["placeholders"] += int((av == 0).sum() + (wv == 0).sum())
+
+
+def test_placeholder_rule():
+    """A run of more than 2**bits - 1 zeros needs one placeholder per 2**bits positions."""
+    tl = scnn_tiling(20, 1, 1, 1, 1, 0, 1, 1)
+    aq = np.zeros((1, 1, 20), dtype=np.int64)
+    aq[0, 0, [0, 17]] = 5  # 16 zeros between them
+    ptr, x, _, v = compress_activations(aq, tl, index_bits=4)
+    assert v.tolist() == [5, 0, 5] and ptr.tolist() == [0, 3]
+    assert compress_activations(aq, tl, index_bits=None)[3].tolist() == [5, 5]
 
 
 def test_property_cases_exercised_conflicts_stalls_and_dropped_products():
