@@ -176,8 +176,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
     wq_all = quantize(conv.weights, wf, ar.data_bits)
     aq_all = quantize(conv.activations, af, ar.data_bits)
     cg, kg = conv.c // conv.groups, conv.k // conv.groups
-    out_h = (conv.h + 2 * conv.pad - conv.r) // conv.stride + 1
-    out_w = (conv.w + 2 * conv.pad - conv.s) // conv.stride + 1
+    out_h, out_w = conv.out_h, conv.out_w
     out = np.zeros((conv.n, conv.k, out_h, out_w), dtype=np.int64)
     word_bits = ar.data_bits + cfg.index_bits
     totals = np.zeros(6, dtype=np.int64)
