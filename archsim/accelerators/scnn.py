@@ -322,7 +322,7 @@ def simulate_scnn(
         elif isinstance(spec, FcLayer | LstmLayer):
             mv = materialize_matvec(spec, seed, workload.base_dir, codebook_entries=16)
             runs.append((spec, run_scnn_matvec(config, mv)))
-        else:  # pragma: no cover - every layer kind is handled above
+        else:
             raise SimulationError(f"SCNN cannot run layer {spec.name!r} of kind {spec.kind!r}")
     word_bits = config.arithmetic.data_bits + config.index_bits
     flat_cycles, flat_io, owner = [], [], []

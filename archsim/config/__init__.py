@@ -13,6 +13,7 @@ from archsim.config.components import (
     TechnologyConfig,
 )
 from archsim.config.eie import EieConfig
+from archsim.config.gpu import GpuConfig
 from archsim.config.io import (
     HARDWARE_MODELS,
     hardware_from_dict,
@@ -29,7 +30,14 @@ from archsim.config.scnn import (
     PeGridConfig,
     ScnnConfig,
 )
-from archsim.config.workload import ConvLayer, FcLayer, LayerSpec, LstmLayer, WorkloadSpec
+from archsim.config.workload import (
+    ConvLayer,
+    FcLayer,
+    GemmLayer,
+    LayerSpec,
+    LstmLayer,
+    WorkloadSpec,
+)
 
 __all__ = [
     "AccumulatorConfig",
@@ -45,7 +53,9 @@ __all__ = [
     "DramConfig",
     "EieConfig",
     "FcLayer",
+    "GpuConfig",
     "FifoConfig",
+    "GemmLayer",
     "HARDWARE_MODELS",
     "LayerSpec",
     "LstmLayer",

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.eie import EieConfig
+from archsim.config.gpu import GpuConfig
 from archsim.config.scnn import DcnnConfig, ScnnConfig
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
@@ -32,9 +33,10 @@ HARDWARE_MODELS: dict[str, type[ArchsimModel]] = {
     "eie": EieConfig,
     "scnn": ScnnConfig,
     "dcnn": DcnnConfig,
+    "tensor_core": GpuConfig,
 }
 
-HardwareConfig = EieConfig | ScnnConfig | DcnnConfig
+HardwareConfig = EieConfig | ScnnConfig | DcnnConfig | GpuConfig
 
 _KINDS = {"hardware": "hw_configs", "workload": "workloads", "sweep": "sweeps"}
 

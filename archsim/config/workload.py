@@ -1,7 +1,8 @@
 """Workload specs: a list of layers with shapes and densities (or a data file).
 
-Layer kinds: ``fc`` and ``lstm`` (matrix-vector layers, EIE) and ``conv`` (2-D convolution,
-SCNN/DCNN and the tensor-core GPUs via implicit GEMM).
+Layer kinds: ``fc`` and ``lstm`` (matrix-vector layers, EIE), ``conv`` (2-D convolution,
+SCNN/DCNN and the tensor-core GPUs via implicit GEMM) and ``gemm`` (a plain, optionally batched,
+matrix multiply, e.g. the DeepBench shapes for the tensor-core GPUs).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from archsim.config.base import ArchsimModel
 
-__all__ = ["ConvLayer", "FcLayer", "LstmLayer", "LayerSpec", "WorkloadSpec"]
+__all__ = ["ConvLayer", "FcLayer", "GemmLayer", "LstmLayer", "LayerSpec", "WorkloadSpec"]
 
 Density = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -173,7 +174,87 @@ class ConvLayer(ArchsimModel):
         )
 
 
-LayerSpec = Annotated[FcLayer | LstmLayer | ConvLayer, Field(discriminator="kind")]
+GemmPrecision = Literal["fp16", "bf16", "tf32", "fp32", "int8"]
+GemmAccumulate = Literal["fp32", "fp16", "int32"]
+
+#: Accumulator types allowed for each GEMM input precision (tensor-core MMA pairs).
+GEMM_ACCUMULATE: dict[str, tuple[str, ...]] = {
+    "fp16": ("fp32", "fp16"),
+    "bf16": ("fp32",),
+    "tf32": ("fp32",),
+    "fp32": ("fp32",),
+    "int8": ("int32",),
+}
+
+
+class GemmLayer(ArchsimModel):
+    """Matrix multiply ``D[m x n] = A[m x k] B[k x n] + C``, repeated ``batch`` times.
+
+    ``transpose_a`` / ``transpose_b`` say that A / B are stored transposed (BLAS ``T``; A is then
+    held as k x m, B as n x k); they change the memory layout, not the arithmetic. ``precision``
+    is the type of A and B, ``accumulate`` that of C and D. Densities are fractions of non-zero
+    B ("weight") / A ("activation") elements in [0, 1] and default to 1.0 (dense GEMM).
+    """
+
+    kind: Literal["gemm"]
+    name: str = Field(min_length=1)
+    m: int = Field(ge=1, description="Rows of A and D.")
+    n: int = Field(ge=1, description="Columns of B and D.")
+    k: int = Field(ge=1, description="Reduction length (columns of A, rows of B).")
+    transpose_a: bool = Field(default=False, description="A stored transposed (k x m).")
+    transpose_b: bool = Field(default=False, description="B stored transposed (n x k).")
+    batch: int = Field(default=1, ge=1, description="Independent GEMMs of this shape (batched).")
+    precision: GemmPrecision = Field(default="fp16", description="Type of the A and B operands.")
+    accumulate: GemmAccumulate = Field(default="fp32", description="Type of C/D (accumulator).")
+    weight_density: Density = 1.0
+    activation_density: Density = 1.0
+    weight_distribution: Literal["uniform"] = "uniform"
+    data: str | None = Field(
+        default=None, description="Not supported for gemm layers (must be left out)."
+    )
+
+    @model_validator(mode="after")
+    def _check_gemm(self) -> GemmLayer:
+        if self.data is not None:
+            raise ValueError(
+                "data is not supported for gemm layers (no gemm data file format); "
+                "remove it and give m, n, k (and densities if sparse)"
+            )
+        allowed = GEMM_ACCUMULATE[self.precision]
+        if self.accumulate not in allowed:
+            raise ValueError(
+                f"accumulate={self.accumulate!r} is not valid with precision={self.precision!r}; "
+                f"allowed: {', '.join(allowed)}"
+            )
+        return self
+
+    @property
+    def gemm_view(self) -> tuple[int, int, int]:
+        """GEMM shape (M, N, K) of ONE of the ``batch`` GEMMs."""
+        return (self.m, self.n, self.k)
+
+    @property
+    def a_shape(self) -> tuple[int, int]:
+        """Stored shape of A: (m, k), or (k, m) when ``transpose_a``."""
+        return (self.k, self.m) if self.transpose_a else (self.m, self.k)
+
+    @property
+    def b_shape(self) -> tuple[int, int]:
+        """Stored shape of B: (k, n), or (n, k) when ``transpose_b``."""
+        return (self.n, self.k) if self.transpose_b else (self.k, self.n)
+
+    @property
+    def macs_dense(self) -> int:
+        """Dense multiply-accumulates: ``batch * m * n * k``."""
+        return self.batch * self.m * self.n * self.k
+
+    @property
+    def flops(self) -> int:
+        """Dense floating-point (or integer) operations: ``2 * macs_dense``."""
+        return 2 * self.macs_dense
+
+
+LayerSpec = Annotated[FcLayer | LstmLayer | ConvLayer | GemmLayer, Field(discriminator="kind")]
 
 
 class WorkloadSpec(ArchsimModel):

@@ -192,12 +192,12 @@ HW_CASES: list[tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]] = 
     (
         "unknown_accelerator",
         lambda d: _set(d, "accelerator", "tpu"),
-        ("accelerator", "'tpu'", "allowed: dcnn, eie, scnn"),
+        ("accelerator", "'tpu'", "allowed: dcnn, eie, scnn, tensor_core"),
     ),
     (
         "accelerator_missing",
         lambda d: _set(d, "accelerator", DELETE),
-        ("accelerator", "missing", "allowed: dcnn, eie, scnn"),
+        ("accelerator", "missing", "allowed: dcnn, eie, scnn, tensor_core"),
     ),
     (
         "required_section_missing",
@@ -318,7 +318,7 @@ WL_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     (
         "unknown_layer_kind",
         _wl_data(kind="pool"),
-        ("layers.0.kind", "'pool'", "allowed: fc, lstm, conv"),
+        ("layers.0.kind", "'pool'", "allowed: fc, lstm, conv, gemm"),
     ),
     (
         "layer_kind_missing",

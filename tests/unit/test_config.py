@@ -53,7 +53,7 @@ def test_schema_command(capsys):
     schema = json.loads(capsys.readouterr().out)
     eie = schema["$defs"]["EieConfig"]
     assert "pe_array" in eie["properties"] and eie["additionalProperties"] is False
-    assert {"EieConfig", "ScnnConfig", "DcnnConfig"} <= set(schema["$defs"])
+    assert {"EieConfig", "ScnnConfig", "DcnnConfig", "GpuConfig"} <= set(schema["$defs"])
     assert main(["schema", "workload"]) == 0
     assert "layers" in json.loads(capsys.readouterr().out)["properties"]
 

@@ -1,0 +1,122 @@
+"""NVIDIA Tensor Core GPU configuration (V100, A100, H100 and variants)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
+
+from archsim.config.base import ArchsimModel
+from archsim.config.components import ClockConfig, DramConfig, TechnologyConfig
+
+__all__ = ["GpuConfig", "ThreadBlockTile", "L2Config", "SmMemoryConfig", "TensorCoreConfig"]
+
+Precision = Literal["fp16", "bf16", "tf32", "fp32", "int8"]
+
+
+class TensorCoreConfig(ArchsimModel):
+    """Tensor cores of one SM and the warp-level MMA instruction that drives them."""
+
+    per_sm: PositiveInt
+    sub_cores_per_sm: PositiveInt = 4
+    fp16_fma_per_clock: PositiveInt = Field(description="Dense FP16 FMA per tensor core per clock.")
+    precision_rate: dict[Precision, PositiveFloat] = Field(
+        description="FMA rate per precision relative to FP16 (absent = not supported)."
+    )
+    instruction: str = Field(description="Warp-level MMA instruction, e.g. HMMA.884.")
+    instruction_mnk: tuple[PositiveInt, PositiveInt, PositiveInt]
+    instruction_latency_cycles: PositiveInt
+    mma_energy_pj: NonNegativeFloat | None = Field(
+        default=None, description="Override: energy of one FP16 FMA on a tensor core, pJ."
+    )
+
+    @model_validator(mode="after")
+    def _sub_cores(self) -> TensorCoreConfig:
+        if self.per_sm % self.sub_cores_per_sm:
+            raise ValueError(
+                f"per_sm={self.per_sm} must be a multiple of sub_cores_per_sm="
+                f"{self.sub_cores_per_sm}"
+            )
+        if "fp16" not in self.precision_rate:
+            raise ValueError("precision_rate must include fp16 (the reference rate)")
+        return self
+
+
+class SmMemoryConfig(ArchsimModel):
+    """Per-SM storage."""
+
+    register_file_bytes: PositiveInt
+    l1_shared_bytes: PositiveInt
+    max_shared_bytes: PositiveInt
+    shared_bandwidth_bytes_per_clock: PositiveFloat = Field(
+        description="Shared-memory bandwidth of one SM, bytes per clock."
+    )
+
+    @model_validator(mode="after")
+    def _shared_fits(self) -> SmMemoryConfig:
+        if self.max_shared_bytes > self.l1_shared_bytes:
+            raise ValueError("max_shared_bytes must not exceed l1_shared_bytes")
+        return self
+
+
+class L2Config(ArchsimModel):
+    """The shared last-level cache."""
+
+    size_bytes: PositiveInt
+    bandwidth_bytes_per_clock: PositiveFloat
+    hit_latency_cycles: PositiveInt = 200
+
+
+class ThreadBlockTile(ArchsimModel):
+    """One CTA tile of the GEMM: m x n outputs, k per main-loop step, warps, pipeline stages."""
+
+    m: PositiveInt
+    n: PositiveInt
+    k: PositiveInt
+    warps: PositiveInt = 8
+    stages: int = Field(default=2, ge=1, le=8)
+
+
+class GpuConfig(ArchsimModel):
+    """A GPU of SMs with tensor cores, L2 and HBM."""
+
+    schema_version: Literal[1]
+    accelerator: Literal["tensor_core"]
+    name: str
+    description: str = ""
+    clock: ClockConfig
+    technology: TechnologyConfig
+    sms: PositiveInt
+    tensor_cores: TensorCoreConfig
+    sm_memory: SmMemoryConfig
+    l2: L2Config
+    hbm: DramConfig
+    launch_overhead_s: NonNegativeFloat = Field(description="Kernel launch to first CTA, s.")
+    tiles: list[ThreadBlockTile] = Field(min_length=1, description="CTA tile menu.")
+    tdp_w: PositiveFloat
+
+    @property
+    def peak_fma_per_cycle(self) -> int:
+        """Dense FP16 FMA per clock over the whole GPU."""
+        return self.sms * self.tensor_cores.per_sm * self.tensor_cores.fp16_fma_per_clock
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """Alias of :attr:`peak_fma_per_cycle` (the results' utilization denominator)."""
+        return self.peak_fma_per_cycle
+
+    def peak_tflops(self, precision: str = "fp16") -> float:
+        """Dense peak in TFLOPS (2 FLOP per FMA) at ``precision``; 0 if unsupported."""
+        rate = self.tensor_cores.precision_rate.get(precision, 0.0)  # type: ignore[call-overload]
+        return 2 * self.peak_fma_per_cycle * rate * self.clock.frequency_hz / 1e12
+
+    @model_validator(mode="after")
+    def _tiles_fit(self) -> GpuConfig:
+        for i, t in enumerate(self.tiles):
+            need = t.stages * (t.m + t.n) * t.k * 2  # FP16 A and B tiles per stage
+            if need > self.sm_memory.max_shared_bytes:
+                raise ValueError(
+                    f"tiles.{i}: {t.m}x{t.n}x{t.k} with {t.stages} stages needs {need} B of "
+                    f"shared memory; allowed <= {self.sm_memory.max_shared_bytes}"
+                )
+        return self

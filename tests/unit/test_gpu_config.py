@@ -1,0 +1,46 @@
+"""Tensor Core GPU presets: peaks from the fields, precision support, validation."""
+
+from __future__ import annotations
+
+import pytest
+
+import archsim
+
+PEAKS = {"v100": 125.3, "a100": 311.9, "h100": 989.4}  # dense FP16 TFLOPS, reference table
+
+
+@pytest.mark.parametrize("name", list(PEAKS))
+def test_peak_fp16_tflops(name):
+    hw = archsim.load_hardware(name)
+    assert hw.peak_tflops("fp16") == pytest.approx(PEAKS[name], abs=0.05)
+
+
+def test_precisions_per_part():
+    v100, a100 = archsim.load_hardware("v100"), archsim.load_hardware("a100")
+    assert v100.peak_tflops("bf16") == 0.0  # Volta tensor cores have no BF16
+    assert a100.peak_tflops("bf16") == pytest.approx(311.9, abs=0.05)
+    assert a100.peak_tflops("tf32") == pytest.approx(311.9 / 2, abs=0.05)
+
+
+def test_v100_structure():
+    hw = archsim.load_hardware("v100")
+    assert hw.sms == 80 and hw.tensor_cores.per_sm == 8
+    assert hw.tensor_cores.per_sm // hw.tensor_cores.sub_cores_per_sm == 2
+    assert hw.peak_fma_per_cycle == 80 * 8 * 64
+
+
+def test_tile_that_does_not_fit_shared_memory_is_rejected():
+    hw = archsim.load_hardware("v100")
+    with pytest.raises(archsim.ConfigError, match=r"tiles\.0.*shared memory"):
+        hw.with_overrides({"tiles": [{"m": 256, "n": 256, "k": 64, "stages": 3}]})
+
+
+def test_tensor_cores_must_split_over_sub_cores():
+    hw = archsim.load_hardware("a100")
+    with pytest.raises(archsim.ConfigError, match="sub_cores_per_sm"):
+        hw.with_overrides({"tensor_cores.per_sm": 6})
+
+
+def test_gpu_simulation_not_available_yet_is_a_clear_error():
+    with pytest.raises(archsim.SimulationError, match="no simulator for accelerator 'tensor_core'"):
+        archsim.simulate("v100", "eie_benchmarks")
