@@ -156,7 +156,6 @@ def run_eie_reference(
         enc.base,
         enc.code,
         enc.z,
-        config.encoding.relative_index_bits,
         config.entries_per_line,
         config.pipeline_stages - 1,
         fp.codebook_q,

@@ -54,7 +54,8 @@ class ScnnConvRun:
     output_q: np.ndarray  # (n, k, out_h, out_w) int64 accumulator values (before ReLU)
     out_frac: int
     macs_effective: int
-    input_nnz: int
+    input_nnz: int  # non-zero input activations
+    output_nnz: int  # non-zero outputs after ReLU
 
 
 def _fixed_point(conv: SparseConv, data_bits: int, acc_bits: int) -> tuple[int, int, int]:
@@ -182,7 +183,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
     totals = np.zeros(6, dtype=np.int64)
     items: list[tuple[int, int, int]] = []
     busy = idle_total = 0
-    drained = halo = iaram_reads = fifo_push = refills = 0
+    drained = iaram_reads = fifo_push = refills = 0
     kc_used, supertiles = [], 0
     for img in range(conv.n):
         for j in range(conv.groups):
@@ -255,7 +256,6 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                 busy += int(stats[0].sum())
                 idle_total += int(stats[0].max(axis=1).sum()) * tl.n_pes
                 drained += window * n_groups * tl.n_pes
-                halo += window * n_groups * tl.n_pes
                 in_bytes = int(a_ptr[-1]) * word_bits // 8
                 items.append((cycles, in_bytes + w_bytes, 0))
                 na = np.diff(a_ptr).reshape(vc, tl.n_pes)
@@ -273,7 +273,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                 refills += pushed - int((wvecs[:, :, None] * (vecs[None] > 0)).sum())
     relu = np.maximum(out, 0)
     nnz_out = int(np.count_nonzero(relu))
-    halo -= conv.n * conv.k * out_h * out_w  # partial sums beyond one per output
+    halo = drained - conv.n * conv.k * out_h * out_w  # partial sums beyond one per output
     per_access = math.ceil(mul.activations_per_cycle * word_bits / cfg.iaram.width_bits)
     counts = {
         "multipliers": {"multiply": int(totals[2])},
@@ -307,6 +307,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
         out_frac=of,
         macs_effective=int(totals[3]),
         input_nnz=int(np.count_nonzero(aq_all)),
+        output_nnz=nnz_out,
     )
 
 
@@ -330,11 +331,10 @@ def simulate_scnn(
         spilled = len(run.items) > 1
         for ti, (cyc, in_b, _) in enumerate(run.items):
             first, last = li == 0 and ti == 0, li == len(runs) - 1
-            rd = in_b if (spilled or first) else in_b - _act_bytes(run, word_bits, ti)
-            nnz_out = int(np.count_nonzero(np.maximum(run.output_q, 0)))
+            rd = in_b if (spilled or first) else in_b - _act_bytes(run, word_bits)
             wr = 0
             if spilled or last:
-                wr = math.ceil(nnz_out * word_bits / 8 / len(run.items))
+                wr = math.ceil(run.output_nnz * word_bits / 8 / len(run.items))
             flat_cycles.append(cyc)
             flat_io.append((max(rd, 0), wr))
             owner.append(li)
@@ -365,8 +365,8 @@ def simulate_scnn(
     return outcomes, ctx
 
 
-def _act_bytes(run: ScnnConvRun, word_bits: int, ti: int) -> int:
-    """Compressed input bytes of super-tile ``ti`` (they are on chip when the layer fits)."""
+def _act_bytes(run: ScnnConvRun, word_bits: int) -> int:
+    """Compressed input bytes of one super-tile (they are on chip when the layer fits)."""
     return run.input_nnz * word_bits // 8 // max(1, len(run.items))
 
 

@@ -136,4 +136,5 @@ def run_scnn_matvec(cfg: ScnnConfig, mv: QuantizedMatVec):
         out_frac=of,
         macs_effective=int(totals[3]),
         input_nnz=int(a_v.size),
+        output_nnz=nnz_out,
     )

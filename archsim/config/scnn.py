@@ -67,18 +67,30 @@ class AccumulatorConfig(ArchsimModel):
         return self.banks * self.entries_per_bank
 
 
-class ScnnConfig(ArchsimModel):
-    """SCNN: PT-IS-CP-sparse over a grid of PEs with F x I multipliers and A banks each."""
+class _CnnAcceleratorConfig(ArchsimModel):
+    """Fields SCNN and its dense baseline share: a PE grid of F x I multipliers and a DRAM."""
 
     schema_version: Literal[1]
-    accelerator: Literal["scnn"]
-    name: str = "scnn"
     description: str = ""
     clock: ClockConfig
     technology: TechnologyConfig
     pe_grid: PeGridConfig
     multipliers: MultiplierArrayConfig = MultiplierArrayConfig()
     arithmetic: ArithmeticConfig = ArithmeticConfig(data_bits=16, accumulator_bits=24)
+    index_bits: int = Field(default=4, ge=1, le=8, description="Zero-run index width.")
+    dram: DramConfig
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """PEs x F x I."""
+        return self.pe_grid.num_pes * self.multipliers.multipliers
+
+
+class ScnnConfig(_CnnAcceleratorConfig):
+    """SCNN: PT-IS-CP-sparse over a grid of PEs with F x I multipliers and A banks each."""
+
+    accelerator: Literal["scnn"]
+    name: str = "scnn"
     accumulator: AccumulatorConfig = AccumulatorConfig()
     crossbar: CrossbarConfig
     crossbar_input_fifo_depth: int = Field(
@@ -92,7 +104,6 @@ class ScnnConfig(ArchsimModel):
         ge=1,
         description=("Kc cap; Kc = min(K, cap, accumulator entries // (output window of a tile))."),
     )
-    index_bits: int = Field(default=4, ge=1, le=8, description="Zero-run index width.")
     stride_phase_decomposition: bool = Field(
         default=True,
         description=(
@@ -102,12 +113,6 @@ class ScnnConfig(ArchsimModel):
             "the products that miss."
         ),
     )
-    dram: DramConfig
-
-    @property
-    def peak_macs_per_cycle(self) -> int:
-        """PEs x F x I."""
-        return self.pe_grid.num_pes * self.multipliers.multipliers
 
     @model_validator(mode="after")
     def _crossbar_shape(self) -> ScnnConfig:
@@ -121,27 +126,16 @@ class ScnnConfig(ArchsimModel):
         return self
 
 
-class DcnnConfig(ArchsimModel):
-    """DCNN: the dense PT-IS-DP baseline with the same multipliers; ``optimized`` = DCNN-opt."""
+class DcnnConfig(_CnnAcceleratorConfig):
+    """DCNN: the dense PT-IS-DP baseline with the same multipliers; ``optimized`` = DCNN-opt.
 
-    schema_version: Literal[1]
+    ``index_bits`` is used by DCNN-opt's compressed DRAM traffic.
+    """
+
     accelerator: Literal["dcnn"]
     name: str = "dcnn"
-    description: str = ""
-    clock: ClockConfig
-    technology: TechnologyConfig
-    pe_grid: PeGridConfig
-    multipliers: MultiplierArrayConfig = MultiplierArrayConfig()
-    arithmetic: ArithmeticConfig = ArithmeticConfig(data_bits=16, accumulator_bits=24)
     sram: SramConfig
     optimized: bool = Field(
         default=False,
         description="DCNN-opt: multipliers gated on zero operands and compressed DRAM traffic.",
     )
-    index_bits: int = Field(default=4, ge=1, le=8, description="DCNN-opt compression index.")
-    dram: DramConfig
-
-    @property
-    def peak_macs_per_cycle(self) -> int:
-        """PEs x F x I."""
-        return self.pe_grid.num_pes * self.multipliers.multipliers

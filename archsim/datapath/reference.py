@@ -79,7 +79,6 @@ def eie_reference(
     base,
     code,
     z,
-    relative_index_bits,
     entries_per_line,
     drain,
     codebook_q,
@@ -140,7 +139,7 @@ def eie_reference(
                     advance = found == num_pes - 1
         # ---- PEs
         for i, pe in enumerate(pes):
-            _step_pe(pe, i, num_pes, relative_index_bits, codebook_q, shift, lo, hi, nonempty[i])
+            _step_pe(pe, codebook_q, shift, lo, hi, nonempty[i])
         # ---- end-of-cycle updates of the central unit
         if push is not None:
             for pe in pes:
@@ -189,7 +188,7 @@ class _Slot:
         self.row, self.real, self.prod, self.read_val = row, real, prod, 0
 
 
-def _step_pe(pe, i, num_pes, rel_bits, codebook_q, shift, lo, hi, fifo_nonempty):
+def _step_pe(pe, codebook_q, shift, lo, hi, fifo_nonempty):
     """One cycle of one PE: pipeline back end first (write, read+forward), then the front end."""
     write = pe.pipe[-1]
     if len(pe.pipe) == 1:  # one back-end stage reads and writes the accumulator together

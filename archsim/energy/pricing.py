@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archsim.config.components import DramConfig, SramConfig
 from archsim.config.eie import EieConfig
 from archsim.energy.ops import (
     dram_energy_pj_per_bit,
@@ -19,7 +20,14 @@ from archsim.energy.scaling import area_scale, energy_scale
 from archsim.energy.sram import sram_area_mm2, sram_read_energy_pj, sram_write_energy_pj
 from archsim.energy.tables import EnergyTables, load_tables
 
-__all__ = ["PriceList", "eie_price_list", "price_counts"]
+__all__ = [
+    "PriceList",
+    "dram_pj_per_byte",
+    "eie_price_list",
+    "price_counts",
+    "sram_access_pj",
+    "sram_area",
+]
 
 
 @dataclass(frozen=True)
@@ -51,8 +59,16 @@ def price_counts(
     return out
 
 
-def _sram_prices(tables: EnergyTables, sram, scale: float, banks_per_access: int = 1):
-    size = sram.size_bytes / sram.banks
+def sram_access_pj(
+    tables: EnergyTables,
+    sram: SramConfig,
+    scale: float,
+    bank_bytes: float | None = None,
+    banks_per_access: int = 1,
+) -> tuple[float, float]:
+    """(read, write) pJ of one ``width_bits`` access to one bank (``bank_bytes``, default
+    ``size_bytes / banks``), times ``banks_per_access``; the SRAM's overrides win."""
+    size = sram.size_bytes / sram.banks if bank_bytes is None else bank_bytes
     read = sram.read_energy_pj
     write = sram.write_energy_pj
     if read is None:
@@ -62,11 +78,21 @@ def _sram_prices(tables: EnergyTables, sram, scale: float, banks_per_access: int
     return read * banks_per_access, write * banks_per_access
 
 
-def _sram_area(tables: EnergyTables, sram, ascale: float) -> float:
+def sram_area(tables: EnergyTables, sram: SramConfig, ascale: float, copies: int = 1) -> float:
+    """Area of ``copies`` instances of ``sram`` split in ``copies * banks`` banks (or the
+    ``area_mm2`` override, which covers all of them), mm^2."""
     if sram.area_mm2 is not None:
         return sram.area_mm2
-    per_bank = sram_area_mm2(tables, sram.size_bytes / sram.banks, sram.width_bits)
-    return per_bank * sram.banks * ascale
+    bank = sram.size_bytes / (copies * sram.banks)
+    return sram_area_mm2(tables, bank, sram.width_bits) * copies * sram.banks * ascale
+
+
+def dram_pj_per_byte(tables: EnergyTables, dram: DramConfig) -> float:
+    """8 x pJ/bit of ``dram.kind`` (or its override); device energy, not node-scaled."""
+    bit = dram.energy_pj_per_bit
+    if bit is None:
+        bit = dram_energy_pj_per_bit(tables, dram.kind)
+    return 8 * bit
 
 
 def eie_price_list(config: EieConfig, tables: EnergyTables | None = None) -> PriceList:
@@ -80,9 +106,9 @@ def eie_price_list(config: EieConfig, tables: EnergyTables | None = None) -> Pri
     e = energy_scale(t, config.technology.node_nm)
     a = area_scale(t, config.technology.node_nm)
     n = config.pe_array.num_pes
-    spm_r, _ = _sram_prices(t, config.spmat_sram, e)
-    ptr_r, _ = _sram_prices(t, config.pointer_sram, e, banks_per_access=2)
-    act_r, act_w = _sram_prices(t, config.activation_sram, e)
+    spm_r, _ = sram_access_pj(t, config.spmat_sram, e)
+    ptr_r, _ = sram_access_pj(t, config.pointer_sram, e, banks_per_access=2)
+    act_r, act_w = sram_access_pj(t, config.activation_sram, e)
     ar = config.arithmetic
     mac = ar.mac_energy_pj
     if mac is None:
@@ -94,9 +120,7 @@ def eie_price_list(config: EieConfig, tables: EnergyTables | None = None) -> Pri
     lnzd = config.lnzd.examine_energy_pj
     if lnzd is None:
         lnzd = int_add_energy_pj(t, ar.data_bits) * e
-    dram_bit = config.dram.energy_pj_per_bit
-    if dram_bit is None:
-        dram_bit = dram_energy_pj_per_bit(t, config.dram.kind)
+    dram = dram_pj_per_byte(t, config.dram)
     energy = {
         "spmat_sram": {"read": spm_r},
         "pointer_sram": {"read": ptr_r},
@@ -104,14 +128,14 @@ def eie_price_list(config: EieConfig, tables: EnergyTables | None = None) -> Pri
         "arithmetic": {"mac": mac},
         "activation_fifo": {"push": fifo_pj, "pop": fifo_pj},
         "lnzd": {"examine": lnzd},
-        "dram": {"read_bytes": 8 * dram_bit, "write_bytes": 8 * dram_bit},
+        "dram": {"read_bytes": dram, "write_bytes": dram},
     }
     sp = config.static_power
     static = {"clock_network": sp.clock_network_w_per_pe * n, "leakage": sp.leakage_w_per_pe * n}
     area = {
-        "spmat_sram": _sram_area(t, config.spmat_sram, a) * n,
-        "pointer_sram": _sram_area(t, config.pointer_sram, a) * n,
-        "activation_sram": _sram_area(t, config.activation_sram, a) * n,
+        "spmat_sram": sram_area(t, config.spmat_sram, a) * n,
+        "pointer_sram": sram_area(t, config.pointer_sram, a) * n,
+        "activation_sram": sram_area(t, config.activation_sram, a) * n,
     }
     for comp, cfg in (("arithmetic", ar), ("activation_fifo", fifo)):
         if cfg.area_mm2 is not None:

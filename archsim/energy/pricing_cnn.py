@@ -12,33 +12,19 @@ its own Table 4, so those two appear only when overridden.
 
 from __future__ import annotations
 
-from archsim.config.components import ArithmeticConfig, CrossbarConfig, SramConfig
+from archsim.config.components import ArithmeticConfig, CrossbarConfig
 from archsim.config.scnn import DcnnConfig, ScnnConfig
 from archsim.energy.ops import (
-    dram_energy_pj_per_bit,
     int_add_energy_pj,
     int_mult_energy_pj,
     register_file_energy_pj,
 )
-from archsim.energy.pricing import PriceList
+from archsim.energy.pricing import PriceList, dram_pj_per_byte, sram_access_pj, sram_area
 from archsim.energy.scaling import area_scale, energy_scale
-from archsim.energy.sram import sram_area_mm2, sram_read_energy_pj, sram_write_energy_pj
+from archsim.energy.sram import sram_area_mm2
 from archsim.energy.tables import EnergyTables, load_tables
 
 __all__ = ["dcnn_price_list", "scnn_price_list"]
-
-
-def _sram_rw(
-    t: EnergyTables, sram: SramConfig, escale: float, bank_bytes: float
-) -> tuple[float, float]:
-    """(read, write) pJ of one ``width_bits`` access to one ``bank_bytes`` bank, or overrides."""
-    read = sram.read_energy_pj
-    write = sram.write_energy_pj
-    if read is None:
-        read = sram_read_energy_pj(t, bank_bytes, sram.width_bits) * escale
-    if write is None:
-        write = sram_write_energy_pj(t, bank_bytes, sram.width_bits) * escale
-    return read, write
 
 
 def _multiply_pj(t: EnergyTables, ar: ArithmeticConfig, escale: float) -> float:
@@ -46,14 +32,6 @@ def _multiply_pj(t: EnergyTables, ar: ArithmeticConfig, escale: float) -> float:
     if ar.mac_energy_pj is not None:
         return ar.mac_energy_pj
     return int_mult_energy_pj(t, ar.data_bits) * escale
-
-
-def _dram_pj_per_byte(t: EnergyTables, cfg: ScnnConfig | DcnnConfig) -> float:
-    """8 x pJ/bit of ``dram.kind`` (or its override); device energy, not node-scaled."""
-    bit = cfg.dram.energy_pj_per_bit
-    if bit is None:
-        bit = dram_energy_pj_per_bit(t, cfg.dram.kind)
-    return 8 * bit
 
 
 def _wire_pj_per_bit(t: EnergyTables, xbar: CrossbarConfig, escale: float) -> float:
@@ -115,9 +93,9 @@ def scnn_price_list(config: ScnnConfig, tables: EnergyTables | None = None) -> P
     fifo_pj = fifo.access_energy_pj
     if fifo_pj is None:
         fifo_pj = register_file_energy_pj(t, fifo.width_bits) * e
-    ia_r, ia_w = _sram_rw(t, config.iaram, e, config.iaram.size_bytes / config.iaram.banks)
-    oa_r, oa_w = _sram_rw(t, config.oaram, e, config.oaram.size_bytes / config.oaram.banks)
-    dram = _dram_pj_per_byte(t, config)
+    ia_r, ia_w = sram_access_pj(t, config.iaram, e)
+    oa_r, oa_w = sram_access_pj(t, config.oaram, e)
+    dram = dram_pj_per_byte(t, config.dram)
 
     energy = {
         "multipliers": {"multiply": _multiply_pj(t, ar, e)},
@@ -131,11 +109,6 @@ def scnn_price_list(config: ScnnConfig, tables: EnergyTables | None = None) -> P
         "dram": {"read_bytes": dram, "write_bytes": dram},
     }
 
-    def sram_area(sram: SramConfig) -> float:
-        if sram.area_mm2 is not None:
-            return sram.area_mm2
-        return sram_area_mm2(t, sram.size_bytes / sram.banks, sram.width_bits) * sram.banks * a
-
     fifo_area = fifo.area_mm2
     if fifo_area is None:
         fifo_area = sram_area_mm2(t, fifo.depth * fifo.width_bits / 8, fifo.width_bits) * a
@@ -144,8 +117,8 @@ def scnn_price_list(config: ScnnConfig, tables: EnergyTables | None = None) -> P
         sets = 2 if acc.double_buffered else 1
         acc_area = sram_area_mm2(t, bank_bytes, acc_bits) * acc.banks * sets * a
     area = {
-        "iaram": sram_area(config.iaram) * n,
-        "oaram": sram_area(config.oaram) * n,
+        "iaram": sram_area(t, config.iaram, a) * n,
+        "oaram": sram_area(t, config.oaram, a) * n,
         "weight_fifo": fifo_area * n,
         "accumulator": acc_area * n,
     }
@@ -180,20 +153,17 @@ def dcnn_price_list(config: DcnnConfig, tables: EnergyTables | None = None) -> P
     ar = config.arithmetic
     sram = config.sram
     bank_bytes = sram.size_bytes / (n * sram.banks)
-    read, write = _sram_rw(t, sram, e, bank_bytes)
+    read, write = sram_access_pj(t, sram, e, bank_bytes)
     acc_bits = ar.accumulator_bits
     update = (int_add_energy_pj(t, acc_bits) + 2 * register_file_energy_pj(t, acc_bits)) * e
-    dram = _dram_pj_per_byte(t, config)
+    dram = dram_pj_per_byte(t, config.dram)
     energy = {
         "multipliers": {"multiply": _multiply_pj(t, ar, e), "gated": 0.0},
         "sram": {"read": read, "write": write},
         "accumulator": {"update": update},
         "dram": {"read_bytes": dram, "write_bytes": dram},
     }
-    sram_area = sram.area_mm2
-    if sram_area is None:
-        sram_area = sram_area_mm2(t, bank_bytes, sram.width_bits) * n * sram.banks * a
-    area = {"sram": sram_area}
+    area = {"sram": sram_area(t, sram, a, copies=n)}
     if ar.area_mm2 is not None:
         area["multipliers"] = ar.area_mm2 * config.multipliers.multipliers * n
     return PriceList(energy_pj=energy, static_power_w={}, area_mm2=area)
