@@ -6,12 +6,14 @@ from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.dcnn import simulate_dcnn
 from archsim.accelerators.eie import EieLayerRun, run_eie_layer, simulate_eie
 from archsim.accelerators.scnn import run_scnn_conv, simulate_scnn
+from archsim.accelerators.tensor_core import run_gemm, simulate_tensor_core
 
 #: accelerator name -> function(config, workload, seed) -> (outcomes, SimContext)
 REGISTRY: dict[str, Callable] = {
     "eie": simulate_eie,
     "scnn": simulate_scnn,
     "dcnn": simulate_dcnn,
+    "tensor_core": simulate_tensor_core,
 }
 
 __all__ = [
@@ -19,8 +21,10 @@ __all__ = [
     "EieLayerRun",
     "LayerOutcome",
     "run_eie_layer",
+    "run_gemm",
     "run_scnn_conv",
     "simulate_dcnn",
     "simulate_eie",
     "simulate_scnn",
+    "simulate_tensor_core",
 ]

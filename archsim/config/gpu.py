@@ -9,7 +9,15 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_
 from archsim.config.base import ArchsimModel
 from archsim.config.components import ClockConfig, DramConfig, TechnologyConfig
 
-__all__ = ["GpuConfig", "ThreadBlockTile", "L2Config", "SmMemoryConfig", "TensorCoreConfig"]
+__all__ = [
+    "CudaCoreConfig",
+    "GemmLibraryConfig",
+    "GpuConfig",
+    "L2Config",
+    "SmMemoryConfig",
+    "TensorCoreConfig",
+    "ThreadBlockTile",
+]
 
 Precision = Literal["fp16", "bf16", "tf32", "fp32", "int8"]
 
@@ -26,6 +34,15 @@ class TensorCoreConfig(ArchsimModel):
     instruction: str = Field(description="Warp-level MMA instruction, e.g. HMMA.884.")
     instruction_mnk: tuple[PositiveInt, PositiveInt, PositiveInt]
     instruction_latency_cycles: PositiveInt
+    instruction_warps: PositiveInt = Field(
+        default=1, description="Warps that issue one MMA instruction together (Hopper wgmma: 4)."
+    )
+    sustained_fraction: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=1.0,
+        description="Measured sustained MMA throughput / peak (issue bubbles); 1.0 = none.",
+    )
     mma_energy_pj: NonNegativeFloat | None = Field(
         default=None, description="Override: energy of one FP16 FMA on a tensor core, pJ."
     )
@@ -49,7 +66,15 @@ class SmMemoryConfig(ArchsimModel):
     l1_shared_bytes: PositiveInt
     max_shared_bytes: PositiveInt
     shared_bandwidth_bytes_per_clock: PositiveFloat = Field(
-        description="Shared-memory bandwidth of one SM, bytes per clock."
+        description="Shared-memory bandwidth of one SM, bytes per clock; also the most a CTA's "
+        "global->shared copies can fill per clock."
+    )
+    max_warps: PositiveInt = Field(default=64, description="Resident warps per SM.")
+    max_ctas: PositiveInt = Field(default=32, description="Resident CTAs per SM.")
+    overhead_registers_per_thread: int = Field(
+        default=32,
+        ge=0,
+        description="32-bit registers per thread besides the accumulators (addresses, fragments).",
     )
 
     @model_validator(mode="after")
@@ -65,6 +90,32 @@ class L2Config(ArchsimModel):
     size_bytes: PositiveInt
     bandwidth_bytes_per_clock: PositiveFloat
     hit_latency_cycles: PositiveInt = 200
+    achievable_fraction: float = Field(
+        default=1.0, gt=0.0, le=1.0, description="Measured achievable / theoretical bandwidth."
+    )
+
+
+class CudaCoreConfig(ArchsimModel):
+    """The SM's FP32 CUDA cores (used when a GEMM cannot run on the tensor cores)."""
+
+    fp32_fma_per_clock: PositiveInt = Field(description="FP32 FMA per SM per clock.")
+    fp16_fma_per_clock: PositiveInt = Field(
+        description="FP16 FMA per SM per clock (packed HFMA2), used with FP16 accumulation."
+    )
+    fma_latency_cycles: PositiveInt = Field(default=4, description="Dependent FFMA latency.")
+
+
+class GemmLibraryConfig(ArchsimModel):
+    """What the GEMM library (cuBLAS/CUTLASS) may do: tensor-op alignment and split-K."""
+
+    tensor_op_alignment_elements: PositiveInt = Field(
+        default=1,
+        description="m, n and k must be multiples of this for a tensor-core kernel; otherwise "
+        "the GEMM runs on the CUDA cores (cuBLAS 9/10: 8 FP16 elements).",
+    )
+    split_k_factors: list[PositiveInt] = Field(
+        default=[1, 2, 4, 8, 16, 32], min_length=1, description="Split-K slice counts tried."
+    )
 
 
 class ThreadBlockTile(ArchsimModel):
@@ -91,6 +142,11 @@ class GpuConfig(ArchsimModel):
     sm_memory: SmMemoryConfig
     l2: L2Config
     hbm: DramConfig
+    hbm_achievable_fraction: float = Field(
+        default=1.0, gt=0.0, le=1.0, description="Achievable / peak HBM bandwidth (measured)."
+    )
+    cuda_cores: CudaCoreConfig
+    library: GemmLibraryConfig = GemmLibraryConfig()
     launch_overhead_s: NonNegativeFloat = Field(description="Kernel launch to first CTA, s.")
     tiles: list[ThreadBlockTile] = Field(min_length=1, description="CTA tile menu.")
     tdp_w: PositiveFloat

@@ -45,6 +45,9 @@ class FcLayer(_LayerBase):
     inputs: int | None = Field(default=None, ge=1)
     outputs: int | None = Field(default=None, ge=1)
     bias: bool = True
+    batch: int = Field(
+        default=1, ge=1, description="Input vectors per call (GPU: the GEMM's N; EIE/SCNN: 1)."
+    )
 
     @model_validator(mode="after")
     def _shape_or_data(self) -> FcLayer:
@@ -67,6 +70,9 @@ class LstmLayer(_LayerBase):
     input_size: int = Field(ge=1)
     hidden_size: int = Field(ge=1)
     bias: bool = True
+    batch: int = Field(
+        default=1, ge=1, description="Sequences per step (GPU: the GEMM's N; EIE/SCNN: 1)."
+    )
 
     @property
     def matrix_shape(self) -> tuple[int, int]:

@@ -31,6 +31,13 @@ def materialize_matvec(
     layer: FcLayer | LstmLayer, seed: int, base_dir: Path, codebook_entries: int = 16
 ) -> QuantizedMatVec:
     """Deterministic from (seed, layer.name, spec); ``data:`` is resolved against ``base_dir``."""
+    if layer.batch != 1:
+        raise LayerDataError(
+            layer.name,
+            "batch",
+            f"batch={layer.batch} is only supported on tensor_core GPUs; matrix-vector engines "
+            "(EIE, SCNN) take batch 1",
+        )
     if layer.data is not None:
         folder = (Path(base_dir) / layer.data).resolve()
         shape = layer.matrix_shape

@@ -47,7 +47,8 @@ def test_preset_loads_with_deepbench_count() -> None:
     assert str(DEEPBENCH_TRAINING_SHAPES) in archsim.load_workload("deepbench_gemm").description
     shapes = {(g.m, g.n, g.k, g.transpose_a, g.transpose_b) for g in layers}
     assert len(shapes) == DEEPBENCH_TRAINING_SHAPES  # all distinct
-    assert {(g.precision, g.accumulate, g.batch) for g in layers} == {("fp16", "fp32", 1)}
+    # DeepBench runs "half" with compute type CUDA_R_16F: FP16 accumulation
+    assert {(g.precision, g.accumulate, g.batch) for g in layers} == {("fp16", "fp16", 1)}
     assert {(g.weight_density, g.activation_density) for g in layers} == {(1.0, 1.0)}
 
 

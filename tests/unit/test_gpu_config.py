@@ -41,6 +41,11 @@ def test_tensor_cores_must_split_over_sub_cores():
         hw.with_overrides({"tensor_cores.per_sm": 6})
 
 
-def test_gpu_simulation_not_available_yet_is_a_clear_error():
-    with pytest.raises(archsim.SimulationError, match="no simulator for accelerator 'tensor_core'"):
-        archsim.simulate("v100", "eie_benchmarks")
+def test_gpu_runs_eie_benchmark_layers_as_batch_1_gemms():
+    df = archsim.simulate("a100", "eie_benchmarks").to_dataframe()
+    assert len(df) == 9
+    assert df.tc_gemm_mnk.iloc[0] == "4096x1x9216"  # Alex-6: M x V at batch 1
+    assert (df.tc_bound != "compute").all()  # matrix-vector products never fill tensor cores
+    # V100's cuBLAS 10 rule (n = 1 is not a multiple of 8) sends them to the CUDA cores
+    v100 = archsim.simulate("v100", "eie_benchmarks").to_dataframe()
+    assert v100.tc_tile.str.endswith("/simt").all()

@@ -1,0 +1,341 @@
+"""Tensor Core GPUs (V100, A100, H100): GEMMs and layers lowered to GEMMs.
+
+Per layer (``lower_to_gemm``) every plan of ``gpu_plan.plans_for`` (tile x split-K) is
+simulated and the fastest kept -- the documented selection rule, standing in for cuBLAS's
+heuristics/autotuning. A plan runs as one kernel (plus a reduction kernel for split-K):
+
+1. launch overhead (``launch_overhead_s``);
+2. CTAs dispatched over the SMs in *rounds* of ``ctas_per_sm`` co-resident CTAs: ``full``
+   rounds on every SM, then a tail round in which the remaining CTAs are spread one SM at a
+   time (some SMs get one more CTA than others, the rest idle) -- wave quantisation;
+3. each round's duration is the exact cycle count of the per-SM pipeline
+   (``datapath.gpu_sm.sm_round``: k-loop with multi-buffered A/B loads, MMA issue on the
+   sub-cores' tensor cores, epilogue) at the bandwidth share the SM gets when the round starts:
+   ``min(SM fill port, L2 / active SMs, HBM / (active SMs x L2 miss fraction))`` using the
+   achievable bandwidths -- so tail rounds on few SMs run faster when memory-bound;
+4. split-K: a reduction kernel (launch + reading the FP32 partials and C, writing D at HBM speed).
+
+SimPy holds the shared memory system (active-SM count) and one process per group of SMs that
+behave alike (at most two), so a layer costs (rounds + a few) events. Tile quantisation (padded
+edge tiles still issue full MMAs), wave quantisation and the memory-bound regime all follow.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from archsim.accelerators.base import LayerOutcome
+from archsim.accelerators.gpu_plan import KernelPlan, l2_traffic, plans_for, shared_read_bytes
+from archsim.config.gpu import GpuConfig
+from archsim.config.workload import WorkloadSpec
+from archsim.datapath.gemm_kernels import (
+    accumulation_error_bound,
+    tiled_gemm_fp32,
+    tiled_gemm_int32,
+)
+from archsim.datapath.gpu_sm import SM_FIELDS, sm_round
+from archsim.engine.context import SimContext
+from archsim.errors import SimulationError
+from archsim.workload.gemm import GemmProblem, lower_to_gemm, materialize_gemm
+
+__all__ = ["KernelRun", "FUNCTIONAL_MAX_MACS", "run_gemm", "simulate_tensor_core"]
+
+#: layers up to this many MACs (per GEMM) are also computed functionally and checked
+FUNCTIONAL_MAX_MACS = 1 << 24
+
+
+@dataclass(frozen=True)
+class KernelRun:
+    """Timing and traffic of one plan (main kernel + optional reduction), in SM cycles."""
+
+    plan: KernelPlan
+    cycles: int
+    launch_cycles: int
+    main_cycles: int  # main kernel, launch excluded
+    reduce_cycles: int  # split-K reduction kernel incl. its launch (0 if none)
+    full_rounds: int
+    tensor_busy_cycles: int  # busiest SM
+    port_busy_cycles: int  # busiest SM
+    hbm_bytes: int
+    l2_bytes: int
+    events: int
+    slots: int  # concurrent CTA slots: SMs x co-resident CTAs
+
+    @property
+    def waves(self) -> float:
+        """CTAs / concurrent CTA slots."""
+        return self.plan.ctas / self.slots
+
+
+class _Memory:
+    """The shared L2/HBM system: bandwidth share per SM from the number of active SMs."""
+
+    def __init__(self, cfg: GpuConfig, miss: float) -> None:
+        clock = cfg.clock.frequency_hz
+        self.port = cfg.sm_memory.shared_bandwidth_bytes_per_clock
+        self.l2 = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
+        self.hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
+        self.miss = miss
+        self.active = 0
+
+    def share(self) -> float:
+        """Bytes per clock one active SM can move now."""
+        a = max(self.active, 1)
+        s = min(self.port, self.l2 / a)
+        if self.miss > 0:
+            s = min(s, self.hbm / (a * self.miss))
+        return s
+
+
+class _KernelModel:
+    """Runs one plan's kernel(s) as SimPy processes in ``ctx``."""
+
+    def __init__(self, cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> None:
+        self.cfg, self.prob, self.plan = cfg, prob, plan
+        self.hbm_loads, self.l2_loads = l2_traffic(cfg, prob, plan)
+        self.miss = min(1.0, self.hbm_loads / self.l2_loads) if self.l2_loads else 0.0
+        clock = cfg.clock.frequency_hz
+        l2_lat = cfg.l2.hit_latency_cycles
+        hbm_lat = max(l2_lat, math.ceil(cfg.hbm.latency_s * clock))
+        self.latency = l2_lat + round(self.miss * (hbm_lat - l2_lat))
+        self.launch = math.ceil(cfg.launch_overhead_s * clock - 1e-9)
+        self._cache: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def round(self, n_cta: int, share: float) -> np.ndarray:
+        """``sm_round`` of ``n_cta`` CTAs at ``share`` bytes/clock (memoised)."""
+        p = self.plan
+        load = max(1, math.ceil(p.stage_bytes / share - 1e-9))
+        epi = max(1, math.ceil(p.epilogue_bytes / share - 1e-9))
+        key = (n_cta, load, epi)
+        if key not in self._cache:
+            sub = self.cfg.tensor_cores.sub_cores_per_sm
+            self._cache[key] = sm_round(
+                n_cta, p.steps, p.tile.stages, p.tile.warps, sub, p.groups, p.frags,
+                p.issue_cycles, p.mma_latency, p.bubble_cycles, load, self.latency, epi,
+                self.latency,
+            )  # fmt: skip
+        return self._cache[key]
+
+    def groups(self) -> tuple[int, list[tuple[int, list[int]]]]:
+        """(full rounds, [(SMs in group, CTAs per round...)]) -- at most two SM groups."""
+        p, sms = self.plan, self.cfg.sms
+        slots = sms * p.ctas_per_sm
+        full, rem = divmod(p.ctas, slots)
+        each, extra = divmod(rem, sms)
+        out = []
+        if extra:
+            out.append((extra, [p.ctas_per_sm] * full + [each + 1]))
+        rounds = [p.ctas_per_sm] * full + ([each] if each else [])
+        if rounds:
+            out.append((sms - extra, rounds))
+        return full, out
+
+    def run(self, ctx: SimContext) -> KernelRun:
+        """Schedule the kernel(s) in ``ctx`` (from ``ctx.env.now``) and run them."""
+        mem = _Memory(self.cfg, self.miss)
+        full, groups = self.groups()
+        busiest = {"tensor": 0, "port": 0}
+        start = int(ctx.env.now)
+        marks: dict[str, int] = {}
+
+        sub_cores = self.cfg.tensor_cores.sub_cores_per_sm
+
+        def sm_group(n_sms: int, rounds: list[int]) -> Generator[Any, Any, None]:
+            tensor = port = 0
+            for n_cta in rounds:
+                r = self.round(n_cta, mem.share())
+                tensor += int(r[SM_FIELDS.index("tensor_busy_cycles")]) // sub_cores
+                port += int(r[SM_FIELDS.index("port_busy_cycles")])
+                yield ctx.timeout(int(r[0]))
+            mem.active -= n_sms
+            busiest["tensor"] = max(busiest["tensor"], tensor)
+            busiest["port"] = max(busiest["port"], port)
+
+        def kernel() -> Generator[Any, Any, None]:
+            yield ctx.timeout(self.launch)
+            marks["main"] = int(ctx.env.now)
+            mem.active = sum(n for n, _ in groups)
+            procs = [ctx.env.process(sm_group(n, r)) for n, r in groups]
+            yield ctx.env.all_of(procs)
+            marks["main_end"] = int(ctx.env.now)
+            if self.plan.split_k > 1:
+                yield ctx.timeout(self.launch + self._reduce_cycles(mem))
+
+        events0 = ctx.events
+        ctx.env.process(kernel())
+        ctx.run()
+        end = int(ctx.env.now)
+        p = self.plan
+        epi_bytes = p.ctas * p.epilogue_bytes
+        return KernelRun(
+            plan=p,
+            cycles=end - start,
+            launch_cycles=self.launch,
+            main_cycles=marks["main_end"] - marks["main"],
+            reduce_cycles=end - marks["main_end"],
+            full_rounds=full,
+            tensor_busy_cycles=busiest["tensor"],
+            port_busy_cycles=busiest["port"],
+            hbm_bytes=self.hbm_loads + epi_bytes + self._reduce_bytes(),
+            l2_bytes=self.l2_loads + epi_bytes,
+            events=ctx.events - events0,
+            slots=self.cfg.sms * p.ctas_per_sm,
+        )
+
+    def _reduce_bytes(self) -> int:
+        p, q = self.plan, self.prob
+        if p.split_k == 1:
+            return 0
+        return q.batch * q.m * q.n * (4 * p.split_k + 2 * q.out_bytes)
+
+    def _reduce_cycles(self, mem: _Memory) -> int:
+        return max(1, math.ceil(self._reduce_bytes() / mem.hbm))
+
+
+def run_gemm(cfg: GpuConfig, prob: GemmProblem) -> tuple[KernelRun, list[KernelRun]]:
+    """Simulate every plan for ``prob``; return (fastest, all) -- ties keep menu order."""
+    clock = cfg.clock.frequency_hz
+    runs = [_KernelModel(cfg, prob, plan).run(SimContext(clock)) for plan in plans_for(cfg, prob)]
+    best = min(runs, key=lambda r: r.cycles)
+    return best, runs
+
+
+def _bound(cfg: GpuConfig, run: KernelRun) -> str:
+    """compute / memory / latency: which limit explains at least half the layer's time."""
+    clock = cfg.clock.frequency_hz
+    hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
+    l2 = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
+    t_mem = max(run.hbm_bytes / hbm, run.l2_bytes / l2)
+    t_mma = run.tensor_busy_cycles
+    if max(t_mem, t_mma) < 0.5 * run.cycles:
+        return "latency"
+    return "compute" if t_mma >= t_mem else "memory"
+
+
+def _functional(prob: GemmProblem, plan: KernelPlan, seed: int) -> tuple[float, float]:
+    """(max |D - NumPy|, max error bound) of the first GEMM of the layer."""
+    ops = materialize_gemm(prob, seed)
+    if prob.precision == "int8":
+        d = tiled_gemm_int32(ops.a, ops.b, ops.c)
+        ref = ops.a.astype(np.int64) @ ops.b.astype(np.int64) + ops.c
+        return float(np.abs(d.astype(np.int64) - ref).max()), 0.0
+    a32, b32 = ops.a.astype(np.float32), ops.b.astype(np.float32)
+    ik = plan.tile.k if not plan.tensor_ops else min(plan.tile.k, 16)
+    t = plan.tile
+    half = prob.accumulate == "fp16"
+    d = tiled_gemm_fp32(a32, b32, ops.c.astype(np.float32), t.m, t.n, t.k, ik, half)
+    ref = a32.astype(np.float64) @ b32.astype(np.float64) + ops.c.astype(np.float64)
+    bound = accumulation_error_bound(a32, b32, ops.c, ik, 2.0**-11 if half else 2.0**-24)
+    err = np.abs(d.astype(np.float64) - ref)
+    if not np.all(err <= bound):
+        raise SimulationError(f"layer {prob.layer!r}: functional GEMM exceeds its error bound")
+    return float(err.max()), float(bound.max())
+
+
+def _counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
+    """Actions to price: MMA/FMA work, shared-memory, L2 and HBM bytes."""
+    p = run.plan
+    fma = p.ctas * p.tile.m * p.tile.n * p.steps * p.tile.k  # padded tiles included
+    c_bytes = 0 if p.split_k > 1 else prob.batch * prob.m * prob.n * prob.out_bytes
+    d_bytes = prob.batch * prob.m * prob.n * prob.out_bytes
+    partials = prob.batch * prob.m * prob.n * 4 * p.split_k if p.split_k > 1 else 0
+    loads = run.l2_bytes - p.ctas * p.epilogue_bytes
+    hbm_loads = (
+        run.hbm_bytes - p.ctas * p.epilogue_bytes - (partials + 2 * d_bytes if p.split_k > 1 else 0)
+    )
+    core = (
+        {"tensor_core": {"fma": fma, "op": fma // 64}}
+        if p.tensor_ops
+        else {"cuda_core": {"fma": fma, "instruction": fma // 32}}
+    )
+    if p.split_k > 1:  # partials out, then the reduction reads them with C and writes D
+        reads, writes = partials + d_bytes, partials + d_bytes
+    else:
+        reads, writes = c_bytes, d_bytes
+    return {
+        **core,
+        "shared_memory": {
+            "read_bytes": shared_read_bytes(prob, p),
+            "write_bytes": p.ctas * p.steps * p.stage_bytes,
+        },
+        "l2": {"read_bytes": loads + reads, "write_bytes": writes},
+        "hbm": {"read_bytes": hbm_loads + reads, "write_bytes": writes},
+    }
+
+
+def _outcome(
+    cfg: GpuConfig, prob: GemmProblem, run: KernelRun, n_plans: int, start: int, seed: int
+) -> LayerOutcome:
+    p = run.plan
+    clock = cfg.clock.frequency_hz
+    time_s = run.cycles / clock
+    if p.tensor_ops:
+        rate = cfg.tensor_cores.precision_rate[prob.precision]  # type: ignore[index]
+        peak_macs = int(cfg.peak_fma_per_cycle * rate)
+        peak_tflops = cfg.peak_tflops(prob.precision)
+    else:
+        cc = cfg.cuda_cores
+        rate = cc.fp16_fma_per_clock if prob.accumulate == "fp16" else cc.fp32_fma_per_clock
+        peak_macs = cfg.sms * rate
+        peak_tflops = 2 * peak_macs * clock / 1e12
+    err, bound = float("nan"), float("nan")
+    if prob.m * prob.n * prob.k <= FUNCTIONAL_MAX_MACS:
+        err, bound = _functional(prob, p, seed)
+    tflops = 2 * prob.macs / time_s / 1e12
+    extras = {
+        "tc_tile": p.name,
+        "tc_split_k": p.split_k,
+        "tc_tensor_ops": p.tensor_ops,
+        "tc_plans_tried": n_plans,
+        "tc_ctas": p.ctas,
+        "tc_ctas_per_sm": p.ctas_per_sm,
+        "tc_waves": run.waves,
+        "tc_bound": _bound(cfg, run),
+        "tc_tflops": tflops,
+        "tc_peak_tflops": peak_tflops,
+        "tc_peak_fraction": tflops / peak_tflops,
+        "tc_hbm_bandwidth_bytes_per_s": cfg.hbm.bandwidth_bytes_per_s,
+        "tc_arithmetic_intensity": 2 * prob.macs / run.hbm_bytes,
+        "tc_l2_bytes": run.l2_bytes,
+        "tc_launch_cycles": run.launch_cycles + (run.launch_cycles if p.split_k > 1 else 0),
+        "tc_gemm_mnk": f"{prob.m}x{prob.n}x{prob.k}" + (f"x{prob.batch}" if prob.batch > 1 else ""),
+        "tc_functional_max_error": err,
+        "tc_functional_error_bound": bound,
+    }
+    wd, ad = prob.weight_density, prob.activation_density
+    return LayerOutcome(
+        layer=prob.layer,
+        kind=prob.kind,
+        cycles=run.cycles,
+        start_cycle=start,
+        end_cycle=start + run.cycles,
+        macs_dense=prob.macs,
+        macs_effective=round(prob.macs * wd * ad),
+        peak_macs_per_cycle=peak_macs,
+        dram_bytes=run.hbm_bytes,
+        counts=_counts(prob, run),
+        extras=extras,
+    )
+
+
+def simulate_tensor_core(
+    config: GpuConfig, workload: WorkloadSpec, seed: int
+) -> tuple[list[LayerOutcome], SimContext]:
+    """Run every layer as the fastest plan's kernel(s), one after another on one stream."""
+    ctx = SimContext(config.clock.frequency_hz)
+    outcomes = []
+    for spec in workload.layers:
+        try:
+            prob = lower_to_gemm(spec)
+        except ValueError as exc:
+            raise SimulationError(str(exc)) from None
+        best, runs = run_gemm(config, prob)
+        start = int(ctx.env.now)
+        run = _KernelModel(config, prob, best.plan).run(ctx)  # replay in the run's timeline
+        outcomes.append(_outcome(config, prob, run, len(runs), start, seed))
+    return outcomes, ctx

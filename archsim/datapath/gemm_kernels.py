@@ -1,0 +1,96 @@
+"""Functional tensor-core GEMM: ``D = A B + C`` in the order the simulated kernel computes it.
+
+Each CTA tile accumulates its k-steps in order; within a k-step every MMA instruction adds the
+exact sum of ``ik`` products (FP16 x FP16 products are exact in FP32) to the FP32 accumulator,
+which starts from C. Integer GEMMs accumulate exactly in int64 and wrap to int32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+__all__ = [
+    "accumulation_error_bound",
+    "round_fp16",
+    "tiled_gemm_fp32",
+    "tiled_gemm_int32",
+]
+
+
+@nb.njit(cache=True)
+def round_fp16(x: float) -> float:
+    """``x`` rounded to the nearest IEEE half value (ties to even; overflow -> inf)."""
+    if x == 0.0 or not np.isfinite(x):
+        return x
+    _, e = math.frexp(x)
+    ulp = math.ldexp(1.0, max(e - 11, -24))
+    r = np.rint(x / ulp) * ulp
+    if abs(r) > 65504.0:
+        return math.copysign(math.inf, x)
+    return r
+
+
+@nb.njit(cache=True)
+def tiled_gemm_fp32(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    tm: int,
+    tn: int,
+    tk: int,
+    ik: int,
+    fp16_accumulate: bool = False,
+) -> np.ndarray:
+    """``A (m x k, float32) @ B (k x n, float32) + C`` accumulated per MMA chunk in FP32 (or,
+    with ``fp16_accumulate``, rounded to FP16 after every chunk)."""
+    m, k = a.shape
+    n = b.shape[1]
+    d = c.astype(np.float32).copy()
+    if fp16_accumulate:
+        for i in range(m):
+            for j in range(n):
+                d[i, j] = np.float32(round_fp16(d[i, j]))
+    for m0 in range(0, m, tm):
+        for n0 in range(0, n, tn):
+            for k0 in range(0, k, tk):
+                for kc in range(k0, min(k0 + tk, k), ik):
+                    kend = min(kc + ik, k)
+                    for i in range(m0, min(m0 + tm, m)):
+                        for j in range(n0, min(n0 + tn, n)):
+                            part = np.float64(0.0)
+                            for kk in range(kc, kend):
+                                part += np.float64(a[i, kk]) * np.float64(b[kk, j])
+                            v = np.float32(d[i, j] + np.float32(part))
+                            if fp16_accumulate:
+                                v = np.float32(round_fp16(v))
+                            d[i, j] = v
+    return d
+
+
+@nb.njit(cache=True)
+def tiled_gemm_int32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Integer GEMM with an int32 accumulator (exact unless it wraps)."""
+    m, k = a.shape
+    n = b.shape[1]
+    d = np.empty((m, n), np.int32)
+    for i in range(m):
+        for j in range(n):
+            acc = np.int64(c[i, j])
+            for kk in range(k):
+                acc += np.int64(a[i, kk]) * np.int64(b[kk, j])
+            d[i, j] = np.int32(acc)
+    return d
+
+
+def accumulation_error_bound(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray, ik: int, unit_roundoff: float
+) -> np.ndarray:
+    """Forward error bound of the chunked accumulation: ``gamma * (|C| + |A| |B|)`` with
+    ``gamma = (2 ceil(k / ik) + 2) * u`` (two roundings per MMA chunk, C's and the last)."""
+    k = a.shape[1]
+    steps = 2 * -(-k // ik) + 2
+    mag = np.abs(c.astype(np.float64)) + np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    return steps * unit_roundoff * mag * 1.0001

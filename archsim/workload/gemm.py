@@ -1,0 +1,141 @@
+"""Layers as GEMMs (what a GPU runs) and seeded GEMM operands.
+
+* ``gemm``: ``D[m x n] = A[m x k] B[k x n] + C``, ``batch`` times.
+* ``fc`` at batch B: ``M = outputs``, ``N = B``, ``K = inputs`` (B = 1 is EIE's M x V case,
+  B > 1 the M x M case).
+* ``lstm`` step at batch B: the stacked gate matrix, ``M = 4 * hidden``, ``N = B``,
+  ``K = input + hidden``.
+* ``conv``: implicit GEMM per channel group, ``M = n * out_h * out_w`` output pixels,
+  ``N = filters / groups``, ``K = channels / groups * r * s``; ``batch = groups``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, LstmLayer
+from archsim.workload.materialize import layer_rng
+
+__all__ = ["ELEMENT_BYTES", "GemmOperands", "GemmProblem", "lower_to_gemm", "materialize_gemm"]
+
+#: bytes per element of each GEMM type
+ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "tf32": 4, "fp32": 4, "int8": 1, "int32": 4}
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """One layer as ``batch`` GEMMs of ``m x n x k`` (all element counts)."""
+
+    layer: str
+    kind: str
+    m: int
+    n: int
+    k: int
+    batch: int
+    precision: str
+    accumulate: str
+    transpose_a: bool = False
+    transpose_b: bool = False
+    weight_density: float = 1.0
+    activation_density: float = 1.0
+
+    @property
+    def macs(self) -> int:
+        """Dense multiply-accumulates of all ``batch`` GEMMs."""
+        return self.batch * self.m * self.n * self.k
+
+    @property
+    def in_bytes(self) -> int:
+        """Bytes per A/B element."""
+        return ELEMENT_BYTES[self.precision]
+
+    @property
+    def out_bytes(self) -> int:
+        """Bytes per C/D element."""
+        return ELEMENT_BYTES[self.accumulate]
+
+
+def lower_to_gemm(layer: GemmLayer | FcLayer | LstmLayer | ConvLayer) -> GemmProblem:
+    """The GEMM a GPU library runs for ``layer`` (FP16 operands, FP32 accumulation unless a
+    ``gemm`` layer says otherwise)."""
+    wd = float(layer.weight_density) if layer.weight_density is not None else 1.0
+    ad = float(layer.activation_density) if layer.activation_density is not None else 1.0
+    common = {"layer": layer.name, "kind": layer.kind, "weight_density": wd}
+    common["activation_density"] = ad
+    if isinstance(layer, GemmLayer):
+        return GemmProblem(
+            m=layer.m,
+            n=layer.n,
+            k=layer.k,
+            batch=layer.batch,
+            precision=layer.precision,
+            accumulate=layer.accumulate,
+            transpose_a=layer.transpose_a,
+            transpose_b=layer.transpose_b,
+            **common,
+        )
+    if isinstance(layer, ConvLayer):
+        m, n, k = layer.gemm_view
+        return GemmProblem(
+            m=m, n=n, k=k, batch=layer.groups, precision="fp16", accumulate="fp32", **common
+        )
+    rows, cols = layer.matrix_shape if isinstance(layer, LstmLayer) else _fc_shape(layer)
+    return GemmProblem(
+        m=rows, n=layer.batch, k=cols, batch=1, precision="fp16", accumulate="fp32", **common
+    )
+
+
+def _fc_shape(layer: FcLayer) -> tuple[int, int]:
+    shape = layer.matrix_shape
+    if shape is None:
+        raise ValueError(f"layer {layer.name!r}: a GPU needs inputs and outputs (no data: files)")
+    return shape
+
+
+@dataclass(frozen=True)
+class GemmOperands:
+    """Operands of the first of a problem's GEMMs: A (m x k) and B (k x n) in the input type
+    (FP16/BF16 stored as float16/float32 values), C (m x n) in the accumulator type."""
+
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+
+
+def materialize_gemm(problem: GemmProblem, seed: int) -> GemmOperands:
+    """Deterministic from (seed, layer name): uniform values in [-1, 1), zeroed to the densities
+    (B holds the weights, A the activations), C in [-1, 1)."""
+    rng = layer_rng(seed, problem.layer)
+    m, n, k = problem.m, problem.n, problem.k
+    a = rng.uniform(-1.0, 1.0, (m, k))
+    b = rng.uniform(-1.0, 1.0, (k, n))
+    if problem.activation_density < 1.0:
+        a *= rng.random((m, k)) < problem.activation_density
+    if problem.weight_density < 1.0:
+        b *= rng.random((k, n)) < problem.weight_density
+    c = rng.uniform(-1.0, 1.0, (m, n))
+    if problem.accumulate == "int32":
+        c_out = np.round(c * 127).astype(np.int32)
+    else:
+        c_out = c.astype(np.float16 if problem.accumulate == "fp16" else np.float32)
+    return GemmOperands(
+        a=_as_input(a, problem.precision), b=_as_input(b, problem.precision), c=c_out
+    )
+
+
+def _as_input(x: np.ndarray, precision: str) -> np.ndarray:
+    if precision == "fp16":
+        return x.astype(np.float16)
+    if precision == "int8":
+        return np.round(x * 127).astype(np.int8)
+    if precision == "bf16":  # round to 8 significant bits, held in float32
+        bits = x.astype(np.float32).view(np.uint32)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.view(np.float32)
+    if precision == "tf32":  # 10 explicit mantissa bits, held in float32
+        bits = x.astype(np.float32).view(np.uint32)
+        bits = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFE000
+        return bits.view(np.float32)
+    return x.astype(np.float32)

@@ -1,0 +1,150 @@
+"""Tensor-core GPU model: quantisation and regimes emerge, functional output, errors, energy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+
+import archsim
+from archsim.accelerators.tensor_core import run_gemm
+from archsim.config.workload import WorkloadSpec
+from archsim.errors import SimulationError
+from archsim.workload.gemm import lower_to_gemm
+
+
+def _gemm_wl(*shapes: tuple[int, int, int], **extra: object) -> WorkloadSpec:
+    layers = [
+        {"kind": "gemm", "name": f"g{i}_{m}x{n}x{k}", "m": m, "n": n, "k": k, **extra}
+        for i, (m, n, k) in enumerate(shapes)
+    ]
+    return WorkloadSpec(schema_version=1, name="t", source="test", layers=layers)
+
+
+def _frame(hw: str, *shapes: tuple[int, int, int], **extra: object):
+    return archsim.simulate(hw, _gemm_wl(*shapes, **extra)).to_dataframe()
+
+
+def test_result_columns_and_consistency() -> None:
+    df = _frame("v100", (1024, 1024, 1024), (512, 16, 512))
+    for col in (
+        "tc_tile", "tc_waves", "tc_bound", "tc_tflops", "tc_peak_fraction", "tc_peak_tflops",
+        "tc_hbm_bandwidth_bytes_per_s", "tc_arithmetic_intensity", "energy_tensor_core_pj",
+        "energy_hbm_pj", "energy_l2_pj", "energy_shared_memory_pj",
+    ):  # fmt: skip
+        assert col in df.columns, col
+    r = df.iloc[0]
+    assert r.tc_tflops == pytest.approx(2 * 1024**3 / r.time_s / 1e12)
+    assert r.tc_peak_fraction == pytest.approx(r.tc_tflops / 125.3376)
+    assert r.dram_bytes >= 3 * 1024 * 1024 * 2  # A, B and D at least once
+    assert set(df.tc_bound) <= {"compute", "memory", "latency"}
+    assert df.iloc[1].tc_bound == "latency"  # a tiny GEMM sits on launch + load latency
+
+
+def test_wave_quantisation_emerges() -> None:
+    """Growing M by one tile row past a full wave costs a whole extra wave."""
+    hw = archsim.load_hardware("v100").with_overrides(
+        {"tiles": [{"m": 128, "n": 128, "k": 32, "warps": 8, "stages": 2}],
+         "library.split_k_factors": [1]}
+    )  # fmt: skip
+    # 128x128 tiles, 2 CTAs/SM on 80 SMs = 160 slots; N = 1280 -> 10 tile columns
+    t = {}
+    for rows in (16, 17):  # 160 CTAs (one wave) vs 170 CTAs (a 10-CTA second wave)
+        run, _ = run_gemm(hw, lower_to_gemm(_gemm_wl((rows * 128, 1280, 4096)).layers[0]))
+        t[rows] = run
+    assert t[16].plan.ctas_per_sm == 2 and t[16].waves == pytest.approx(1.0)
+    assert t[17].waves == pytest.approx(170 / 160)
+    ratio = t[17].main_cycles / t[16].main_cycles
+    assert ratio > 1.4, f"17/16 tile rows took {ratio:.2f}x; a tail wave should cost ~2x"
+
+
+def test_tile_quantisation_emerges() -> None:
+    """N = 16 pads to the tile: time barely changes from N = 16 to N = 64."""
+    df = _frame("v100", (4096, 16, 4096), (4096, 64, 4096))
+    assert df.time_s.iloc[1] / df.time_s.iloc[0] < 1.5  # 4x the work, < 1.5x the time
+    assert df.tc_peak_fraction.iloc[0] < 0.15
+
+
+def test_memory_bound_regime_tracks_bandwidth() -> None:
+    """A skinny GEMM is HBM-bound: halving HBM bandwidth nearly doubles its kernel time."""
+    wl = _gemm_wl((4096, 16, 4096))
+    hw = archsim.load_hardware("v100")
+    slow = hw.with_overrides({"hbm.bandwidth_bytes_per_s": 450e9})
+    fast_r, slow_r = archsim.simulate(hw, wl), archsim.simulate(slow, wl)
+    assert fast_r.to_dataframe().tc_bound.iloc[0] == "memory"
+    launch = 2 * 5e-6
+    ratio = (slow_r.total_time_s - launch) / (fast_r.total_time_s - launch)
+    assert 1.6 < ratio < 2.2, ratio
+
+
+def test_split_k_for_tall_skinny_and_simt_fallback() -> None:
+    df = _frame("v100", (512, 8, 100000))
+    assert "/splitk" in df.tc_tile.iloc[0]
+    simt = _frame("v100", (35, 512, 1760))
+    assert simt.tc_tile.iloc[0].endswith("/simt") and not simt.tc_tensor_ops.iloc[0]
+    a100 = _frame("a100", (35, 512, 1760))  # cuBLAS 11+: tensor cores with padding
+    assert bool(a100.tc_tensor_ops.iloc[0])
+
+
+@pytest.mark.parametrize(
+    ("hw", "precision", "accumulate"),
+    [("v100", "fp16", "fp32"), ("v100", "fp16", "fp16"), ("a100", "bf16", "fp32"),
+     ("a100", "tf32", "fp32"), ("a100", "int8", "int32"), ("v100", "fp32", "fp32")],
+)  # fmt: skip
+def test_functional_output_matches_numpy(hw: str, precision: str, accumulate: str) -> None:
+    df = _frame(hw, (96, 80, 200), precision=precision, accumulate=accumulate)
+    err, bound = df.tc_functional_max_error.iloc[0], df.tc_functional_error_bound.iloc[0]
+    assert np.isfinite(err) and err <= bound
+    if precision == "int8":
+        assert err == 0.0
+    else:  # a meaningful bound: |A||B| is about 50 here
+        assert bound < (1.0 if accumulate == "fp16" else 1e-3), bound
+
+
+def test_unsupported_precision_is_a_clear_error() -> None:
+    with pytest.raises(SimulationError, match=r"precision 'int8' is not supported by v100"):
+        archsim.simulate("v100", _gemm_wl((64, 64, 64), precision="int8", accumulate="int32"))
+
+
+@pytest.mark.parametrize("dim", ["m", "n", "k"])
+def test_zero_or_negative_dimension_is_rejected(tmp_path, dim: str) -> None:
+    layer = {"kind": "gemm", "name": "z", "m": 4, "n": 4, "k": 4, dim: 0 if dim != "k" else -3}
+    path = tmp_path / "wl.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "name": "z", "source": "t",
+                                    "layers": [layer]}))  # fmt: skip
+    with pytest.raises(archsim.ConfigError, match=rf"wl.yaml: layers\.0\.{dim}: .*greater"):
+        archsim.load_workload(path)
+
+
+def test_conv_and_fc_layers_run_as_gemms() -> None:
+    res = archsim.simulate("v100", "alexnet")
+    df = res.to_dataframe()
+    assert len(df) == 5 and (df.cycles > 0).all()  # the five conv layers
+    conv1 = df.iloc[0]
+    assert conv1.tc_gemm_mnk == "3025x96x363"  # 55*55 pixels x 96 filters x 3*11*11
+    wl = WorkloadSpec(
+        schema_version=1, name="fc", source="test",
+        layers=[{"kind": "fc", "name": "fc_b1", "inputs": 4096, "outputs": 4096,
+                 "weight_density": 1.0, "activation_density": 1.0, "batch": 1},
+                {"kind": "fc", "name": "fc_b64", "inputs": 4096, "outputs": 4096,
+                 "weight_density": 1.0, "activation_density": 1.0, "batch": 64}],
+    )  # fmt: skip
+    fc = archsim.simulate("v100", wl).to_dataframe()
+    assert fc.tc_gemm_mnk.tolist() == ["4096x1x4096", "4096x64x4096"]
+    # the matrix is read once either way: batch 64 costs far less than 64x batch 1
+    assert fc.time_s.iloc[1] < 2 * fc.time_s.iloc[0]
+
+
+def test_energy_below_board_level_bound() -> None:
+    """A large GEMM's modelled energy per FLOP stays below TDP / peak (reference bounds)."""
+    for hw, bound in (("v100", 2.39), ("a100", 1.28), ("h100", 0.71)):
+        r = _frame(hw, (4096, 4096, 4096)).iloc[0]
+        pj_per_flop = r.energy_pj / (2 * r.macs_dense)
+        assert 0.02 < pj_per_flop < bound, (hw, pj_per_flop)
+        assert r.power_w < archsim.load_hardware(hw).tdp_w
+
+
+def test_deterministic() -> None:
+    a = archsim.simulate("a100", _gemm_wl((300, 200, 100))).to_dataframe()
+    b = archsim.simulate("a100", _gemm_wl((300, 200, 100))).to_dataframe()
+    assert a.equals(b)
