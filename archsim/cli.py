@@ -109,6 +109,7 @@ def format_layer_table(result: RunResult) -> str:
     candidates = [(c, f"vs {c[11:]} x", 1.0) for c in speedups] + [
         ("eie_load_balance", "balance %", 100.0),
         ("scnn_barrier_idle", "barrier %", 100.0),
+        ("tc_tflops", "TFLOPS", 1.0),
     ]
     extra = next(((c, h, k) for c, h, k in candidates if c in df.columns), None)
     head = (

@@ -148,3 +148,16 @@ def test_deterministic() -> None:
     a = archsim.simulate("a100", _gemm_wl((300, 200, 100))).to_dataframe()
     b = archsim.simulate("a100", _gemm_wl((300, 200, 100))).to_dataframe()
     assert a.equals(b)
+
+
+def test_cli_unsupported_precision_exits_2_with_one_line(tmp_path, capsys) -> None:
+    from archsim.cli import main
+
+    path = tmp_path / "int8.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "name": "i8", "source": "t", "layers": [
+        {"kind": "gemm", "name": "q", "m": 64, "n": 64, "k": 64, "precision": "int8",
+         "accumulate": "int32"}]}))  # fmt: skip
+    assert main(["run", "v100", str(path), "-o", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "precision 'int8' is not supported by v100" in err
+    assert not (tmp_path / "out").exists()
