@@ -12,6 +12,7 @@ from archsim.config.io import load_hardware, load_workload
 from archsim.config.workload import WorkloadSpec
 from archsim.energy.pricing import PriceList, eie_price_list, price_counts
 from archsim.energy.pricing_cnn import dcnn_price_list, scnn_price_list
+from archsim.energy.pricing_systolic import systolic_price_list
 from archsim.errors import ConfigError, SimulationError
 from archsim.results import LayerResult, RunResult
 from archsim.units import cycles_to_seconds, power_w
@@ -50,7 +51,12 @@ def _with_baseline(
 
 
 #: accelerator name -> function(config) -> PriceList
-PRICE_LISTS = {"eie": eie_price_list, "scnn": scnn_price_list, "dcnn": dcnn_price_list}
+PRICE_LISTS = {
+    "eie": eie_price_list,
+    "scnn": scnn_price_list,
+    "dcnn": dcnn_price_list,
+    "systolic": systolic_price_list,
+}
 
 
 def archsim_version() -> str:
