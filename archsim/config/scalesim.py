@@ -84,12 +84,14 @@ def read_scalesim_config(path: str | Path) -> dict[str, Any]:
     try:
         parser.read_string(text, source=str(path))
     except configparser.Error as exc:
-        line = getattr(exc, "lineno", 0) or 0
-        raise ConfigError(
-            str(path),
-            f"line {line}" if line else "",
-            f"malformed INI: {exc.message.splitlines()[0]}",
-        ) from None
+        errors = getattr(exc, "errors", None)
+        if errors:  # ParsingError: [(line number, text), ...]
+            line, bad = errors[0][0], str(errors[0][1]).strip()
+            problem = f"malformed INI line {bad!r}; allowed: [section] headers and 'key: value'"
+        else:
+            line = getattr(exc, "lineno", 0) or 0
+            problem = f"malformed INI: {exc.message.splitlines()[0]}"
+        raise ConfigError(str(path), f"line {line}" if line else "", problem) from None
 
     def get(section: str, key: str, default: str | None = None) -> str:
         if parser.has_option(section, key):
@@ -177,8 +179,8 @@ def read_scalesim_topology(path: str | Path) -> dict[str, Any]:
     rows = list(csv.reader(io.StringIO(text)))
     if not rows or not _fields(rows[0]):
         raise ConfigError(str(path), "line 1", "empty topology; allowed: a SCALE-Sim CSV header")
-    header = [h.lower() for h in _fields(rows[0])]
-    gemm = len(header) >= 4 and header[1:4] == ["m", "n", "k"]
+    header = _fields(rows[0])
+    gemm = len(header) >= 4 and [h.lower() for h in header[1:4]] == ["m", "n", "k"]
     want = 4 if gemm else 8
     if not gemm and len(header) < 8:
         raise ConfigError(
