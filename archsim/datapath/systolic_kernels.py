@@ -38,8 +38,6 @@ timing, so they are 0 here).
 
 from __future__ import annotations
 
-import math
-
 import numba as nb
 import numpy as np
 
@@ -51,6 +49,7 @@ __all__ = [
     "scalesim_rows_per_fold",
     "paper_fold_cycles",
     "scalesim_memory",
+    "fold_demands",
 ]
 
 DATAFLOWS = ("os", "ws", "is")
@@ -496,9 +495,40 @@ def scalesim_memory(
     return dict(zip(SCALESIM_FIELDS, (int(x) for x in res), strict=True))
 
 
-def ceil_div(a: int, b: int) -> int:
-    """ceil(a / b) for positive ints."""
-    return -(-a // b)
+@nb.njit(cache=True)
+def _fold_demand(df, op, fr, fc, R, C, M, N, K, g, width):
+    """Demand addresses of one fold of operand ``op`` (rows_per_fold x width, -1 = none)."""
+    if df == 0:
+        T = K
+        per_fold = T + R + C - 2
+    else:
+        T = M if df == 1 else N
+        per_fold = 2 * R + C + T - 2
+    out = np.empty((per_fold, width), np.int64)
+    for r in range(per_fold):
+        for c in range(width):
+            out[r, c] = _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g)
+    return out
 
 
-_ = math
+def fold_demands(dataflow: str, rows: int, cols: int, geometry: tuple[int, ...]):
+    """Yield ``(fold index, ifmap, filter, ofmap)`` SCALE-Sim demand blocks fold by fold
+    (addresses without offsets, -1 = no request), column fold outer; for streamed traces."""
+    ih, iw, fh, fw, ch, stride, oh, ow, nf = (int(x) for x in geometry)
+    window = fh * fw * ch
+    m, n, k = oh * ow, nf, window
+    g = np.array([ih, iw, fh, fw, ch, stride, ow, nf, window], dtype=np.int64)
+    df = _DF_CODE[dataflow]
+    rf, cf = fold_counts(dataflow, rows, cols, m, n, k)
+    w_i = cols if dataflow == "is" else rows
+    w_f = rows if dataflow == "is" else cols
+    idx = 0
+    for fc in range(cf):
+        for fr in range(rf):
+            yield (
+                idx,
+                _fold_demand(df, 0, fr, fc, rows, cols, m, n, k, g, w_i),
+                _fold_demand(df, 1, fr, fc, rows, cols, m, n, k, g, w_f),
+                _fold_demand(df, 2, fr, fc, rows, cols, m, n, k, g, cols),
+            )
+            idx += 1

@@ -90,3 +90,26 @@ def test_scalesim_compat_matches_scalesim(name: str) -> None:
             assert ex["systolic_ifmap_dram_reads"] == g["ifmap_dram_reads"]
             assert ex["systolic_filter_dram_reads"] == g["filter_dram_reads"]
         assert ex["systolic_functional_max_error"] == 0.0
+
+
+@pytest.mark.parametrize("df", ["os", "ws", "is"])
+def test_streamed_trace_equals_literal_demand_matrices(df: str, tmp_path: Path) -> None:
+    import gzip
+
+    from archsim.accelerators.systolic_trace import write_sram_trace
+    from archsim.config.workload import GemmLayer
+    from archsim.datapath import systolic_reference as ref
+
+    hw = archsim.load_hardware("systolic_32x32_os").with_overrides(
+        {"array.rows": 4, "array.cols": 3, "array.dataflow": df}
+    )
+    layer = GemmLayer(kind="gemm", name="g", m=9, n=7, k=5)
+    path = tmp_path / "trace.csv.gz"
+    n = write_sram_trace(hw, layer, path, offsets=(0, 0, 0))
+    with gzip.open(path, "rt") as f:
+        got = np.loadtxt(f, delimiter=",", dtype=np.int64)
+    ifm, flt, ofm = ref.operand_matrices((9, 5, 1, 5, 1, 1, 9, 1, 7))
+    _, _, di, dfl, do = ref._matrices(df, 4, 3, ifm, flt, ofm)
+    assert n == got.shape[0] == di.shape[0]
+    np.testing.assert_array_equal(got[:, 0], np.arange(n))
+    np.testing.assert_array_equal(got[:, 1:], np.concatenate([di, dfl, do], axis=1))
