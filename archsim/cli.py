@@ -75,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run a baseline (e.g. dcnn for scnn) and add speedup_vs_<baseline> columns",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
+    run.add_argument(
+        "--from-scalesim",
+        nargs=2,
+        metavar=("CFG", "TOPOLOGY"),
+        help="take HW and WORKLOAD from a SCALE-Sim .cfg and topology CSV (systolic array); "
+        "also writes DIR/COMPUTE_REPORT.csv in SCALE-Sim's format",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     lst = sub.add_parser("list", help="list the hardware and workload presets")
     lst.add_argument("--json", action="store_true", help="machine-readable output")
@@ -162,10 +169,14 @@ def _write_outputs(result: RunResult, out_dir: Path) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    hw = load_hardware(args.hw)
+    if args.from_scalesim:
+        from archsim.config.scalesim import load_scalesim
+
+        hw, wl = load_scalesim(*args.from_scalesim)
+    else:
+        hw, wl = load_hardware(args.hw), load_workload(args.workload)
     if args.overrides:
         hw = hw.with_overrides(parse_overrides(args.overrides), source="--set")
-    wl = load_workload(args.workload)
     if args.seed < 0:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
     try:
@@ -176,6 +187,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
         raise WorkloadError(f"{wl.origin}: {field}: {exc.problem}") from None
     _write_outputs(result, Path(args.out))
+    if args.from_scalesim:
+        from archsim.config.scalesim import write_compute_report
+
+        write_compute_report(result, Path(args.out) / "COMPUTE_REPORT.csv")
     if not args.quiet:
         print(
             f"archsim {archsim_version()}: {result.hardware} on {result.workload}, "

@@ -13,6 +13,7 @@ from archsim.config.workload import WorkloadSpec
 from archsim.energy.pricing import PriceList, eie_price_list, price_counts
 from archsim.energy.pricing_cnn import dcnn_price_list, scnn_price_list
 from archsim.energy.pricing_gpu import gpu_price_list
+from archsim.energy.pricing_systolic import systolic_price_list
 from archsim.errors import ConfigError, SimulationError
 from archsim.results import LayerResult, RunResult
 from archsim.units import cycles_to_seconds, power_w
@@ -56,6 +57,7 @@ PRICE_LISTS = {
     "scnn": scnn_price_list,
     "dcnn": dcnn_price_list,
     "tensor_core": gpu_price_list,
+    "systolic": systolic_price_list,
 }
 
 

@@ -6,6 +6,7 @@ from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.dcnn import simulate_dcnn
 from archsim.accelerators.eie import EieLayerRun, run_eie_layer, simulate_eie
 from archsim.accelerators.scnn import run_scnn_conv, simulate_scnn
+from archsim.accelerators.systolic import simulate_systolic
 from archsim.accelerators.tensor_core import run_gemm, simulate_tensor_core
 
 #: accelerator name -> function(config, workload, seed) -> (outcomes, SimContext)
@@ -14,6 +15,7 @@ REGISTRY: dict[str, Callable] = {
     "scnn": simulate_scnn,
     "dcnn": simulate_dcnn,
     "tensor_core": simulate_tensor_core,
+    "systolic": simulate_systolic,
 }
 
 __all__ = [
@@ -27,4 +29,5 @@ __all__ = [
     "simulate_eie",
     "simulate_scnn",
     "simulate_tensor_core",
+    "simulate_systolic",
 ]

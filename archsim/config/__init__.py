@@ -30,6 +30,7 @@ from archsim.config.scnn import (
     PeGridConfig,
     ScnnConfig,
 )
+from archsim.config.systolic import ScalesimCompatConfig, SystolicArrayConfig, SystolicConfig
 from archsim.config.workload import (
     ConvLayer,
     FcLayer,
@@ -62,6 +63,9 @@ __all__ = [
     "MmaUnitConfig",
     "PeArrayConfig",
     "SramConfig",
+    "ScalesimCompatConfig",
+    "SystolicArrayConfig",
+    "SystolicConfig",
     "TechnologyConfig",
     "WorkloadSpec",
     "hardware_from_dict",

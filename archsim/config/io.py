@@ -13,6 +13,7 @@ from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.eie import EieConfig
 from archsim.config.gpu import GpuConfig
 from archsim.config.scnn import DcnnConfig, ScnnConfig
+from archsim.config.systolic import SystolicConfig
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
 
@@ -34,9 +35,10 @@ HARDWARE_MODELS: dict[str, type[ArchsimModel]] = {
     "scnn": ScnnConfig,
     "dcnn": DcnnConfig,
     "tensor_core": GpuConfig,
+    "systolic": SystolicConfig,
 }
 
-HardwareConfig = EieConfig | ScnnConfig | DcnnConfig | GpuConfig
+HardwareConfig = EieConfig | ScnnConfig | DcnnConfig | GpuConfig | SystolicConfig
 
 _KINDS = {"hardware": "hw_configs", "workload": "workloads", "sweep": "sweeps"}
 

@@ -1,0 +1,293 @@
+"""SCALE-Sim compatibility: read its ``.cfg`` (INI) and topology CSVs, write its compute report.
+
+``read_scalesim_config(path)`` -> a ``systolic`` hardware mapping (``timing_model: scalesim``);
+``read_scalesim_topology(path)`` -> a workload mapping (conv form ``name, IFMAP Height, IFMAP
+Width, Filter Height, Filter Width, Channels, Num Filter, Strides,`` or GEMM form ``name, M, N,
+K,`` recognised by its header; depth-wise ``DP`` layers expand per channel as in SCALE-Sim).
+Every malformed input raises ``ConfigError`` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import configparser
+import csv
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from archsim.errors import ConfigError
+
+__all__ = [
+    "load_scalesim",
+    "write_compute_report",
+    "read_scalesim_config",
+    "read_scalesim_topology",
+    "COMPUTE_REPORT_COLUMNS",
+    "compute_report_rows",
+]
+
+#: SCALE-Sim 3.0.0's COMPUTE_REPORT.csv header, in order.
+COMPUTE_REPORT_COLUMNS = (
+    "LayerID",
+    "Total Cycles (incl. prefetch)",
+    "Total Cycles",
+    "Stall Cycles",
+    "Overall Util %",
+    "Mapping Efficiency %",
+    "Compute Util %",
+)
+
+_ARCH = "architecture_presets"
+_INT_KEYS = {
+    "arrayheight": "ArrayHeight",
+    "arraywidth": "ArrayWidth",
+    "ifmapsramszkb": "IfmapSramSzkB",
+    "filtersramszkb": "FilterSramSzkB",
+    "ofmapsramszkb": "OfmapSramSzkB",
+}
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), "", "not UTF-8 text; allowed: a text file") from None
+
+
+def _line_of(text: str, section: str | None, key: str) -> int:
+    """1-based line of ``key`` (in ``section``), or of the section header, or 0."""
+    current = None
+    header = 0
+    for no, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        m = re.match(r"\[(.+)\]$", line)
+        if m:
+            current = m.group(1).strip()
+            if current == section:
+                header = no
+            continue
+        name = re.split(r"[:=]", line, maxsplit=1)[0].strip().lower()
+        if (section is None or current == section) and name == key.lower():
+            return no
+    return header
+
+
+def read_scalesim_config(path: str | Path) -> dict[str, Any]:
+    """A ``systolic`` hardware mapping from a SCALE-Sim ``.cfg`` (sizes kB -> bytes, 1-byte
+    words, USER/CALC interface bandwidth, ``timing_model: scalesim``, 1 GHz, 28 nm)."""
+    path = Path(path)
+    text = _read_text(path)
+    parser = configparser.ConfigParser()
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.Error as exc:
+        errors = getattr(exc, "errors", None)
+        if errors:  # ParsingError: [(line number, text), ...]
+            line, bad = errors[0][0], str(errors[0][1]).strip()
+            problem = f"malformed INI line {bad!r}; allowed: [section] headers and 'key: value'"
+        else:
+            line = getattr(exc, "lineno", 0) or 0
+            problem = f"malformed INI: {exc.message.splitlines()[0]}"
+        raise ConfigError(str(path), f"line {line}" if line else "", problem) from None
+
+    def get(section: str, key: str, default: str | None = None) -> str:
+        if parser.has_option(section, key):
+            return parser.get(section, key).strip()
+        if default is not None:
+            return default
+        where = _line_of(text, section, key) or _line_of(text, None, f"[{section}]")
+        raise ConfigError(
+            str(path),
+            f"line {where}" if where else f"[{section}]",
+            f"[{section}] {key} is missing; allowed: an integer (see SCALE-Sim's scale.cfg)",
+        )
+
+    def integer(section: str, key: str, default: str | None = None, low: int = 1) -> int:
+        raw = get(section, key, default)
+        try:
+            value = int(raw.split(",")[0].strip())
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            line = _line_of(text, section, key)
+            raise ConfigError(
+                str(path), f"line {line}", f"{key} = {raw!r}: allowed an integer >= {low}"
+            )
+        return value
+
+    if not parser.has_section(_ARCH):
+        raise ConfigError(str(path), "line 1", f"section [{_ARCH}] is missing")
+    rows = integer(_ARCH, "ArrayHeight")
+    cols = integer(_ARCH, "ArrayWidth")
+    sizes = {
+        k: integer(_ARCH, k) * 1024 for k in ("IfmapSramSzkB", "FilterSramSzkB", "OfmapSramSzkB")
+    }
+    df = get(_ARCH, "Dataflow").lower()
+    if df not in ("os", "ws", "is"):
+        line = _line_of(text, _ARCH, "Dataflow")
+        raise ConfigError(str(path), f"line {line}", f"Dataflow = {df!r}; allowed: os, ws, is")
+    mode = get("run_presets", "InterfaceBandwidth", "CALC").upper()
+    if mode not in ("USER", "CALC"):
+        line = _line_of(text, "run_presets", "InterfaceBandwidth")
+        raise ConfigError(
+            str(path), f"line {line}", f"InterfaceBandwidth = {mode!r}; allowed: USER, CALC"
+        )
+    bw = integer(_ARCH, "Bandwidth", "10")
+    ifmap_bw = integer("layout", "IfmapSRAMBankBandwidth", "10")
+    filter_bw = integer("layout", "FilterSRAMBankBandwidth", "10")
+    name = get("general", "run_name", path.stem)
+    return {
+        "schema_version": 1,
+        "accelerator": "systolic",
+        "name": name,
+        "description": f"converted from SCALE-Sim config {path.name}",
+        "source": f"SCALE-Sim configuration file {path.name}",
+        "clock": {"frequency_hz": 1.0e9},
+        "technology": {"node_nm": 28},
+        "array": {"rows": rows, "cols": cols, "dataflow": df},
+        "arithmetic": {"data_bits": 8, "accumulator_bits": 32},
+        "ifmap_sram": {"size_bytes": sizes["IfmapSramSzkB"], "width_bits": 8 * rows},
+        "filter_sram": {"size_bytes": sizes["FilterSramSzkB"], "width_bits": 8 * cols},
+        "ofmap_sram": {"size_bytes": sizes["OfmapSramSzkB"], "width_bits": 8 * cols},
+        "dram": {"kind": "lpddr4", "bandwidth_bytes_per_s": float(bw) * 1.0e9},
+        "timing_model": "scalesim",
+        "scalesim": {
+            "interface_bandwidth": mode.lower(),
+            "ifmap_words_per_cycle": ifmap_bw,
+            "filter_words_per_cycle": filter_bw,
+            "ofmap_words_per_cycle": bw,
+            "word_bytes": 1,
+        },
+    }
+
+
+def _fields(row: list[str]) -> list[str]:
+    """Cells of a SCALE-Sim CSV row (it ends rows with a comma; blank trailing cells dropped)."""
+    cells = [c.strip() for c in row]
+    while cells and cells[-1] == "":
+        cells.pop()
+    return cells
+
+
+def read_scalesim_topology(path: str | Path) -> dict[str, Any]:
+    """A workload mapping from a SCALE-Sim topology CSV (conv or GEMM ``M, N, K`` form)."""
+    path = Path(path)
+    text = _read_text(path)
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or not _fields(rows[0]):
+        raise ConfigError(str(path), "line 1", "empty topology; allowed: a SCALE-Sim CSV header")
+    header = _fields(rows[0])
+    gemm = len(header) >= 4 and [h.lower() for h in header[1:4]] == ["m", "n", "k"]
+    want = 4 if gemm else 8
+    if not gemm and len(header) < 8:
+        raise ConfigError(
+            str(path),
+            "line 1",
+            "header must be 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
+            "Channels, Num Filter, Strides,' (conv) or 'Layer Name, M, N, K,' (GEMM)",
+        )
+    layers: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for no, row in enumerate(rows[1:], start=2):
+        cells = _fields(row)
+        if not cells:
+            continue
+        if len(cells) < want:
+            raise ConfigError(
+                str(path),
+                f"line {no}",
+                f"{len(cells)} fields; allowed: {want} ({', '.join(header[:want])})",
+            )
+        name = cells[0]
+        values = []
+        for col, cell in enumerate(cells[1:want], start=1):
+            try:
+                v = int(cell)
+            except ValueError:
+                v = 0
+            if v < 1:
+                raise ConfigError(
+                    str(path), f"line {no}", f"{header[col]} = {cell!r}; allowed: an integer >= 1"
+                )
+            values.append(v)
+        if gemm:
+            m, n, k = values
+            expanded = [{"name": name, "kind": "gemm", "m": m, "n": n, "k": k, "precision": "int8",
+                         "accumulate": "int32"}]  # fmt: skip
+        else:
+            h, w, r, s, c, kf, stride = values
+            if r > h or s > w:
+                raise ConfigError(
+                    str(path), f"line {no}", f"filter {r}x{s} larger than the {h}x{w} input"
+                )
+            conv = {
+                "kind": "conv", "n": 1, "h": h, "w": w, "r": r, "s": s, "stride": stride,
+                "pad": 0, "groups": 1, "weight_density": 1.0, "activation_density": 1.0,
+            }  # fmt: skip
+            if "DP" in name:  # SCALE-Sim runs a depth-wise layer as one layer per channel
+                expanded = [
+                    {**conv, "name": f"{name}Channel_{i}", "c": 1, "k": kf} for i in range(c)
+                ]
+            else:
+                expanded = [{**conv, "name": name, "c": c, "k": kf}]
+        for lay in expanded:
+            if lay["name"] in names:
+                raise ConfigError(str(path), f"line {no}", f"duplicate layer name {lay['name']!r}")
+            names.add(lay["name"])
+            layers.append(lay)
+    if not layers:
+        raise ConfigError(str(path), "line 2", "no layers; allowed: one row per layer")
+    return {
+        "schema_version": 1,
+        "name": path.stem,
+        "source": f"SCALE-Sim topology file {path.name}",
+        "layers": layers,
+    }
+
+
+def compute_report_rows(result: Any) -> list[list[Any]]:
+    """Rows of SCALE-Sim's COMPUTE_REPORT.csv for a systolic ``RunResult`` (one per layer)."""
+    rows = []
+    for i, lr in enumerate(result.layers):
+        ex = lr.extras
+        total = lr.cycles
+        overall = ex.get("systolic_total_cycles_incl_prefetch", total)
+        pes = result.metadata["hardware_config"]["array"]
+        n_pes = pes["rows"] * pes["cols"]
+        util = 100.0 * lr.macs_effective / (total * n_pes) if total else 0.0
+        compute = ex.get("systolic_compute_cycles", total)
+        rows.append([
+            i, overall, total, ex.get("systolic_stall_cycles", 0), util,
+            100.0 * ex.get("systolic_mapping_efficiency", 0.0),
+            100.0 * lr.macs_effective / (compute * n_pes) if compute else 0.0,
+        ])  # fmt: skip
+    return rows
+
+
+def load_scalesim(cfg: str | Path, topology: str | Path) -> tuple[Any, Any]:
+    """(SystolicConfig, WorkloadSpec) from a SCALE-Sim ``.cfg`` and topology CSV."""
+    from pydantic import ValidationError
+
+    from archsim.config.base import validation_to_config_error
+    from archsim.config.io import hardware_from_dict
+    from archsim.config.workload import WorkloadSpec
+
+    hw = hardware_from_dict(read_scalesim_config(cfg), str(cfg))
+    try:
+        wl = WorkloadSpec.model_validate(read_scalesim_topology(topology))
+    except ValidationError as exc:
+        raise validation_to_config_error(exc, str(topology), WorkloadSpec) from None
+    return hw, wl.bind(Path(topology).parent, str(topology))
+
+
+def write_compute_report(result: Any, path: str | Path) -> Path:
+    """Write SCALE-Sim's COMPUTE_REPORT.csv layout (its header, one row per layer)."""
+    path = Path(path)
+    lines = [", ".join(COMPUTE_REPORT_COLUMNS) + ","]
+    for row in compute_report_rows(result):
+        lines.append(", ".join(str(x) for x in row) + ",")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

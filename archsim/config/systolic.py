@@ -1,0 +1,80 @@
+"""Dense systolic-array configuration (TPU-like; SCALE-Sim compatible)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt
+
+from archsim.config.base import ArchsimModel
+from archsim.config.components import (
+    ArithmeticConfig,
+    ClockConfig,
+    DramConfig,
+    SramConfig,
+    TechnologyConfig,
+)
+
+__all__ = ["SystolicArrayConfig", "ScalesimCompatConfig", "SystolicConfig"]
+
+
+class SystolicArrayConfig(ArchsimModel):
+    """An R x C grid of MAC PEs and the dataflow it runs."""
+
+    rows: int = Field(ge=1, le=4096, description="R, PE rows.")
+    cols: int = Field(ge=1, le=4096, description="C, PE columns.")
+    dataflow: Literal["os", "ws", "is"] = Field(
+        description="os: output, ws: weight, is: input stationary."
+    )
+
+    @property
+    def num_pes(self) -> int:
+        """R * C."""
+        return self.rows * self.cols
+
+
+class ScalesimCompatConfig(ArchsimModel):
+    """SCALE-Sim 3.0.0's memory interface, used when ``timing_model`` is ``scalesim``.
+
+    SCALE-Sim counts in words (``word_bytes``, 1 byte in 3.0.0) and its DRAM interface in words
+    per cycle: IFMAP and FILTER reads at ``IfmapSRAMBankBandwidth`` / ``FilterSRAMBankBandwidth``
+    and OFMAP writes at ``Bandwidth`` (USER mode); in CALC mode reads never stall and OFMAP
+    drains at ``cols`` words per cycle.
+    """
+
+    interface_bandwidth: Literal["user", "calc"] = "user"
+    ifmap_words_per_cycle: PositiveInt = 10
+    filter_words_per_cycle: PositiveInt = 10
+    ofmap_words_per_cycle: PositiveInt = 10
+    word_bytes: PositiveInt = 1
+
+
+class SystolicConfig(ArchsimModel):
+    """A dense systolic array with double-buffered IFMAP/FILTER/OFMAP SRAMs and a DRAM.
+
+    ``timing_model`` ``archsim`` (default) times every fold as ``2R + C + T - 2`` cycles and
+    overlaps each fold's DRAM loads with the previous fold's compute (double buffering);
+    ``scalesim`` reproduces SCALE-Sim 3.0.0's cycles and stalls exactly (see
+    ``archsim.accelerators.systolic``).
+    """
+
+    schema_version: Literal[1]
+    accelerator: Literal["systolic"]
+    name: str = "systolic"
+    description: str = ""
+    source: str = Field(default="", description="Citation of the design's parameters.")
+    clock: ClockConfig
+    technology: TechnologyConfig
+    array: SystolicArrayConfig
+    arithmetic: ArithmeticConfig = ArithmeticConfig(data_bits=8, accumulator_bits=32)
+    ifmap_sram: SramConfig
+    filter_sram: SramConfig
+    ofmap_sram: SramConfig
+    dram: DramConfig
+    timing_model: Literal["archsim", "scalesim"] = "archsim"
+    scalesim: ScalesimCompatConfig = ScalesimCompatConfig()
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """R * C."""
+        return self.array.num_pes

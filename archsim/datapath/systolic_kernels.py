@@ -1,0 +1,534 @@
+"""Fast systolic-array timing: fold arithmetic and a numba model of SCALE-Sim 3.0.0's memory.
+
+A GEMM ``O[M x N] = I[M x K] F[K x N]`` is mapped on an R x C array as SCALE-Sim maps it
+(Samajdar et al., ISPASS 2020): per dataflow the *spatial* dimensions Sr (over the R rows), Sc
+(over the C columns) and the *temporal* dimension T are
+
+* OS (output stationary): Sr = M, Sc = N, T = K;
+* WS (weight stationary): Sr = K, Sc = N, T = M;
+* IS (input stationary):  Sr = K, Sc = M, T = N;
+
+and the array runs ``ceil(Sr/R) * ceil(Sc/C)`` folds (column fold outer, row fold inner).
+
+``scalesim_memory`` reproduces, without building SCALE-Sim's demand/trace matrices, what
+SCALE-Sim 3.0.0 computes from them (its ``systolic_compute_{os,ws,is}`` demand matrices run
+through ``double_buffered_scratchpad`` with ``read_buffer`` / ``read_buffer_estimate_bw`` and
+``write_buffer``), including its quirks:
+
+* demand rows per fold: OS ``T + R + C - 2``, WS and IS ``2R + C + T - 2``; row ``i`` is issued
+  at cycle ``i + stalls so far``; "Total Cycles" is the cycle of the last OFMAP row, i.e.
+  ``folds * rows_per_fold - 1 + stalls`` when the last row does not stall;
+* IFMAP/FILTER read buffers (USER bandwidth mode): the operand's *prefetch order* (per fold
+  block, anti-diagonal roll-out for the skewed operands, row-major otherwise) is cut into sets
+  of ``ceil(size/100)`` valid addresses; the active window holds ``ceil(active/set)`` sets and
+  each miss shifts it by ``ceil(prefetch/set)`` sets (circularly) and issues one prefetch of
+  ``ceil(prefetch_size / bw)`` DRAM lines that completes ``lines + 1`` cycles after the
+  previous one; the stall bookkeeping adds a negative "stall" when the prefetch finished early
+  and twice a positive one, exactly as ``read_buffer.service_reads`` does;
+* CALC (estimated-bandwidth) mode never stalls reads;
+* the OFMAP write buffer fills lines of ``bw`` words, drains ``ceil(drain/bw)`` lines when the
+  active half is full (a partial line is flushed first) and stalls the array when it is full
+  while a drain is in flight.
+
+All cycle and count arithmetic is in int64. Addresses follow SCALE-Sim's operand matrices:
+IFMAP im2col addresses (``-1`` where a window leaves the image), FILTER
+``n * window + k``, OFMAP ``m * N + n``, each plus its offset (the offsets do not change any
+timing, so they are 0 here).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+__all__ = [
+    "DATAFLOWS",
+    "SCALESIM_FIELDS",
+    "spatio_temporal",
+    "fold_counts",
+    "scalesim_rows_per_fold",
+    "paper_fold_cycles",
+    "scalesim_memory",
+    "fold_demands",
+]
+
+DATAFLOWS = ("os", "ws", "is")
+_DF_CODE = {"os": 0, "ws": 1, "is": 2}
+
+#: What ``scalesim_memory`` returns, in this order.
+SCALESIM_FIELDS = (
+    "total_cycles",  # SCALE-Sim "Total Cycles" (cycle of the last OFMAP row, stalls included)
+    "stall_cycles",
+    "ifmap_dram_reads",  # words
+    "filter_dram_reads",
+    "ofmap_dram_writes",
+    "ifmap_dram_start",  # first cycle of the initial prefetch (negative: before cycle 0)
+    "filter_dram_start",
+    "ofmap_dram_stop",  # last cycle of the last OFMAP drain
+    "ifmap_prefetches",
+    "filter_prefetches",
+    "ofmap_drains",
+)
+
+
+def spatio_temporal(dataflow: str, m: int, n: int, k: int) -> tuple[int, int, int]:
+    """(Sr, Sc, T) of GEMM (M, N, K) under ``dataflow`` (see the module docstring)."""
+    if dataflow == "os":
+        return m, n, k
+    if dataflow == "ws":
+        return k, n, m
+    if dataflow == "is":
+        return k, m, n
+    raise ValueError(f"unknown dataflow {dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
+
+
+def fold_counts(dataflow: str, rows: int, cols: int, m: int, n: int, k: int) -> tuple[int, int]:
+    """(row folds, column folds) = (ceil(Sr/R), ceil(Sc/C))."""
+    sr, sc, _ = spatio_temporal(dataflow, m, n, k)
+    return -(-sr // rows), -(-sc // cols)
+
+
+def scalesim_rows_per_fold(dataflow: str, rows: int, cols: int, t: int) -> int:
+    """Demand rows (cycles) of one fold in SCALE-Sim 3.0.0: OS T+R+C-2, WS/IS 2R+C+T-2."""
+    if dataflow == "os":
+        return t + rows + cols - 2
+    return 2 * rows + cols + t - 2
+
+
+def paper_fold_cycles(rows: int, cols: int, t: int) -> int:
+    """Cycles of one fold in the SCALE-Sim paper's form ``2R + C + T - 2`` (all dataflows):
+    R + C - 2 cycles of operand skew (fill), T MAC steps, R cycles to drain the results."""
+    return 2 * rows + cols + t - 2
+
+
+# ------------------------------------------------------------------------------ address helpers
+
+
+@nb.njit(cache=True)
+def _ifmap_addr(mi, ki, g):
+    """IFMAP im2col address of (ofmap pixel mi, window index ki), -1 outside the image.
+
+    g = (ifmap_h, ifmap_w, filt_h, filt_w, channels, stride, ofmap_w, num_filters, window)."""
+    orow = mi // g[6]
+    ocol = mi - orow * g[6]
+    irow = orow * g[5]
+    icol = ocol * g[5]
+    per_row = g[3] * g[4]
+    c_row = ki // per_row
+    rem = ki - c_row * per_row
+    c_col = rem // g[4]
+    c_ch = rem - c_col * g[4]
+    if c_row + irow >= g[0] or c_col + icol >= g[1]:
+        return -1
+    return (c_row * g[1] + c_col) * g[4] + c_ch + (irow * g[1] + icol) * g[4]
+
+
+@nb.njit(cache=True)
+def _operand(op, i, j, g):
+    """Address of element (i, j) of operand ``op`` (0 IFMAP M x K, 1 FILTER K x N, 2 OFMAP)."""
+    if op == 0:
+        return _ifmap_addr(i, j, g)
+    if op == 1:
+        return j * g[8] + i
+    return i * g[7] + j
+
+
+@nb.njit(cache=True)
+def _prefetch_elem(df, op, row, col, R, C, M, N, K):
+    """(operand row, operand col) of prefetch-matrix element (row, col), or (-1, -1) if null."""
+    if df == 0:  # OS
+        if op == 0:  # blocks of T=K rows per row fold: I[fr*R + c, t]
+            fr, t = row // K, row % K
+            m = fr * R + col
+            return (m, t) if m < M else (-1, -1)
+        fc, t = row // K, row % K  # filter: F[t, fc*C + c]
+        n = fc * C + col
+        return (t, n) if n < N else (-1, -1)
+    if df == 1:  # WS
+        if op == 0:  # I[t, fr*R + c], blocks of T=M rows
+            fr, t = row // M, row % M
+            kk = fr * R + col
+            return (t, kk) if kk < K else (-1, -1)
+        fc, kk = row // K, row % K  # F[k, fc*C + c], blocks of K rows
+        n = fc * C + col
+        return (kk, n) if n < N else (-1, -1)
+    if op == 0:  # IS: I^T[k, fc*C + c], blocks of K rows
+        fc, kk = row // K, row % K
+        m = fc * C + col
+        return (m, kk) if m < M else (-1, -1)
+    fr, t = row // N, row % N  # F[fr*R + c, t], blocks of T=N rows
+    kk = fr * R + col
+    return (kk, t) if kk < K else (-1, -1)
+
+
+@nb.njit(cache=True)
+def _prefetch_shape(df, op, R, C, M, N, K):
+    """(rows, cols, rolled) of the prefetch matrix; rolled = anti-diagonal roll-out."""
+    row_fold_os = (M + R - 1) // R
+    col_fold_n = (N + C - 1) // C
+    row_fold_k = (K + R - 1) // R
+    col_fold_m = (M + C - 1) // C
+    if df == 0:
+        if op == 0:
+            return row_fold_os * K, R, True
+        return col_fold_n * K, C, True
+    if df == 1:
+        if op == 0:
+            return row_fold_k * M, R, True
+        return col_fold_n * K, C, False
+    if op == 0:
+        return col_fold_m * K, C, False
+    return row_fold_k * N, R, True
+
+
+@nb.njit(cache=True)
+def _build_sets(df, op, R, C, M, N, K, g, n_addr, eps):
+    """Set ids of every occurrence of every address in the prefetch order, as CSR.
+
+    Returns (start[n_addr + 1], sets[total valid], n_sets, n_prefetch_elements)."""
+    pr, pc, rolled = _prefetch_shape(df, op, R, C, M, N, K)
+    counts = np.zeros(n_addr + 1, np.int64)
+    total = pr * pc
+    addrs = np.empty(total, np.int64)
+    q = 0
+    if rolled:
+        for d in range(pr + pc):
+            hi = min(d, pr - 1)
+            lo = max(0, d - pc + 1)
+            for row in range(hi, lo - 1, -1):
+                i, j = _prefetch_elem(df, op, row, d - row, R, C, M, N, K)
+                a = -1 if i < 0 else _operand(op, i, j, g)
+                if a >= 0:
+                    addrs[q] = a
+                    q += 1
+                    counts[a + 1] += 1
+    else:
+        for row in range(pr):
+            for col in range(pc):
+                i, j = _prefetch_elem(df, op, row, col, R, C, M, N, K)
+                a = -1 if i < 0 else _operand(op, i, j, g)
+                if a >= 0:
+                    addrs[q] = a
+                    q += 1
+                    counts[a + 1] += 1
+    for a in range(n_addr):
+        counts[a + 1] += counts[a]
+    fill = counts[:-1].copy()
+    sets = np.empty(q, np.int64)
+    for p in range(q):
+        a = addrs[p]
+        sets[fill[a]] = p // eps
+        fill[a] += 1
+    return counts, sets, q // eps + 1, total
+
+
+@nb.njit(cache=True)
+def _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g):
+    """Address demanded by column c of demand row r of fold (fr, fc); -1 when none."""
+    if df == 0:  # OS: Sr = M, Sc = N
+        u = r - c
+        if op == 0:
+            m = fr * R + c
+            return _ifmap_addr(m, u, g) if (0 <= u < T and m < M) else -1
+        if op == 1:
+            n = fc * C + c
+            return n * g[8] + u if (0 <= u < T and n < N) else -1
+        j = u - (T - 1)
+        if 0 <= j < R:
+            m = fr * R + (R - 1 - j)
+            n = fc * C + c
+            if m < M and n < N:
+                return m * g[7] + n
+        return -1
+    if df == 1:  # WS: Sr = K, Sc = N, T = M
+        if op == 0:
+            t = r - c - R
+            kk = fr * R + c
+            return _ifmap_addr(t, kk, g) if (0 <= t < T and kk < K) else -1
+        if op == 1:
+            if r < R:
+                kk = fr * R + (R - 1 - r)
+                n = fc * C + c
+                if kk < K and n < N:
+                    return n * g[8] + kk
+            return -1
+        t = r - c - (2 * R - 1)
+        n = fc * C + c
+        return t * g[7] + n if (0 <= t < T and n < N) else -1
+    # IS: Sr = K, Sc = M, T = N
+    if op == 0:
+        if r < R:
+            kk = fr * R + (R - 1 - r)
+            m = fc * C + c
+            if kk < K and m < M:
+                return _ifmap_addr(m, kk, g)
+        return -1
+    if op == 1:
+        t = r - c - R
+        kk = fr * R + c
+        return t * g[8] + kk if (0 <= t < T and kk < K) else -1
+    t = r - c - (2 * R - 1)
+    m = fc * C + c
+    return m * g[7] + t if (0 <= t < T and m < M) else -1
+
+
+@nb.njit(cache=True)
+def _in_window(starts, sets, a, w0, w1, n_sets):
+    """Whether any occurrence of address a lies in the active window [w0, w1) (circular)."""
+    for p in range(starts[a], starts[a + 1]):
+        s = sets[p]
+        if w0 < w1:
+            if w0 <= s < w1:
+                return True
+        elif s >= w0 or s < w1:
+            return True
+    return False
+
+
+@nb.njit(cache=True)
+def _push(lines, nlines, dstart, fill):
+    """Append a line of ``fill`` words; drop drained lines / grow when the array is full."""
+    if nlines == lines.size:
+        live = nlines - dstart
+        if live * 2 > lines.size:
+            grown = np.zeros(lines.size * 2, np.int64)
+            grown[:live] = lines[dstart:nlines]
+            lines = grown
+        else:
+            lines[:live] = lines[dstart:nlines].copy()
+        nlines, dstart = live, 0
+    lines[nlines] = fill
+    return lines, nlines + 1, dstart
+
+
+@nb.njit(cache=True)
+def _kernel(
+    df, R, C, M, N, K, g, n_ifmap_addr, n_filter_addr,
+    user_bw, rd_size, bw_i, bw_f, wr_size, bw_o,
+):  # fmt: skip
+    """The demand-row loop (see ``scalesim_memory``). Returns int64[len(SCALESIM_FIELDS)]."""
+    if df == 0:
+        Sr, Sc, T = M, N, K
+        per_fold = T + R + C - 2
+    elif df == 1:
+        Sr, Sc, T = K, N, M
+        per_fold = 2 * R + C + T - 2
+    else:
+        Sr, Sc, T = K, M, N
+        per_fold = 2 * R + C + T - 2
+    row_fold = (Sr + R - 1) // R
+    col_fold = (Sc + C - 1) // C
+    in_cols = R if (df != 2) else C  # IFMAP demand columns
+    f_cols = C if (df != 2) else R  # FILTER demand columns
+    eps_r = (rd_size[0] + 99) // 100
+    eps_f = (rd_size[1] + 99) // 100
+    # read buffers: [starts, sets] per operand
+    st_i, sets_i, ns_i, tot_i = _build_sets(df, 0, R, C, M, N, K, g, n_ifmap_addr, eps_r)
+    st_f, sets_f, ns_f, tot_f = _build_sets(df, 1, R, C, M, N, K, g, n_filter_addr, eps_f)
+    out = np.zeros(11, np.int64)
+    # per read operand: active sets A, prefetch sets P, window, last prefetch cycle, lines
+    act_i = (rd_size[0] + 1) // 2
+    act_f = (rd_size[1] + 1) // 2
+    pre_i = rd_size[0] - act_i
+    pre_f = rd_size[1] - act_f
+    a_i = min((act_i + eps_r - 1) // eps_r, ns_i)
+    p_i = min((pre_i + eps_r - 1) // eps_r, ns_i - a_i)
+    a_f = min((act_f + eps_f - 1) // eps_f, ns_f)
+    p_f = min((pre_f + eps_f - 1) // eps_f, ns_f - a_f)
+    w0_i, w1_i, w0_f, w1_f = 0, a_i, 0, a_f
+    nl_i = (pre_i + bw_i - 1) // bw_i
+    nl_f = (pre_f + bw_f - 1) // bw_f
+    rows_i = (tot_i + bw_i - 1) // bw_i
+    rows_f = (tot_f + bw_f - 1) // bw_f
+    nl0_i = min((act_i + bw_i - 1) // bw_i, rows_i)
+    nl0_f = min((act_f + bw_f - 1) // bw_f, rows_f)
+    last_i = -1  # the initial prefetch (at the first demand row, cycle 0) ends at cycle -1
+    last_f = -1
+    if user_bw:
+        out[2] = nl0_i * bw_i
+        out[3] = nl0_f * bw_f
+        out[5] = -nl0_i
+        out[6] = -nl0_f
+    # write buffer
+    w_total = wr_size
+    w_active = (w_total + 1) // 2
+    w_drain = w_total - w_active
+    ld = (w_drain + bw_o - 1) // bw_o
+    lines = np.zeros(1024, np.int64)  # fill counts of undrained lines (compacted as it goes)
+    nlines = 0
+    cur = 0
+    dstart = 0
+    free = w_total
+    drain_end = 0
+    drained_any = False
+    first_drain = 0
+    w_stop = 0
+    stalls = 0
+    i = 0
+    last_out = 0
+    for fc in range(col_fold):
+        for fr in range(row_fold):
+            for r in range(per_fold):
+                cycle = i + stalls
+                off_i = 1
+                off_f = 1
+                if user_bw:
+                    for c in range(in_cols):
+                        a = _demand(df, 0, fr, fc, r, c, R, C, M, N, K, T, g)
+                        if a < 0:
+                            continue
+                        while not _in_window(st_i, sets_i, a, w0_i, w1_i, ns_i):
+                            w0_i = (w0_i + p_i) % ns_i
+                            w1_i = (w0_i + a_i) % ns_i
+                            last_i = last_i + nl_i + 1
+                            out[2] += nl_i * bw_i
+                            out[8] += 1
+                            pot = last_i - (cycle + off_i)
+                            off_i += pot
+                            if pot > 0:
+                                off_i += pot
+                    for c in range(f_cols):
+                        a = _demand(df, 1, fr, fc, r, c, R, C, M, N, K, T, g)
+                        if a < 0:
+                            continue
+                        while not _in_window(st_f, sets_f, a, w0_f, w1_f, ns_f):
+                            w0_f = (w0_f + p_f) % ns_f
+                            w1_f = (w0_f + a_f) % ns_f
+                            last_f = last_f + nl_f + 1
+                            out[3] += nl_f * bw_f
+                            out[9] += 1
+                            pot = last_f - (cycle + off_f)
+                            off_f += pot
+                            if pot > 0:
+                                off_f += pot
+                # OFMAP writes
+                now = cycle
+                for c in range(C):
+                    a = _demand(df, 2, fr, fc, r, c, R, C, M, N, K, T, g)
+                    if a < 0:
+                        continue
+                    cur += 1
+                    free -= 1
+                    if cur == bw_o:
+                        lines, nlines, dstart = _push(lines, nlines, dstart, bw_o)
+                        cur = 0
+                    if now < drain_end:
+                        if free <= 0:
+                            now = drain_end
+                    elif free < w_active:
+                        if cur > 0:
+                            lines, nlines, dstart = _push(lines, nlines, dstart, cur)
+                            cur = 0
+                        nd = min(ld, nlines - dstart)
+                        data = nd * bw_o - (bw_o - lines[dstart + nd - 1])
+                        out[4] += data
+                        out[10] += 1
+                        if not drained_any:
+                            first_drain = now
+                            drained_any = True
+                        drain_end = now + nd - 1
+                        w_stop = max(w_stop, drain_end)
+                        free += data
+                        dstart += nd
+                st = max(off_i - 1, off_f - 1, now - cycle)
+                last_out = now
+                stalls += st
+                i += 1
+    # final drain of everything left (empty_all_buffers at the last row's OFMAP cycle)
+    if cur > 0:
+        lines, nlines, dstart = _push(lines, nlines, dstart, cur)
+        cur = 0
+    t = last_out
+    while (drained_any or nlines > 0) and dstart < nlines:
+        nd = min(ld, nlines - dstart)
+        data = nd * bw_o - (bw_o - lines[dstart + nd - 1])
+        out[4] += data
+        out[10] += 1
+        if not drained_any:
+            first_drain = t
+            drained_any = True
+        drain_end = t + nd - 1
+        w_stop = max(w_stop, drain_end)
+        dstart += nd
+        t = drain_end + 1
+    out[0] = last_out
+    out[1] = stalls
+    out[7] = w_stop
+    _ = first_drain
+    return out
+
+
+def scalesim_memory(
+    dataflow: str,
+    rows: int,
+    cols: int,
+    geometry: tuple[int, ...],
+    *,
+    user_bandwidth: bool,
+    ifmap_sram_words: int,
+    filter_sram_words: int,
+    ofmap_sram_words: int,
+    ifmap_words_per_cycle: int,
+    filter_words_per_cycle: int,
+    ofmap_words_per_cycle: int,
+) -> dict[str, int]:
+    """SCALE-Sim 3.0.0's cycles, stalls and DRAM counts of one layer (fields in
+    ``SCALESIM_FIELDS``), computed row by row without materialising any matrix.
+
+    ``geometry`` = (ifmap_h, ifmap_w, filt_h, filt_w, channels, stride, ofmap_h, ofmap_w,
+    num_filters) in SCALE-Sim's terms (a GEMM is ifmap M x K, filter 1 x K, 1 channel, N
+    filters); SRAM sizes are in words (SCALE-Sim: 1 byte per word, ``kB * 1024``). DRAM read
+    bandwidths only matter with ``user_bandwidth``; without it (CALC mode) reads never stall and
+    the OFMAP drains at ``cols`` words per cycle (pass ``ofmap_words_per_cycle=cols``).
+    """
+    ih, iw, fh, fw, ch, stride, oh, ow, nf = (int(x) for x in geometry)
+    window = fh * fw * ch
+    m, n, k = oh * ow, nf, window
+    g = np.array([ih, iw, fh, fw, ch, stride, ow, nf, window], dtype=np.int64)
+    res = _kernel(
+        {"os": 0, "ws": 1, "is": 2}[dataflow], int(rows), int(cols), m, n, k, g,
+        ih * iw * ch, window * nf, bool(user_bandwidth),
+        np.array([ifmap_sram_words, filter_sram_words], dtype=np.int64),
+        max(1, int(ifmap_words_per_cycle)), max(1, int(filter_words_per_cycle)),
+        int(ofmap_sram_words), max(1, int(ofmap_words_per_cycle)),
+    )  # fmt: skip
+    return dict(zip(SCALESIM_FIELDS, (int(x) for x in res), strict=True))
+
+
+@nb.njit(cache=True)
+def _fold_demand(df, op, fr, fc, R, C, M, N, K, g, width):
+    """Demand addresses of one fold of operand ``op`` (rows_per_fold x width, -1 = none)."""
+    if df == 0:
+        T = K
+        per_fold = T + R + C - 2
+    else:
+        T = M if df == 1 else N
+        per_fold = 2 * R + C + T - 2
+    out = np.empty((per_fold, width), np.int64)
+    for r in range(per_fold):
+        for c in range(width):
+            out[r, c] = _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g)
+    return out
+
+
+def fold_demands(dataflow: str, rows: int, cols: int, geometry: tuple[int, ...]):
+    """Yield ``(fold index, ifmap, filter, ofmap)`` SCALE-Sim demand blocks fold by fold
+    (addresses without offsets, -1 = no request), column fold outer; for streamed traces."""
+    ih, iw, fh, fw, ch, stride, oh, ow, nf = (int(x) for x in geometry)
+    window = fh * fw * ch
+    m, n, k = oh * ow, nf, window
+    g = np.array([ih, iw, fh, fw, ch, stride, ow, nf, window], dtype=np.int64)
+    df = _DF_CODE[dataflow]
+    rf, cf = fold_counts(dataflow, rows, cols, m, n, k)
+    w_i = cols if dataflow == "is" else rows
+    w_f = rows if dataflow == "is" else cols
+    idx = 0
+    for fc in range(cf):
+        for fr in range(rf):
+            yield (
+                idx,
+                _fold_demand(df, 0, fr, fc, rows, cols, m, n, k, g, w_i),
+                _fold_demand(df, 1, fr, fc, rows, cols, m, n, k, g, w_f),
+                _fold_demand(df, 2, fr, fc, rows, cols, m, n, k, g, cols),
+            )
+            idx += 1

@@ -1,0 +1,245 @@
+"""archsim's systolic model side by side with SCALE-Sim 3.0.0: cycles, wall time, peak memory.
+
+Usage::
+
+    python benchmarks/scalesim_compare.py            # archsim vs the stored SCALE-Sim goldens
+    python benchmarks/scalesim_compare.py --regen [--only CASE ...] [--scalesim-venv DIR]
+
+``--regen`` writes our own SCALE-Sim ``.cfg`` / topology CSV per case into
+``tests/fixtures/scalesim/`` (layer dimensions of the public networks SCALE-Sim ships, in its
+format), runs SCALE-Sim from a separate virtual environment (default ``/work/scalesim-venv`` or
+``$SCALESIM_VENV``; 3.0.0 needs NumPy <= 2.3.5) under ``/usr/bin/time -v`` and stores its
+per-layer COMPUTE_REPORT / DETAILED_ACCESS_REPORT numbers, wall time and peak RSS as
+``<case>.json``. Without ``--regen`` each case runs on archsim (``timing_model: scalesim``, from
+the same cfg/CSV) in a fresh process, and a table compares cycles, stalls, time and memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "scalesim"
+
+CFG = """[general]
+run_name = {name}
+
+[architecture_presets]
+ArrayHeight:    {rows}
+ArrayWidth:     {cols}
+IfmapSramSzkB:   {kb}
+FilterSramSzkB:  {kb}
+OfmapSramSzkB:   {kb}
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Bandwidth : {bw}
+Dataflow : {df}
+MemoryBanks:   1
+ReadRequestBuffer: 32
+WriteRequestBuffer: 32
+
+[layout]
+IfmapCustomLayout: False
+IfmapSRAMBankBandwidth: {bw}
+IfmapSRAMBankNum: 1
+IfmapSRAMBankPort: 2
+FilterCustomLayout: False
+FilterSRAMBankBandwidth: {bw}
+FilterSRAMBankNum: 1
+FilterSRAMBankPort: 2
+
+[sparsity]
+SparsitySupport : false
+SparseRep : ellpack_block
+OptimizedMapping : false
+BlockSize : 8
+RandomNumberGeneratorSeed : 40
+
+[run_presets]
+InterfaceBandwidth: {mode}
+UseRamulatorTrace: False
+"""
+
+CONV_HEADER = (
+    "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+    "Strides,"
+)
+# AlexNet as in SCALE-Sim's topologies/conv_nets/alexnet.csv (Krizhevsky et al., 2012)
+ALEXNET = [
+    ("Conv1", 224, 224, 11, 11, 3, 96, 4),
+    ("Conv2", 27, 27, 5, 5, 96, 256, 1),
+    ("Conv3", 13, 13, 3, 3, 256, 384, 1),
+    ("Conv4", 13, 13, 3, 3, 384, 384, 1),
+    ("Conv5", 13, 13, 3, 3, 384, 256, 1),
+]
+# topologies/GEMM_mnk/test_mnk_input.csv
+TEST_MNK = [("Test 1", 256, 128, 256)]
+
+CASES: dict[str, dict] = {
+    "alexnet_os_32x32_user": {"df": "os", "mode": "USER", "conv": ALEXNET},
+    "alexnet_ws_32x32_user": {"df": "ws", "mode": "USER", "conv": ALEXNET},
+    "alexnet_is_32x32_user": {"df": "is", "mode": "USER", "conv": ALEXNET},
+    "alexnet_ws_32x32_calc": {"df": "ws", "mode": "CALC", "conv": ALEXNET},
+    "test_mnk_os_32x32_user": {"df": "os", "mode": "USER", "gemm": TEST_MNK},
+    "test_mnk_ws_32x32_user": {"df": "ws", "mode": "USER", "gemm": TEST_MNK},
+    "test_mnk_is_32x32_user": {"df": "is", "mode": "USER", "gemm": TEST_MNK},
+    "gemm256_os_32x32_user": {"df": "os", "mode": "USER", "gemm": [("G256", 256, 256, 256)]},
+    "gemm512_os_32x32_user": {"df": "os", "mode": "USER", "gemm": [("G512", 512, 512, 512)]},
+    "gemm1024_os_32x32_user": {"df": "os", "mode": "USER", "gemm": [("G1024", 1024, 1024, 1024)]},
+}
+
+DRIVER = """
+import contextlib, io, os, sys
+from scalesim.scale_sim import scalesim
+cfg, topo, layout, out, kind = sys.argv[1:6]
+with contextlib.redirect_stdout(io.StringIO()):
+    s = scalesim(save_disk_space=True, verbose=False, config=cfg, topology=topo, layout=layout,
+                 input_type_gemm=(kind == "gemm"))
+    s.run_scale(top_path=out)
+"""
+
+
+def write_inputs(name: str, case: dict) -> tuple[Path, Path, str]:
+    """Write ``<name>.cfg`` and ``<name>.csv`` (SCALE-Sim formats) into the fixtures folder."""
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    cfg = FIXTURES / f"{name}.cfg"
+    cfg.write_text(CFG.format(name=name, rows=32, cols=32, kb=64, bw=10, df=case["df"],
+                              mode=case["mode"]), encoding="utf-8")  # fmt: skip
+    csv = FIXTURES / f"{name}.csv"
+    if "gemm" in case:
+        lines = ["Layer Name, M, N, K,"] + [f"{n}, {m}, {nn}, {k}," for n, m, nn, k in case["gemm"]]
+        kind = "gemm"
+    else:
+        lines = [CONV_HEADER] + [",".join(str(x) for x in row) + "," for row in case["conv"]]
+        kind = "conv"
+    csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return cfg, csv, kind
+
+
+def _report(path: Path) -> list[list[float]]:
+    rows = []
+    for line in path.read_text().splitlines()[1:]:
+        cells = [c.strip() for c in line.split(",") if c.strip()]
+        if cells:
+            rows.append([float(c) for c in cells])
+    return rows
+
+
+def run_scalesim(name: str, case: dict, venv: Path) -> dict:
+    """Run SCALE-Sim on one case; its per-layer numbers, wall time and peak RSS."""
+    cfg, csv, kind = write_inputs(name, case)
+    with tempfile.TemporaryDirectory() as tmp:
+        layout = Path(tmp) / "layout.csv"
+        layout.write_text("Layer name,\n")
+        cmd = ["/usr/bin/time", "-v", str(venv / "bin" / "python"), "-c", DRIVER, str(cfg),
+               str(csv), str(layout), tmp, kind]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", proc.stderr).group(1)
+        parts = [float(x) for x in wall.split(":")]
+        wall_s = sum(p * 60 ** (len(parts) - 1 - i) for i, p in enumerate(parts))
+        rss_kb = int(
+            re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1)
+        )
+        out = Path(tmp) / name
+        comp = _report(out / "COMPUTE_REPORT.csv")
+        det = _report(out / "DETAILED_ACCESS_REPORT.csv")
+    layers = []
+    for c, d in zip(comp, det, strict=True):
+        layers.append({
+            "total_cycles_incl_prefetch": int(c[1]), "total_cycles": int(c[2]),
+            "stall_cycles": int(c[3]), "ifmap_dram_reads": int(d[12]),
+            "filter_dram_reads": int(d[15]), "ofmap_dram_writes": int(d[18]),
+        })  # fmt: skip
+    return {"scalesim_version": "3.0.0", "wall_s": wall_s, "peak_rss_mb": rss_kb / 1024,
+            "layers": layers}  # fmt: skip
+
+
+ARCHSIM_DRIVER = """
+import json, resource, sys, time
+t = time.perf_counter()
+from archsim.config.scalesim import load_scalesim
+from archsim import simulate
+hw, wl = load_scalesim(sys.argv[1], sys.argv[2])
+t1 = time.perf_counter()
+res = simulate(hw, wl)
+t2 = time.perf_counter()
+rows = [{"total_cycles": lr.cycles, "stall_cycles": lr.extras["systolic_stall_cycles"],
+         "compute_cycles": lr.extras["systolic_compute_cycles"],
+         "functional_error": lr.extras["systolic_functional_max_error"]} for lr in res.layers]
+print(json.dumps({"wall_s": t2 - t1, "import_s": t1 - t,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "layers": rows}))
+"""
+
+
+def run_archsim(name: str) -> dict:
+    """archsim on one stored case, in a fresh process (its wall time excludes imports)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cfg, csv = FIXTURES / f"{name}.cfg", FIXTURES / f"{name}.csv"
+    proc = subprocess.run([sys.executable, "-c", ARCHSIM_DRIVER, str(cfg), str(csv)],
+                          capture_output=True, text=True, check=True, env=env)  # fmt: skip
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--regen", action="store_true", help="re-run SCALE-Sim, rewrite goldens")
+    ap.add_argument("--only", nargs="*", help="cases to run (default: all)")
+    default_venv = os.environ.get("SCALESIM_VENV", "/work/scalesim-venv")
+    ap.add_argument("--scalesim-venv", default=default_venv, help="SCALE-Sim's virtualenv")
+    args = ap.parse_args()
+    names = args.only or list(CASES)
+    if args.regen:
+        venv = Path(args.scalesim_venv)
+        if not (venv / "bin" / "python").exists():
+            print(f"no SCALE-Sim venv at {venv}; see the module docstring", file=sys.stderr)
+            return 2
+        for name in names:
+            data = run_scalesim(name, CASES[name], venv)
+            (FIXTURES / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
+            print(f"{name}: SCALE-Sim {data['wall_s']:.1f} s, {data['peak_rss_mb']:.0f} MB")
+        return 0
+    head = (f"{'case':<24}{'layer':>6}{'SS total':>11}{'AS total':>11}{'SS stall':>10}"
+            f"{'AS stall':>10}{'match':>6}")  # fmt: skip
+    print(head)
+    summary = []
+    ok = True
+    for name in names:
+        gold_path = FIXTURES / f"{name}.json"
+        if not gold_path.exists():
+            print(f"{name}: no golden (run --regen)")
+            continue
+        gold = json.loads(gold_path.read_text())
+        got = run_archsim(name)
+        for i, (g, a) in enumerate(zip(gold["layers"], got["layers"], strict=True)):
+            same = g["total_cycles"] == a["total_cycles"] and g["stall_cycles"] == a["stall_cycles"]
+            ok &= same
+            print(
+                f"{name[:23]:<24}{i:>6}{g['total_cycles']:>11,}{a['total_cycles']:>11,}"
+                f"{g['stall_cycles']:>10,}{a['stall_cycles']:>10,}{'yes' if same else 'NO':>6}"
+            )
+        summary.append((name, gold["wall_s"], got["wall_s"], gold["peak_rss_mb"],
+                        got["peak_rss_mb"]))  # fmt: skip
+    print()
+    print(
+        f"{'case':<24}{'SCALE-Sim s':>12}{'archsim s':>11}{'speed-up':>10}{'SS MB':>8}{'AS MB':>8}"
+    )
+    for name, ss, asim, ssm, asm in summary:
+        print(
+            f"{name[:23]:<24}{ss:>12.2f}{asim:>11.3f}{ss / max(asim, 1e-9):>9.0f}x"
+            f"{ssm:>8.0f}{asm:>8.0f}"
+        )
+    print("(archsim time excludes Python/numba imports; peak RSS includes them)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
