@@ -6,15 +6,12 @@ with text drawn as paths. The output depends only on the ``RunResult`` (no times
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from archsim.report.formatting import (
@@ -26,6 +23,7 @@ from archsim.report.formatting import (
     fmt_time,
     fmt_value,
 )
+from archsim.report.page import environment, write_page
 from archsim.report.plots import (
     energy_component_columns,
     figure_to_svg,
@@ -67,19 +65,6 @@ class _Column:
     title: str
     numeric: bool = True
     extra: bool = False
-
-
-def _environment() -> Environment:
-    env = Environment(
-        loader=PackageLoader("archsim", "report/templates"),
-        autoescape=select_autoescape(
-            enabled_extensions=("html", "j2"), default_for_string=True, default=True
-        ),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    return env
 
 
 def accelerator_columns(df: pd.DataFrame) -> list[str]:
@@ -188,31 +173,14 @@ def _context(result: RunResult) -> dict[str, Any]:
 
 def render_run_report(result: RunResult) -> str:
     """The HTML text of the report of ``result`` (self-contained, deterministic)."""
-    template = _environment().get_template(RUN_TEMPLATE)
+    template = environment().get_template(RUN_TEMPLATE)
     return template.render(**_context(result))
 
 
 def write_run_report(result: RunResult, path: str | Path) -> Path:
     """Write the report of ``result`` to ``path`` atomically; returns the file written.
 
-    When ``path`` is an existing directory the report is written to ``path/report.html``. The
-    text goes to a temporary file in the target directory first and is then renamed over the
-    target, so readers never see a half-written report and no temporary file is left behind.
+    When ``path`` is an existing directory the report goes to ``path/report.html``; nothing
+    half-written or temporary is ever left behind.
     """
-    target = Path(path)
-    if target.is_dir():
-        target = target / "report.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = render_run_report(result)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    return write_page(render_run_report(result), path, "report.html")

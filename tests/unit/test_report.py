@@ -139,7 +139,7 @@ def test_write_failure_leaves_no_temp(
     def boom(src: str, dst: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("archsim.report.html.os.replace", boom)
+    monkeypatch.setattr("archsim.report.page.os.replace", boom)
     with pytest.raises(OSError):
         write_run_report(tiny_result, tmp_path / "report.html")
     assert list(tmp_path.iterdir()) == []
