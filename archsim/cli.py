@@ -19,6 +19,7 @@ import yaml
 
 from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
 from archsim.errors import ArchsimError, ConfigError, WorkloadError
+from archsim.progress import layer_progress, progress_bar, progress_enabled
 from archsim.results import RunResult
 from archsim.simulate import archsim_version, simulate
 from archsim.workload.matvec import LayerDataError
@@ -169,7 +170,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
     try:
         baseline = load_hardware(args.baseline) if args.baseline else None
-        result = simulate(hw, wl, seed=args.seed, baseline=baseline)
+        steps = len(wl.layers) * (2 if baseline else 1)
+        with progress_bar(steps, "simulating", progress_enabled(args.quiet)) as advance:
+            result = simulate(
+                hw, wl, seed=args.seed, baseline=baseline, progress=layer_progress(advance)
+            )
     except LayerDataError as exc:
         index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
