@@ -1,4 +1,4 @@
-"""Command line: ``archsim run | list | schema | report``.
+"""Command line: ``archsim run | sweep | list | schema | report``.
 
 User mistakes print one line ``archsim: error: <file>: <field>: <problem>`` and exit with code 2.
 """
@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
 from archsim.errors import ArchsimError, ConfigError, WorkloadError
 from archsim.progress import layer_progress, progress_bar, progress_enabled
@@ -77,10 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    lst = sub.add_parser("list", help="list the hardware and workload presets")
+    add_sweep_parser(sub)
+    lst = sub.add_parser("list", help="list the hardware, workload and sweep presets")
     lst.add_argument("--json", action="store_true", help="machine-readable output")
-    sch = sub.add_parser("schema", help="print the JSON Schema of hardware or workload configs")
-    sch.add_argument("kind", choices=["hardware", "workload"])
+    sch = sub.add_parser("schema", help="print the JSON Schema of hardware, workload or sweeps")
+    sch.add_argument("kind", choices=["hardware", "workload", "sweep"])
     rep = sub.add_parser("report", help="rebuild DIR/report.html from DIR/results.json")
     rep.add_argument("dir", help="a folder written by `archsim run`")
     return p
@@ -207,7 +209,7 @@ def _preset_summary(kind: str) -> list[dict[str, str]]:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    presets = {k: _preset_summary(k) for k in ("hardware", "workload")}
+    presets = {k: _preset_summary(k) for k in ("hardware", "workload", "sweep")}
     if args.json:
         print(json.dumps(presets, indent=1))
         return 0
@@ -243,7 +245,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"run": _cmd_run, "list": _cmd_list, "schema": _cmd_schema, "report": _cmd_report}
+_COMMANDS = {
+    "run": _cmd_run,
+    "sweep": cmd_sweep,
+    "list": _cmd_list,
+    "schema": _cmd_schema,
+    "report": _cmd_report,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,7 @@ is a few per layer, independent of cycles.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,11 +29,16 @@ from archsim.datapath.reference import EieReferenceResult, eie_reference
 from archsim.engine.context import Dram, SimContext, Sram
 from archsim.engine.pipeline import double_buffered_pipeline
 from archsim.errors import SimulationError
+from archsim.memo import memoized
 from archsim.workload.matvec import materialize_matvec
 from archsim.workload.sparse import QuantizedMatVec
 
 __all__ = [
     "EieLayerRun",
+    "EiePrepared",
+    "functional_errors",
+    "prepare_eie_layer",
+    "time_eie_layer",
     "functional_error_bound",
     "run_eie_layer",
     "run_eie_reference",
@@ -74,8 +80,27 @@ def functional_error_bound(run: EieLayerRun) -> np.ndarray:
     return bound + (lay.bias_codes > 0) * (0.5 * lsb_o + 0.5 * lsb_w + 0.5 * lsb_a * bias_w)
 
 
-def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
-    """Encode ``layer`` for ``config`` and run the timing and functional kernels."""
+@dataclass(frozen=True, eq=False)
+class EiePrepared:
+    """What a layer needs before timing; independent of FIFO depth, line width and pipeline.
+
+    It depends on the layer and on ``pe_array.num_pes``, ``encoding.relative_index_bits`` and the
+    arithmetic widths only, so a sweep over the other fields reuses it (see ``archsim.memo``).
+    """
+
+    layer: QuantizedMatVec
+    encoded: EieEncoded
+    fixed_point: EieFixedPoint
+    cols: np.ndarray  # broadcast items: column, LNZD group, lane (int64)
+    groups: np.ndarray
+    lanes: np.ndarray
+    n_groups: int
+    ptr: np.ndarray  # int64 copy of encoded.ptr, the timing kernel's input
+    output_q: np.ndarray  # int64 accumulator values (before ReLU)
+
+
+def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
+    """Encode ``layer`` for ``config``, choose its fixed point and run the functional kernel."""
     n = config.pe_array.num_pes
     enc = encode_eie(
         layer.n_rows,
@@ -100,21 +125,6 @@ def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
         fp.act_q, layer.has_bias, fp.bias_act_q, n
     )
     ptr = enc.ptr.astype(np.int64)
-    cycles, stalls, per_pe = eie_timing(
-        cols,
-        groups,
-        lanes,
-        n_groups,
-        n,
-        config.activation_fifo.depth,
-        ptr,
-        enc.base,
-        enc.local_row,
-        enc.code,
-        enc.real_cum,
-        config.entries_per_line,
-        config.pipeline_stages - 1,
-    )
     out = eie_functional(
         cols,
         vals,
@@ -128,17 +138,49 @@ def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
         config.arithmetic.accumulator_bits,
         layer.n_rows,
     )
+    return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), ptr, out)
+
+
+def time_eie_layer(config: EieConfig, prep: EiePrepared) -> EieLayerRun:
+    """Run the timing kernel on a prepared layer (FIFO depth, line width, pipeline depth)."""
+    enc = prep.encoded
+    cycles, stalls, per_pe = eie_timing(
+        prep.cols,
+        prep.groups,
+        prep.lanes,
+        prep.n_groups,
+        config.pe_array.num_pes,
+        config.activation_fifo.depth,
+        prep.ptr,
+        enc.base,
+        enc.local_row,
+        enc.code,
+        enc.real_cum,
+        config.entries_per_line,
+        config.pipeline_stages - 1,
+    )
     return EieLayerRun(
-        layer=layer,
+        layer=prep.layer,
         encoded=enc,
-        fixed_point=fp,
+        fixed_point=prep.fixed_point,
         cycles=int(cycles),
         scanner_stalls=int(stalls),
         per_pe={name: per_pe[i] for i, name in enumerate(TIMING_FIELDS)},
-        n_items=int(cols.size),
-        n_groups=int(n_groups),
-        output_q=out,
+        n_items=int(prep.cols.size),
+        n_groups=prep.n_groups,
+        output_q=prep.output_q,
     )
+
+
+def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
+    """Encode ``layer`` for ``config`` and run the timing and functional kernels."""
+    return time_eie_layer(config, prepare_eie_layer(config, layer))
+
+
+def functional_errors(run: EieLayerRun) -> tuple[float, float]:
+    """(largest |fixed-point - float| output error, its bound), pre-ReLU."""
+    err = np.abs(run.output_q * 2.0**-run.fixed_point.out_frac - run.layer.reference_output())
+    return float(err.max(initial=0.0)), float(functional_error_bound(run).max(initial=0.0))
 
 
 def run_eie_reference(
@@ -191,7 +233,12 @@ def _capacity(config: EieConfig, run: EieLayerRun) -> tuple[dict[str, float], li
     return fills, warnings
 
 
-def _outcome(config: EieConfig, spec: FcLayer | LstmLayer, run: EieLayerRun) -> LayerOutcome:
+def _outcome(
+    config: EieConfig,
+    spec: FcLayer | LstmLayer,
+    run: EieLayerRun,
+    errors: tuple[float, float],
+) -> LayerOutcome:
     n = config.pe_array.num_pes
     pp = run.per_pe
     entries, real = int(pp["entries"].sum()), int(pp["real"].sum())
@@ -208,7 +255,6 @@ def _outcome(config: EieConfig, spec: FcLayer | LstmLayer, run: EieLayerRun) -> 
         "lnzd": {"examine": examined},
     }
     fills, warnings = _capacity(config, run)
-    err = np.abs(run.output_q * 2.0**-run.fixed_point.out_frac - run.layer.reference_output())
     extras: dict[str, Any] = {
         "eie_load_balance": float(busy.mean() / run.cycles) if run.cycles else 1.0,
         "eie_real_work": real / entries if entries else 1.0,
@@ -221,8 +267,8 @@ def _outcome(config: EieConfig, spec: FcLayer | LstmLayer, run: EieLayerRun) -> 
         "eie_broadcast_stall_cycles": run.scanner_stalls,
         "eie_nonzero_activations": run.n_items,
         "eie_max_pe_busy_cycles": int(busy.max(initial=0)),
-        "eie_functional_max_error": float(err.max(initial=0.0)),
-        "eie_functional_error_bound": float(functional_error_bound(run).max(initial=0.0)),
+        "eie_functional_max_error": errors[0],
+        "eie_functional_error_bound": errors[1],
         **fills,
     }
     if config.strict_capacity and warnings:
@@ -255,9 +301,22 @@ def simulate_eie(
             raise SimulationError(
                 f"EIE runs fc and lstm layers; layer {spec.name!r} is {spec.kind!r}"
             )
-        layer = materialize_matvec(spec, seed, workload.base_dir, config.encoding.codebook_entries)
-        run = run_eie_layer(config, layer)
-        outcomes.append(_outcome(config, spec, run))
+        # memoised per process when archsim.memo is on (sweeps): the layer depends on
+        # (spec, seed, codebook size) only, its preparation on a few hardware fields
+        cb = config.encoding.codebook_entries
+        lkey = ("eie.layer", spec.model_dump_json(), seed, str(workload.base_dir), cb)
+        layer = memoized(lkey, partial(materialize_matvec, spec, seed, workload.base_dir, cb))
+        pkey = (
+            lkey,
+            config.pe_array.num_pes,
+            config.encoding.relative_index_bits,
+            config.arithmetic.data_bits,
+            config.arithmetic.accumulator_bits,
+        )
+        prep = memoized(("eie.prepared", pkey), partial(prepare_eie_layer, config, layer))
+        run = time_eie_layer(config, prep)
+        errors = memoized(("eie.errors", pkey), partial(functional_errors, run))
+        outcomes.append(_outcome(config, spec, run, errors))
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))
     ctx = SimContext(config.clock.frequency_hz)
     dram = Dram(ctx, config.dram.bandwidth_bytes_per_s, config.dram.latency_s)
