@@ -187,10 +187,8 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _lookup(names: Mapping[str, Any], dotted: str, text: str) -> Any:
-    if dotted in names:
-        return names[dotted]
     node: Any = names
-    for key in dotted.split("."):
+    for key in [dotted] if dotted in names else dotted.split("."):
         if not isinstance(node, Mapping) or key not in node:
             top = ", ".join(sorted(k for k in names if not isinstance(names[k], Mapping)))
             raise ExpressionError(
