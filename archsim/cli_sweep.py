@@ -114,14 +114,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             advance(done - last[0])
             last[0] = done
 
-        frame = run_plan(
-            plan,
-            out,
-            n_jobs=args.jobs,
-            dask=args.dask,
-            progress=progress,
-            retry_errors=args.retry_errors,
-        )
+        try:
+            frame = run_plan(
+                plan,
+                out,
+                n_jobs=args.jobs,
+                dask=args.dask,
+                progress=progress,
+                retry_errors=args.retry_errors,
+            )
+        except KeyboardInterrupt:
+            raise ArchsimError(
+                f"interrupted; the points that finished are saved in {out}, run the same "
+                "command again to resume"
+            ) from None
     points = totals(frame)
     try:
         _write_outputs(out, frame, points, f"Sweep {plan.spec.name}")

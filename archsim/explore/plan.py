@@ -94,7 +94,8 @@ def _field_adapter(model: type[ArchsimModel], path: str) -> TypeAdapter[Any]:
     return TypeAdapter(Annotated[info.annotation, info] if info is not None else tp)
 
 
-def _axis_values(spec: SweepSpec, source: str, path: str, axis: list[Any] | AxisRange) -> list:
+def _axis_values(axis: list[Any] | AxisRange) -> list:
+    """The values of a grid/zip axis (a range becomes ``num`` values)."""
     if isinstance(axis, list):
         return axis
     assert axis.num is not None
@@ -201,11 +202,13 @@ def build_plan(
     if spec.mode == "random":
         combos = _samples(spec, source, base)
     else:
-        axes = {
-            p: _check_axis(base, source, p, _axis_values(spec, source, p, a))
-            for p, a in spec.axes.items()
-        }
+        axes = {p: _check_axis(base, source, p, _axis_values(a)) for p, a in spec.axes.items()}
         combos = _combinations(spec, source, axes)
+    for path in spec.derive:
+        try:
+            set_dotted(base.model_dump(), path, None, source)
+        except ConfigError as exc:
+            raise ConfigError(source, f"derive.{exc.field}", exc.problem) from None
     derive = {p: _expression(source, f"derive.{p}", t) for p, t in spec.derive.items()}
     constraints = [
         _expression(source, f"constraints.{i}", t) for i, t in enumerate(spec.constraints)

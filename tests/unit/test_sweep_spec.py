@@ -80,6 +80,11 @@ def test_presets_expand():
             "needs num",
         ),
         (
+            "axes: {pe_array.num_pes: [2]}\nderive: {pe_aray.num_pes: '2'}\n",
+            "derive.pe_aray",
+            "did you mean 'pe_array'",
+        ),
+        (
             "axes: {pe_array.num_pes: [2]}\nconstraints: ['pe_array.num_pes >']\n",
             "constraints.0",
             "invalid expression",
