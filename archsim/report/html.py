@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
+from archsim.report.accel_plots import figures_for, plot_time_per_layer
 from archsim.report.formatting import (
     fmt_energy,
     fmt_int,
@@ -27,7 +28,6 @@ from archsim.report.page import environment, write_page
 from archsim.report.plots import (
     energy_component_columns,
     figure_to_svg,
-    plot_cycles_per_layer,
     plot_energy_breakdown,
     plot_utilization,
 )
@@ -40,22 +40,24 @@ RUN_TEMPLATE = "run.html.j2"
 #: Columns that are neither base nor energy columns but are not accelerator-specific either.
 _GENERIC_COLUMNS = frozenset(BASE_COLUMNS) | {"start_cycle", "end_cycle"}
 
-#: (id, caption, plotting function) of the report's figures, in page order.
+#: (id, caption, plotting function) of every run's figures, in page order; the
+#: accelerator-specific ones (``accel_plots.figures_for``) follow.
 _FIGURES: tuple[tuple[str, str, Callable[[pd.DataFrame], Any]], ...] = (
     (
-        "cycles",
-        "Cycles per layer. The marker is the layer's cycle count with perfect load balance "
-        "(where the accelerator model reports it).",
-        plot_cycles_per_layer,
+        "time",
+        "Time per layer (time_s: the layer's cycles at the clock).",
+        plot_time_per_layer,
     ),
-    ("energy", "Energy per layer, stacked by priced component.", plot_energy_breakdown),
     (
         "utilization",
         "Effective MACs / (cycles \u00d7 peak MACs per cycle); the dashed line is the "
         "cycle-weighted average over the layers.",
         plot_utilization,
     ),
+    ("energy", "Energy per layer, stacked by priced component.", plot_energy_breakdown),
 )
+#: Column prefix of an accelerator's extras when it is not the accelerator's name.
+_EXTRA_PREFIX = {"tensor_core": "tc_"}
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ def accelerator_columns(df: pd.DataFrame) -> list[str]:
 
 
 def _extra_header(column: str, accelerator: str) -> str:
-    prefix = f"{accelerator}_"
+    prefix = _EXTRA_PREFIX.get(accelerator, f"{accelerator}_")
     name = column[len(prefix) :] if column.startswith(prefix) else column
     return name.replace("_", " ")
 
@@ -131,8 +133,10 @@ def _context(result: RunResult) -> dict[str, Any]:
     hw_cfg = meta.get("hardware_config")
     hw_description = hw_cfg.get("description", "") if isinstance(hw_cfg, dict) else ""
     figures = []
-    for fig_id, caption, plot in _FIGURES:
+    for fig_id, caption, plot in [*_FIGURES, *figures_for(result.accelerator, df)]:
         fig = plot(df)
+        if fig_id == "time" and "eie_ideal_cycles" in df:
+            caption += " The red mark is the layer's time with perfect load balance."
         svg = figure_to_svg(fig, id_prefix=f"fig-{fig_id}-")
         figures.append({"id": fig_id, "caption": caption, "svg": Markup(svg)})
     columns, rows = _layer_table(result, df)
@@ -146,6 +150,12 @@ def _context(result: RunResult) -> dict[str, Any]:
         ("area", f"{fmt_num(summary['total_area_mm2'])} mm\u00b2"),
         ("clock", f"{fmt_num(result.clock_hz / 1e6)} MHz"),
     ]
+    base = meta.get("baseline")
+    if isinstance(base, dict):
+        for key, value in base.items():
+            if key.startswith(("speedup_vs_", "energy_ratio_vs_")):
+                what, hw = key.split("_vs_", 1)
+                totals.append((f"{what.replace('_', ' ')} vs {hw}", f"{fmt_num(value)}\u00d7"))
     info = [
         ("accelerator", result.accelerator),
         ("hardware", result.hardware),

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from archsim.report.plots import energy_unit
+from archsim.report.plots import energy_unit, si_format
 
 __all__ = [
     "MetricUnit",
@@ -91,7 +91,7 @@ def _label(value: Any) -> str:
     """Tick label of an axis value: compact numbers (``400M``, ``64``, ``0.5``), else text."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
         return str(value)
-    return _compact(float(value))
+    return si_format(float(value))
 
 
 def axis_values(column: pd.Series) -> _AxisValues:
@@ -126,13 +126,6 @@ def _new_figure(width: float, height: float) -> Figure:
     return fig
 
 
-def _compact(value: float, _pos: int | None = None) -> str:
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= div:
-            return f"{value / div:.3g}{suffix}"
-    return f"{value:.3g}"
-
-
 def _style(ax: Axes) -> None:
     ax.spines[["top", "right"]].set_visible(False)
     ax.grid(color="#e4e4e4", linewidth=0.6)
@@ -150,7 +143,7 @@ def _set_x(ax: Axes, xv: _AxisValues, columns: int = 1) -> None:
         ax.set_xticklabels(xv.labels, rotation=30 if many else 0, ha="right" if many else "center")
         ax.set_xticks([], minor=True)
     elif not xv.log:
-        ax.xaxis.set_major_formatter(FuncFormatter(_compact))
+        ax.xaxis.set_major_formatter(FuncFormatter(si_format))
     if not xv.numeric and xv.ticks:
         ax.set_xlim(-0.5, len(xv.ticks) - 0.5)
 
@@ -212,7 +205,7 @@ def plot_metric_grid(
                 if c == 0:
                     _log_if_wide(ax, pd.to_numeric(ok[metric], errors="coerce").to_numpy(float))
                 if c == 0:
-                    ax.yaxis.set_major_formatter(FuncFormatter(_compact))
+                    ax.yaxis.set_major_formatter(FuncFormatter(si_format))
                     ax.set_ylabel(unit.label, fontsize=9)
                 if r == n_rows - 1:
                     ax.set_xlabel(axis, fontsize=9)

@@ -89,3 +89,60 @@ def make_claims() -> pd.DataFrame:
 @pytest.fixture
 def claims() -> pd.DataFrame:
     return make_claims()
+
+
+def make_gpu_result(n: int = 40):  # -> archsim.RunResult
+    """A synthetic tensor_core run: GEMMs with the GPU model's ``tc_*`` columns."""
+    from archsim.results import LayerResult, RunResult
+
+    rng = np.random.default_rng(3)
+    peak, bw, clock = 125.0, 900e9, 1.53e9
+    layers = []
+    for i in range(n):
+        m, k, nn = (int(2 ** rng.integers(4, 13)) for _ in range(3))
+        flops, dram = 2.0 * m * nn * k, 2.0 * (m * k + k * nn + m * nn)
+        ai = flops / dram
+        roof = min(peak, ai * bw / 1e12)
+        bound = "latency" if flops < 2e8 else ("compute" if ai * bw / 1e12 >= peak else "memory")
+        tflops = roof * (0.15 if bound == "latency" else rng.uniform(0.5, 0.9))
+        t = flops / (tflops * 1e12)
+        energy = flops * 0.5 + dram * 20.0
+        layers.append(
+            LayerResult(
+                layer=f"gemm_{i:03d}_{m}x{nn}x{k}",
+                kind="gemm",
+                cycles=int(t * clock),
+                time_s=t,
+                macs_dense=m * nn * k,
+                macs_effective=m * nn * k,
+                utilization=tflops / peak,
+                energy_pj=energy,
+                power_w=energy * 1e-12 / t,
+                dram_bytes=int(dram),
+                start_cycle=0,
+                end_cycle=0,
+                energy_by_component_pj={"tensor_cores": flops * 0.5, "hbm": dram * 20.0},
+                counts={},
+                extras={
+                    "tc_tile": "128x128x32",
+                    "tc_waves": float(rng.uniform(0.2, 8)),
+                    "tc_bound": bound,
+                    "tc_tflops": tflops,
+                    "tc_peak_fraction": tflops / peak,
+                    "tc_peak_tflops": peak,
+                    "tc_hbm_bandwidth_bytes_per_s": bw,
+                    "tc_arithmetic_intensity": ai,
+                },
+            )
+        )
+    return RunResult(
+        accelerator="tensor_core",
+        hardware="v100",
+        workload="deepbench_gemm",
+        seed=0,
+        clock_hz=clock,
+        total_cycles=sum(lr.cycles for lr in layers),
+        layers=tuple(layers),
+        area_mm2={"die": 815.0},
+        metadata={"archsim_version": "0.1.0"},
+    )

@@ -24,7 +24,7 @@ from archsim.report import (
 from archsim.report.formatting import fmt_energy, fmt_int, fmt_num, fmt_percent, fmt_power
 from archsim.report.html import accelerator_columns
 
-N_PLOTS = 3
+N_PLOTS = 4  # time, utilization, energy + EIE load balance
 _XMLNS = re.compile(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"')
 
 
