@@ -66,3 +66,17 @@ def test_simulate_reports_each_layer_with_baseline() -> None:
     names = [lr.layer for lr in res.layers]
     assert calls == [(i + 1, len(names), n) for i, n in enumerate(names)] * 2
     assert res.total_cycles == archsim.simulate(hw, wl).total_cycles  # progress changes nothing
+
+
+def test_terminal_table_fits_80_columns() -> None:
+    from conftest import make_gpu_result
+
+    from archsim.cli import format_layer_table
+
+    wl = archsim.load_workload("eie_benchmarks")
+    wl = wl.model_copy(update={"layers": wl.layers[7:]})
+    for result in (archsim.simulate("tiny_eie", wl), make_gpu_result(6)):
+        lines = format_layer_table(result).splitlines()
+        assert max(map(len, lines)) <= 80
+        assert len(lines) == len(result.layers) + 5  # head, rule, rows, rule, 2 total lines
+    assert "peak %" in format_layer_table(make_gpu_result(2))
