@@ -7,6 +7,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from archsim.explore import pareto
+
 __all__ = ["pareto_mask", "metric_sense", "MAXIMISED_METRICS"]
 
 #: Metrics where larger is better; every other metric is minimised.
@@ -24,33 +26,22 @@ def metric_sense(metric: str) -> str:
 
 
 def pareto_mask(frame: pd.DataFrame, objectives: Mapping[str, str]) -> pd.Series:
-    """True for the rows of ``frame`` that no other row dominates.
+    """True for the rows of ``frame`` that no other row dominates (see ``archsim.pareto``).
 
     ``objectives`` maps a column to ``"min"`` or ``"max"``. A row dominates another when it is
-    at least as good in every objective and better in one; rows with a missing or non-finite
-    objective are never on the front. Identical rows are all kept. O(n^2 / chunk) memory-bounded.
+    at least as good in every objective and better in one; rows that failed (``status`` not
+    ``ok``) or miss an objective are never on the front; identical rows are all kept.
     """
     if not objectives:
         raise ValueError("pareto_mask needs at least one objective")
     for col, sense in objectives.items():
         if sense not in ("min", "max"):
             raise ValueError(f"objective {col!r}: sense must be 'min' or 'max' (got {sense!r})")
-    values = np.column_stack(
-        [
-            pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float)
-            * (-1.0 if s == "max" else 1.0)
-            for c, s in objectives.items()
-        ]
+    front = pareto(
+        frame.reset_index(drop=True),
+        minimize=[c for c, s in objectives.items() if s == "min"],
+        maximize=[c for c, s in objectives.items() if s == "max"],
     )
-    valid = np.isfinite(values).all(axis=1)
     mask = np.zeros(len(frame), dtype=bool)
-    cand = values[valid]
-    keep = np.ones(len(cand), dtype=bool)
-    chunk = max(1, 2_000_000 // max(1, len(cand)))
-    for start in range(0, len(cand), chunk):
-        block = cand[start : start + chunk, None, :]  # (b, 1, k) vs (1, n, k)
-        no_worse = (cand[None, :, :] <= block).all(axis=2)
-        better = (cand[None, :, :] < block).any(axis=2)
-        keep[start : start + chunk] = ~(no_worse & better).any(axis=1)
-    mask[np.flatnonzero(valid)] = keep
+    mask[front.index.to_numpy()] = True
     return pd.Series(mask, index=frame.index, name="pareto")

@@ -47,6 +47,7 @@ class _Col:
     title: str
     numeric: bool = True
     extra: bool = False
+    css: str = ""  # class of the column's cells
 
 
 @dataclass
@@ -111,7 +112,9 @@ def _points_table(
     table.columns.append(_Col("status", "ok or error", numeric=False))
     table.columns += [_Col(units[m].label, m) for m in metrics]
     table.columns.append(_Col("Pareto", "on the Pareto front of the scatter above", False))
-    table.columns.append(_Col("error", "why the point failed", numeric=False))
+    show_error = not bool(ok.all())
+    if show_error:
+        table.columns.append(_Col("error", "why the point failed", numeric=False, css="msg"))
     for idx, rec in zip(points.index, points.to_dict(orient="records"), strict=True):
         good = bool(ok[idx])
         number = rec.get("point", idx)
@@ -128,7 +131,8 @@ def _points_table(
         cells.append(_Cell("\u2605" if on else "", "0" if on else "1"))  # ascending: front first
         err = rec.get("error")
         err_text = "" if good or err is None or pd.isna(err) else " ".join(str(err).split())
-        cells.append(_Cell(err_text))
+        if show_error:
+            cells.append(_Cell(err_text))
         key = rec.get("point_key")
         table.rows.append(
             {

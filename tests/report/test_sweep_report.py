@@ -132,3 +132,12 @@ def test_pareto_matches_brute_force(rows: list[tuple[int, int, int]]) -> None:
 
     want = [not dominated(p) for p in keys]
     assert got == want
+
+
+def test_error_column_only_when_a_point_failed() -> None:
+    pts = make_points(2, 2, 2, errors=0)
+    html = render_sweep_report(pts, axes=AXES, metrics=METRICS, title="t")
+    assert 'title="why the point failed"' not in html and 'class="msg"' not in html
+    pts.loc[0, ["status", "error"]] = ["error", "boom"]
+    html = render_sweep_report(pts, axes=AXES, metrics=METRICS, title="t")
+    assert 'title="why the point failed"' in html and '<td class="msg">boom</td>' in html
