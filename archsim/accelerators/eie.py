@@ -8,6 +8,7 @@ is a few per layer, independent of cycles.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -18,7 +19,12 @@ from archsim.accelerators.base import LayerOutcome
 from archsim.config.eie import EieConfig
 from archsim.config.workload import FcLayer, LstmLayer, WorkloadSpec
 from archsim.datapath.eie_encode import EieEncoded, encode_eie
-from archsim.datapath.eie_kernels import TIMING_FIELDS, eie_functional, eie_timing
+from archsim.datapath.eie_kernels import (
+    TIMING_FIELDS,
+    eie_functional,
+    eie_line_reads,
+    eie_timing,
+)
 from archsim.datapath.eie_prepare import (
     EieFixedPoint,
     broadcast_items,
@@ -29,6 +35,7 @@ from archsim.datapath.reference import EieReferenceResult, eie_reference
 from archsim.engine.context import Dram, SimContext, Sram
 from archsim.engine.pipeline import double_buffered_pipeline
 from archsim.errors import SimulationError
+from archsim.memo import enabled as memo_enabled
 from archsim.memo import memoized
 from archsim.workload.matvec import materialize_matvec
 from archsim.workload.sparse import QuantizedMatVec
@@ -141,10 +148,9 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
     return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), ptr, out)
 
 
-def time_eie_layer(config: EieConfig, prep: EiePrepared) -> EieLayerRun:
-    """Run the timing kernel on a prepared layer (FIFO depth, line width, pipeline depth)."""
+def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]:
     enc = prep.encoded
-    cycles, stalls, per_pe = eie_timing(
+    return eie_timing(
         prep.cols,
         prep.groups,
         prep.lanes,
@@ -159,9 +165,33 @@ def time_eie_layer(config: EieConfig, prep: EiePrepared) -> EieLayerRun:
         config.entries_per_line,
         config.pipeline_stages - 1,
     )
+
+
+def time_eie_layer(
+    config: EieConfig, prep: EiePrepared, memo_key: Hashable | None = None
+) -> EieLayerRun:
+    """Run the timing kernel on a prepared layer (FIFO depth, line width, pipeline depth).
+
+    With ``memo_key`` (the key ``prep`` is memoised under) and ``archsim.memo`` on, the timing
+    is memoised per (FIFO depth, pipeline depth) and the SpMat line reads, which depend on the
+    line width only, are counted apart: a sweep over widths does not re-run the timing kernel.
+    """
+    if memo_key is None or not memo_enabled():
+        cycles, stalls, per_pe = _timing(config, prep)
+    else:
+        depth, drain = config.activation_fifo.depth, config.pipeline_stages - 1
+        timing_key = ("eie.timing", memo_key, depth, drain)
+        cycles, stalls, per_pe = memoized(timing_key, partial(_timing, config, prep))
+        per_line = config.entries_per_line
+        lines = memoized(
+            ("eie.line_reads", memo_key, per_line),
+            partial(eie_line_reads, prep.cols, config.pe_array.num_pes, prep.ptr, per_line),
+        )
+        per_pe = per_pe.copy()  # the memoised array is shared
+        per_pe[TIMING_FIELDS.index("line_reads")] = lines
     return EieLayerRun(
         layer=prep.layer,
-        encoded=enc,
+        encoded=prep.encoded,
         fixed_point=prep.fixed_point,
         cycles=int(cycles),
         scanner_stalls=int(stalls),
@@ -314,7 +344,7 @@ def simulate_eie(
             config.arithmetic.accumulator_bits,
         )
         prep = memoized(("eie.prepared", pkey), partial(prepare_eie_layer, config, layer))
-        run = time_eie_layer(config, prep)
+        run = time_eie_layer(config, prep, ("eie.prepared", pkey))
         errors = memoized(("eie.errors", pkey), partial(functional_errors, run))
         outcomes.append(_outcome(config, spec, run, errors))
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))

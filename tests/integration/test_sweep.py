@@ -176,3 +176,31 @@ def test_bad_job_count(tmp_path, capsys, jobs):
     spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2]\n")
     assert main(["sweep", str(spec), "-o", str(tmp_path / "o"), "-j", jobs]) == 2
     assert "-j" in capsys.readouterr().err
+
+
+def test_memoised_eie_path_is_identical(tmp_path):
+    """With the memo on, timing is reused across line widths and line reads across FIFO
+    depths; every point must still equal a fresh, memo-free simulate()."""
+    from archsim import memo
+
+    (tmp_path / "small.yaml").write_text(WORKLOAD)
+    wl = archsim.load_workload(tmp_path / "small.yaml")
+    base = archsim.load_hardware("tiny_eie")
+    grid = [
+        {"pe_array.num_pes": n, "activation_fifo.depth": d, "spmat_sram.width_bits": w}
+        for n in (2, 3)
+        for d in (1, 3)
+        for w in (6, 24, 48)
+    ]
+    fresh = [archsim.simulate(base.with_overrides(g), wl, 1) for g in grid]
+    memo.enable()
+    try:
+        cached = [archsim.simulate(base.with_overrides(g), wl, 1) for g in grid]
+        assert memo.stats()["hits"] > 0
+    finally:
+        memo.disable()
+    for a, b in zip(fresh, cached, strict=True):
+        pd.testing.assert_frame_equal(a.to_dataframe(), b.to_dataframe())
+        assert a.total_cycles == b.total_cycles
+    reads = [r.layers[0].extras["eie_spmat_line_reads"] for r in fresh]
+    assert len(set(reads)) > 2  # the widths really change the line reads
