@@ -149,9 +149,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"Pareto front over {', '.join(f'{s} {m}' for m, s in metrics.items())}: "
         f"{len(front)} points"
     )
-    print(format_points(front, list(frame.attrs["axes"]), list(metrics)))
+    if len(front):
+        print(format_points(front, list(frame.attrs["axes"]), list(metrics)))
     failed = points[points["status"] != "ok"]
     for _, row in failed.head(3).iterrows():
         print(f"error at point {row['point']}: {row['error']}")
+    if len(failed) > 3:
+        print(f"... {len(failed) - 3} more errors (status, error in points.csv)")
     print(f"wrote {out / 'results.parquet'}, points.csv, report.html")
     return 0

@@ -36,10 +36,11 @@ def assemble(plan_rows: list[dict], axes: Sequence[str], results: pa.Table | Non
     res = results.to_pandas()
     res = res.drop(columns=[c for c in ("workload", "seed", "point") if c in res.columns])
     frame = plan.merge(res, on="point_key", how="left", sort=False)
-    if "layer_index" not in frame.columns:
-        frame["layer_index"] = np.nan
+    for c in (*POINT_COLUMNS, "layer_index"):  # e.g. when every point failed
+        if c not in frame.columns:
+            frame[c] = np.nan
     frame = frame.sort_values(["point", "layer_index"], kind="stable", na_position="first")
-    point_cols = [c for c in POINT_COLUMNS if c in frame.columns]
+    point_cols = list(POINT_COLUMNS)
     rest = [c for c in frame.columns if c not in lead and c not in point_cols]
     rest.remove("layer_index")
     return frame[lead + point_cols + ["layer_index", *rest]].reset_index(drop=True)
