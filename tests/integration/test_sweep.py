@@ -204,3 +204,15 @@ def test_memoised_eie_path_is_identical(tmp_path):
         assert a.total_cycles == b.total_cycles
     reads = [r.layers[0].extras["eie_spmat_line_reads"] for r in fresh]
     assert len(set(reads)) > 2  # the widths really change the line reads
+
+
+def test_all_points_failing_still_gives_a_full_frame_and_report(tmp_path, capsys):
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [1]\n  strict_capacity: [true]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "1 errors" in text and "error at point 0: SimulationError" in text
+    points = pd.read_csv(out / "points.csv")
+    assert points["status"].tolist() == ["error"]
+    assert points["total_time_s"].isna().all() and "total_energy_pj" in points.columns
+    assert (out / "report.html").stat().st_size > 1000
