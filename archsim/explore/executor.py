@@ -2,9 +2,10 @@
 
 Work is sent in small chunks of consecutive points, to long-lived workers: numba's compiled
 kernels load once per worker, and ``archsim.memo`` lets a worker reuse what consecutive points
-share (the materialised workload, EIE's encoding for a PE count). Every point runs
-``simulate(hardware, workload, seed)`` and nothing else, so results are bit-identical whichever
-executor runs them. A point that raises becomes an ``error`` record; the sweep goes on.
+share (the materialised workload, EIE's encoding for a PE count); each worker works through its
+own contiguous range of the plan and steals from the others when done (``schedule.py``). Every
+point runs ``simulate(hardware, workload, seed)`` and nothing else, so results are bit-identical
+whichever executor runs them. A point that raises becomes an ``error`` record; the sweep goes on.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from archsim import memo
 from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
+from archsim.explore.schedule import run_scheduled
 
 __all__ = ["Task", "run_task", "run_chunk", "execute", "default_jobs"]
 
@@ -84,40 +86,51 @@ def _init_worker(numba_threads: int) -> None:
     numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
 
 
-def _chunks(tasks: Sequence[Task], workers: int) -> list[list[Task]]:
-    size = max(1, min(8, math.ceil(len(tasks) / (workers * 4))))
-    return [list(tasks[i : i + size]) for i in range(0, len(tasks), size)]
+def _chunk_size(n: int, workers: int) -> int:
+    return max(1, min(8, math.ceil(n / (workers * 4))))
 
 
-def _serial(chunks: list[list[Task]]) -> Iterator[list[Record]]:
+def _serial(tasks: Sequence[Task]) -> Iterator[list[Record]]:
     was_on = memo.enabled()
     if not was_on:
         memo.enable()
     try:
-        for chunk in chunks:
-            yield [run_task(t) for t in chunk]
+        size = _chunk_size(len(tasks), 1)
+        for i in range(0, len(tasks), size):
+            yield [run_task(t) for t in tasks[i : i + size]]
     finally:
         if not was_on:
             memo.disable()
 
 
-def _pool(chunks: list[list[Task]], jobs: int) -> Iterator[list[Record]]:
+def _first_done(futures: list[Any]) -> list[Any]:
+    return list(wait(futures, return_when=FIRST_COMPLETED).done)
+
+
+def _pool(tasks: list[Task], jobs: int) -> Iterator[list[Record]]:
+    """One single-process executor per worker, so that chunks can go to a chosen worker."""
     threads = max(1, default_jobs() // jobs)
-    with ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(threads,),
-    ) as pool:
-        pending = {pool.submit(run_chunk, c) for c in chunks}
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    yield fut.result()
-        finally:
-            for fut in pending:
-                fut.cancel()
+    pools = [
+        ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(threads,),
+        )
+        for _ in range(jobs)
+    ]
+    try:
+        yield from run_scheduled(
+            tasks,
+            jobs,
+            _chunk_size(len(tasks), jobs),
+            lambda chunk, w: pools[w].submit(run_chunk, chunk),
+            _first_done,
+            lambda fut: fut.result(),
+        )
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
@@ -132,7 +145,7 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
             n_workers=jobs,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
         )
         return Client(cluster), cluster
     if "://" not in address and ":" not in address:
@@ -150,14 +163,31 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
         ) from None
 
 
-def _dask(chunks: list[list[Task]], address: str, jobs: int) -> Iterator[list[Record]]:
-    from dask.distributed import as_completed
+def _dask(tasks: list[Task], address: str, jobs: int) -> Iterator[list[Record]]:
+    from dask.distributed import wait as dask_wait
 
     client, cluster = _dask_client(address, jobs)
     try:
-        futures = [client.submit(run_chunk, c, pure=False) for c in chunks]
-        for fut in as_completed(futures):
-            yield fut.result()
+        client.wait_for_workers(1, timeout=60)
+        workers = sorted(client.scheduler_info()["workers"])
+
+        def submit(chunk: list[Task], w: int) -> Any:
+            # a loose restriction: the chosen worker, or another one if it has gone
+            return client.submit(
+                run_chunk, chunk, pure=False, workers=[workers[w]], allow_other_workers=True
+            )
+
+        def first_done(futures: list[Any]) -> list[Any]:
+            return list(dask_wait(futures, return_when="FIRST_COMPLETED").done)
+
+        yield from run_scheduled(
+            tasks,
+            len(workers),
+            _chunk_size(len(tasks), len(workers)),
+            submit,
+            first_done,
+            lambda fut: fut.result(),
+        )
     finally:
         client.close()
         if cluster is not None:
@@ -181,13 +211,13 @@ def execute(
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise ArchsimError(f"-j/n_jobs must be >= 1 (got {jobs})")
-    chunks = _chunks(tasks, jobs)
+    tasks = list(tasks)
     if dask:
-        stream = _dask(chunks, dask, jobs)
-    elif jobs == 1 or len(chunks) == 1:
-        stream = _serial(chunks)
+        stream = _dask(tasks, dask, jobs)
+    elif jobs == 1 or len(tasks) == 1:
+        stream = _serial(tasks)
     else:
-        stream = _pool(chunks, min(jobs, len(chunks)))
+        stream = _pool(tasks, min(jobs, len(tasks)))
     for records in stream:
         if on_records is not None:
             on_records(records)

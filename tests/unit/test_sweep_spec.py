@@ -264,3 +264,24 @@ def test_schema_and_list_show_sweeps(capsys):
         "total_energy_pj": "min",
         "total_area_mm2": "min",
     }
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 300), st.integers(1, 6), st.integers(1, 9), st.lists(st.integers(0, 5)))
+def test_range_scheduler_hands_out_every_task_once(n, workers, chunk, order):
+    from archsim.explore.schedule import RangeScheduler
+
+    sched = RangeScheduler(n, workers, chunk)
+    seen: list[int] = []
+    active = list(range(workers))
+    turn = 0
+    while active:  # workers ask in an arbitrary order, as they finish
+        w = active[(order[turn % len(order)] if order else turn) % len(active)]
+        turn += 1
+        span = sched.next(w)
+        if span is None:
+            active.remove(w)
+            continue
+        assert 0 < span[1] - span[0] <= chunk
+        seen.extend(range(*span))
+    assert sorted(seen) == list(range(n))
