@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeInt, PositiveInt, field_validator, model_validator
+from pydantic import (
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from archsim.config.base import ArchsimModel
 
@@ -102,6 +109,35 @@ class SweepSpec(ArchsimModel):
         if isinstance(v, list) and not v:
             raise ValueError("must name at least one workload")
         return v
+
+    @field_validator("axes", mode="before")
+    @classmethod
+    def _axis_forms(cls, v: Any) -> Any:
+        """A list of values or a range mapping; one clear message for anything else."""
+        if not isinstance(v, dict):
+            return v
+        out: dict[str, Any] = {}
+        for path, axis in v.items():
+            if isinstance(axis, list | AxisRange):
+                out[path] = axis
+            elif isinstance(axis, dict):
+                try:
+                    out[path] = AxisRange.model_validate(axis)
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    where = ".".join(str(p) for p in err.get("loc", ()))
+                    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+                    if err.get("type") == "missing":
+                        msg = "required field is missing"
+                    if err.get("type") == "extra_forbidden":
+                        msg = f"unknown field; allowed: {', '.join(AxisRange.model_fields)}"
+                    raise ValueError(f"{path}: {where + ': ' if where else ''}{msg}") from None
+            else:
+                raise ValueError(
+                    f"{path}: an axis is a list of values or a range "
+                    f"{{low, high, num, log, integer}} (got {axis!r})"
+                )
+        return out
 
     @field_validator("axes")
     @classmethod

@@ -107,7 +107,7 @@ def _first_done(futures: list[Any]) -> list[Any]:
     return list(wait(futures, return_when=FIRST_COMPLETED).done)
 
 
-def _pool(tasks: list[Task], jobs: int) -> Iterator[list[Record]]:
+def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterator[list[Record]]:
     """One single-process executor per worker, so that chunks can go to a chosen worker."""
     threads = max(1, default_jobs() // jobs)
     pools = [
@@ -127,6 +127,7 @@ def _pool(tasks: list[Task], jobs: int) -> Iterator[list[Record]]:
             lambda chunk, w: pools[w].submit(run_chunk, chunk),
             _first_done,
             lambda fut: fut.result(),
+            levels,
         )
     finally:
         for pool in pools:
@@ -163,7 +164,9 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
         ) from None
 
 
-def _dask(tasks: list[Task], address: str, jobs: int) -> Iterator[list[Record]]:
+def _dask(
+    tasks: list[Task], address: str, jobs: int, levels: Sequence[int] | None
+) -> Iterator[list[Record]]:
     from dask.distributed import wait as dask_wait
 
     client, cluster = _dask_client(address, jobs)
@@ -187,6 +190,7 @@ def _dask(tasks: list[Task], address: str, jobs: int) -> Iterator[list[Record]]:
             submit,
             first_done,
             lambda fut: fut.result(),
+            levels,
         )
     finally:
         client.close()
@@ -199,12 +203,14 @@ def execute(
     jobs: int | None = None,
     dask: str | None = None,
     on_records: Callable[[list[Record]], None] | None = None,
+    levels: Sequence[int] | None = None,
 ) -> None:
     """Run ``tasks``; ``on_records`` receives each finished chunk's records as it arrives.
 
     ``jobs``: worker processes (default: the CPUs available; 1 runs in this process).
     ``dask``: ``"local"`` for a ``LocalCluster`` of ``jobs`` single-threaded worker processes,
-    or a scheduler address (``tcp://host:port``).
+    or a scheduler address (``tcp://host:port``). ``levels[i]``: how much task ``i`` shares
+    with task ``i - 1`` (see ``schedule.RangeScheduler``), for keeping related points together.
     """
     if not tasks:
         return
@@ -213,11 +219,11 @@ def execute(
         raise ArchsimError(f"-j/n_jobs must be >= 1 (got {jobs})")
     tasks = list(tasks)
     if dask:
-        stream = _dask(tasks, dask, jobs)
+        stream = _dask(tasks, dask, jobs, levels)
     elif jobs == 1 or len(tasks) == 1:
         stream = _serial(tasks)
     else:
-        stream = _pool(tasks, min(jobs, len(tasks)))
+        stream = _pool(tasks, min(jobs, len(tasks)), levels)
     for records in stream:
         if on_records is not None:
             on_records(records)

@@ -9,7 +9,7 @@ thief one cold start) and the load stays balanced however uneven the points' cos
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 __all__ = ["RangeScheduler", "run_scheduled"]
@@ -21,12 +21,32 @@ IN_FLIGHT_PER_WORKER = 2
 
 
 class RangeScheduler:
-    """Hands out ``(start, stop)`` chunks of ``[0, n)`` to ``workers`` workers."""
+    """Hands out ``(start, stop)`` chunks of ``[0, n)`` to ``workers`` workers.
 
-    def __init__(self, n: int, workers: int, chunk: int) -> None:
+    ``levels[i]`` says how much task ``i`` shares with task ``i - 1``: the position of the
+    first axis whose value changes there (0: the slowest axis, nothing shared). Ranges are cut
+    at the strongest boundary near the middle, so a worker rarely starts in the middle of a
+    group of points that share expensive work (an EIE PE count's encoding).
+    """
+
+    def __init__(
+        self, n: int, workers: int, chunk: int, levels: Sequence[int] | None = None
+    ) -> None:
         self.chunk = max(1, chunk)
-        bounds = [round(i * n / workers) for i in range(workers + 1)]
+        self.levels = list(levels) if levels is not None else [0] * n
+        bounds = [0]
+        for w in range(1, workers):
+            bounds.append(max(bounds[-1], self._cut(bounds[-1], n, round(w * n / workers))))
+        bounds.append(n)
         self.ranges = [[bounds[i], bounds[i + 1]] for i in range(workers)]
+
+    def _cut(self, lo: int, hi: int, target: int) -> int:
+        """A cut in ``(lo, hi)`` near ``target`` at the strongest boundary of a window."""
+        span = max((hi - lo) // 4, 1)
+        first, last = max(lo + 1, target - span), min(hi - 1, target + span)
+        if first > last:
+            return min(max(target, lo), hi)
+        return min(range(first, last + 1), key=lambda i: (self.levels[i], abs(i - target)))
 
     def next(self, worker: int) -> tuple[int, int] | None:
         """The next chunk for ``worker`` (stealing when its range is empty), or None."""
@@ -36,9 +56,12 @@ class RangeScheduler:
             left = victim[1] - victim[0]
             if left <= 0:
                 return None
-            take = left // 2 if left > 2 * self.chunk else min(self.chunk, left)
-            own[0], own[1] = victim[1] - take, victim[1]
-            victim[1] -= take
+            if left > 2 * self.chunk:
+                cut = self._cut(victim[0], victim[1], victim[0] + left // 2)
+            else:
+                cut = victim[1] - min(self.chunk, left)
+            own[0], own[1] = cut, victim[1]
+            victim[1] = cut
         stop = min(own[0] + self.chunk, own[1])
         out = (own[0], stop)
         own[0] = stop
@@ -52,13 +75,15 @@ def run_scheduled(
     submit: Callable[[list[Any], int], F],
     wait_first: Callable[[list[F]], list[F]],
     result: Callable[[F], Any],
+    levels: Sequence[int] | None = None,
 ) -> Iterator[Any]:
     """Run ``tasks`` in chunks on ``workers`` workers; yields each chunk's result as it ends.
 
     ``submit(chunk, worker)`` starts a chunk on one worker and returns a future;
     ``wait_first(futures)`` blocks until some are done and returns those; ``result(future)``.
+    ``levels``: see ``RangeScheduler``.
     """
-    sched = RangeScheduler(len(tasks), workers, chunk)
+    sched = RangeScheduler(len(tasks), workers, chunk, levels)
     in_flight: dict[Any, int] = {}
 
     def dispatch(worker: int) -> None:

@@ -14,7 +14,8 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,28 @@ class SweepStore:
             self.parts.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ArchsimError(f"{self.folder}: cannot create the sweep folder: {exc}") from None
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder for one sweep; another sweep into it fails at once (the lock goes
+        with the process, so a killed sweep leaves none behind)."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            yield
+            return
+        with open(self.parts / ".lock", "w") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise ArchsimError(
+                    f"{self.folder}: another sweep is writing into this folder; allowed: wait "
+                    "for it to finish, or another -o folder"
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def _files(self) -> list[Path]:
         compacted = self.parts / _COMPACTED

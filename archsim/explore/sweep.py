@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,18 @@ def _metadata(plan: SweepPlan) -> dict[str, Any]:
     }
 
 
+def _levels(plan: SweepPlan, keys: list[str]) -> list[int]:
+    """For each task, the position of the first axis (workload, seed, then the spec's axes)
+    whose value differs from the previous task's: 0 where the two share the least."""
+    values = {p.key: p.values for p in plan.points}
+    names = ["workload", "seed", *(a for a in plan.axes if a not in ("workload", "seed"))]
+    out = [0]
+    for prev, key in zip(keys, keys[1:], strict=False):
+        a, b = values[prev], values[key]
+        out.append(next((i for i, n in enumerate(names) if a[n] != b[n]), len(names)))
+    return out[: len(keys)]
+
+
 def run_plan(
     plan: SweepPlan,
     out_dir: str | Path | None = None,
@@ -138,45 +151,46 @@ def run_plan(
     """Run the points of ``plan`` not yet in ``out_dir``'s store; see ``sweep``."""
     start = time.perf_counter()
     store = SweepStore(out_dir) if out_dir is not None else None
-    if store is not None:
-        store.write_json("sweep.json", _metadata(plan))
-    done_keys = store.finished(retry_errors) if store is not None else set()
-    tasks: dict[str, Task] = {}
-    for p in plan.points:
-        if p.key not in done_keys and p.key not in tasks:
-            tasks[p.key] = (p.key, p.hardware, p.workload, p.seed)
-    total = len({p.key for p in plan.points})
-    counts = {
-        "points": len(plan.points),
-        "skipped": len(plan.skipped),
-        "resumed": total - len(tasks),
-        "ran": 0,
-        "errors": 0,
-    }
-    state = {"done": total - len(tasks)}
-    memory: list[pa.Table] = []
-    if progress is not None:
-        progress(state["done"], total)
-
-    def on_records(records: list[Record]) -> None:
-        table = records_to_table(records)
+    with store.lock() if store is not None else nullcontext():
         if store is not None:
-            store.append(table)
-        else:
-            memory.append(table)
-        state["done"] += len(records)
-        counts["ran"] += len(records)
-        counts["errors"] += sum(r["status"] != "ok" for r in records)
+            store.write_json("sweep.json", _metadata(plan))
+        done_keys = store.finished(retry_errors) if store is not None else set()
+        tasks: dict[str, Task] = {}
+        for p in plan.points:
+            if p.key not in done_keys and p.key not in tasks:
+                tasks[p.key] = (p.key, p.hardware, p.workload, p.seed)
+        total = len({p.key for p in plan.points})
+        counts = {
+            "points": len(plan.points),
+            "skipped": len(plan.skipped),
+            "resumed": total - len(tasks),
+            "ran": 0,
+            "errors": 0,
+        }
+        state = {"done": total - len(tasks)}
+        memory: list[pa.Table] = []
         if progress is not None:
             progress(state["done"], total)
 
-    execute(list(tasks.values()), n_jobs, dask, on_records)
-    if store is not None:
-        store.compact()
-        tables = store.tables()
-    else:
-        order = {p.key: p.index for p in plan.points}
-        tables = sorted(memory, key=lambda t: min(order[k] for k in t["point_key"].to_pylist()))
+        def on_records(records: list[Record]) -> None:
+            table = records_to_table(records)
+            if store is not None:
+                store.append(table)
+            else:
+                memory.append(table)
+            state["done"] += len(records)
+            counts["ran"] += len(records)
+            counts["errors"] += sum(r["status"] != "ok" for r in records)
+            if progress is not None:
+                progress(state["done"], total)
+
+        execute(list(tasks.values()), n_jobs, dask, on_records, _levels(plan, list(tasks)))
+        if store is not None:
+            store.compact()
+            tables = store.tables()
+        else:
+            order = {p.key: p.index for p in plan.points}
+            tables = sorted(memory, key=lambda t: min(order[k] for k in t["point_key"].to_pylist()))
     rows = [{"point": p.index, "point_key": p.key, **p.values} for p in plan.points]
     frame = assemble(rows, plan.axes, merge_tables(tables))
     counts["seconds"] = round(time.perf_counter() - start, 3)

@@ -216,3 +216,12 @@ def test_all_points_failing_still_gives_a_full_frame_and_report(tmp_path, capsys
     assert points["status"].tolist() == ["error"]
     assert points["total_time_s"].isna().all() and "total_energy_pj" in points.columns
     assert (out / "report.html").stat().st_size > 1000
+
+
+def test_a_second_sweep_into_a_busy_folder_fails_at_once(tmp_path, capsys):
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2]\n")
+    out = tmp_path / "out"
+    with SweepStore(out).lock():
+        assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 2
+        assert "another sweep is writing into this folder" in capsys.readouterr().err
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0

@@ -74,6 +74,12 @@ def test_presets_expand():
             "axes",
             "equal length",
         ),
+        ("axes: {pe_array.num_pes: 5}\n", "axes", "pe_array.num_pes: an axis is a list"),
+        (
+            "axes: {pe_array.num_pes: {low: 1, high: 8, num: 2, lg: true}}\n",
+            "axes",
+            "pe_array.num_pes: lg: unknown field; allowed: low, high",
+        ),
         (
             "axes: {pe_array.num_pes: {low: 1, high: 8}}\n",
             "axes",
@@ -267,11 +273,18 @@ def test_schema_and_list_show_sweeps(capsys):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(0, 300), st.integers(1, 6), st.integers(1, 9), st.lists(st.integers(0, 5)))
-def test_range_scheduler_hands_out_every_task_once(n, workers, chunk, order):
+@given(
+    st.integers(0, 300),
+    st.integers(1, 6),
+    st.integers(1, 9),
+    st.lists(st.integers(0, 5)),
+    st.integers(0, 2**32 - 1),
+)
+def test_range_scheduler_hands_out_every_task_once(n, workers, chunk, order, seed):
     from archsim.explore.schedule import RangeScheduler
 
-    sched = RangeScheduler(n, workers, chunk)
+    levels = np.random.default_rng(seed).integers(0, 4, size=n).tolist()
+    sched = RangeScheduler(n, workers, chunk, levels)
     seen: list[int] = []
     active = list(range(workers))
     turn = 0
@@ -285,3 +298,14 @@ def test_range_scheduler_hands_out_every_task_once(n, workers, chunk, order):
         assert 0 < span[1] - span[0] <= chunk
         seen.extend(range(*span))
     assert sorted(seen) == list(range(n))
+
+
+def test_range_scheduler_cuts_at_the_slowest_axis():
+    from archsim.explore.schedule import RangeScheduler
+
+    # 4 groups of 25 points (level 0 where the slowest axis changes), inner boundaries level 1
+    levels = [0 if i % 25 == 0 else 1 for i in range(100)]
+    sched = RangeScheduler(100, 2, 8, levels)
+    assert sched.ranges == [[0, 50], [50, 100]]
+    sched = RangeScheduler(100, 3, 8, levels)
+    assert [r[0] for r in sched.ranges] == [0, 25, 75]  # 33 and 67 moved to group starts
