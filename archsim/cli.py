@@ -1,4 +1,4 @@
-"""Command line: ``archsim run | list | schema | report``.
+"""Command line: ``archsim run | sweep | list | schema | report``.
 
 User mistakes print one line ``archsim: error: <file>: <field>: <problem>`` and exit with code 2.
 """
@@ -17,8 +17,10 @@ from typing import Any, NoReturn
 
 import yaml
 
+from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
 from archsim.errors import ArchsimError, ConfigError, WorkloadError
+from archsim.progress import layer_progress, progress_bar, progress_enabled
 from archsim.results import RunResult
 from archsim.simulate import archsim_version, simulate
 from archsim.workload.matvec import LayerDataError
@@ -83,10 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         "also writes DIR/COMPUTE_REPORT.csv in SCALE-Sim's format",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    lst = sub.add_parser("list", help="list the hardware and workload presets")
+    add_sweep_parser(sub)
+    lst = sub.add_parser("list", help="list the hardware, workload and sweep presets")
     lst.add_argument("--json", action="store_true", help="machine-readable output")
-    sch = sub.add_parser("schema", help="print the JSON Schema of hardware or workload configs")
-    sch.add_argument("kind", choices=["hardware", "workload"])
+    sch = sub.add_parser("schema", help="print the JSON Schema of hardware, workload or sweeps")
+    sch.add_argument("kind", choices=["hardware", "workload", "sweep"])
     rep = sub.add_parser("report", help="rebuild DIR/report.html from DIR/results.json")
     rep.add_argument("dir", help="a folder written by `archsim run`")
     return p
@@ -116,7 +119,7 @@ def format_layer_table(result: RunResult) -> str:
     candidates = [(c, f"vs {c[11:]} x", 1.0) for c in speedups] + [
         ("eie_load_balance", "balance %", 100.0),
         ("scnn_barrier_idle", "barrier %", 100.0),
-        ("tc_tflops", "TFLOPS", 1.0),
+        ("tc_peak_fraction", "peak %", 100.0),
     ]
     extra = next(((c, h, k) for c, h, k in candidates if c in df.columns), None)
     head = (
@@ -137,9 +140,9 @@ def format_layer_table(result: RunResult) -> str:
     lines.append("-" * len(head))
     lines.append(
         f"total {s['total_cycles']:,} cycles, {s['total_time_s'] * 1e6:.2f} us, "
-        f"{s['total_energy_pj'] * 1e-6:.3f} uJ, {s['average_power_w'] * 1e3:.1f} mW, "
-        f"{s['effective_gops']:.1f} GOP/s, area {s['total_area_mm2']:.2f} mm^2"
+        f"{s['total_energy_pj'] * 1e-6:.3f} uJ, {s['average_power_w'] * 1e3:.1f} mW"
     )
+    lines.append(f"      {s['effective_gops']:.1f} GOP/s, area {s['total_area_mm2']:.2f} mm^2")
     return "\n".join(lines)
 
 
@@ -181,7 +184,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
     try:
         baseline = load_hardware(args.baseline) if args.baseline else None
-        result = simulate(hw, wl, seed=args.seed, baseline=baseline)
+        steps = len(wl.layers) * (2 if baseline else 1)
+        with progress_bar(steps, "simulating", progress_enabled(args.quiet)) as advance:
+            result = simulate(
+                hw, wl, seed=args.seed, baseline=baseline, progress=layer_progress(advance)
+            )
     except LayerDataError as exc:
         index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
@@ -218,7 +225,7 @@ def _preset_summary(kind: str) -> list[dict[str, str]]:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    presets = {k: _preset_summary(k) for k in ("hardware", "workload")}
+    presets = {k: _preset_summary(k) for k in ("hardware", "workload", "sweep")}
     if args.json:
         print(json.dumps(presets, indent=1))
         return 0
@@ -254,7 +261,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"run": _cmd_run, "list": _cmd_list, "schema": _cmd_schema, "report": _cmd_report}
+_COMMANDS = {
+    "run": _cmd_run,
+    "sweep": cmd_sweep,
+    "list": _cmd_list,
+    "schema": _cmd_schema,
+    "report": _cmd_report,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

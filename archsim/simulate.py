@@ -15,6 +15,7 @@ from archsim.energy.pricing_cnn import dcnn_price_list, scnn_price_list
 from archsim.energy.pricing_gpu import gpu_price_list
 from archsim.energy.pricing_systolic import systolic_price_list
 from archsim.errors import ConfigError, SimulationError
+from archsim.progress import ProgressFn, ReportingLayers
 from archsim.results import LayerResult, RunResult
 from archsim.units import cycles_to_seconds, power_w
 
@@ -26,9 +27,10 @@ def _with_baseline(
     baseline: ArchsimModel | str | Path,
     workload: WorkloadSpec | str | Path,
     seed: int,
+    progress: ProgressFn | None = None,
 ) -> RunResult:
     """Attach per-layer speed-up and energy ratio against ``baseline`` (see ``simulate``)."""
-    base = simulate(baseline, workload, seed)
+    base = simulate(baseline, workload, seed, progress=progress)
     tag = base.accelerator
     by_name = {lr.layer: lr for lr in base.layers}
     layers = []
@@ -74,6 +76,7 @@ def simulate(
     workload: WorkloadSpec | str | Path,
     seed: int = 0,
     baseline: ArchsimModel | str | Path | None = None,
+    progress: ProgressFn | None = None,
 ) -> RunResult:
     """Simulate ``workload`` on ``hardware`` (configs, preset names or YAML paths).
 
@@ -81,9 +84,12 @@ def simulate(
     baseline, and every layer gets ``speedup_vs_<baseline>`` (baseline time / this time) and
     ``energy_ratio_vs_<baseline>`` (baseline energy / this energy); the baseline's totals go to
     ``metadata["baseline"]``. The result depends only on (hardware, workload, seed).
+    ``progress(done, total, layer_name)`` is called as each layer's simulation finishes (for
+    the run, then again from 1 for the baseline's run).
     """
     if baseline is not None:
-        return _with_baseline(simulate(hardware, workload, seed), baseline, workload, seed)
+        run = simulate(hardware, workload, seed, progress=progress)
+        return _with_baseline(run, baseline, workload, seed, progress)
     hw = load_hardware(hardware)
     wl = load_workload(workload)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
@@ -94,6 +100,8 @@ def simulate(
             f"no simulator for accelerator {acc!r} in this version; available: "
             f"{', '.join(sorted(REGISTRY))}"
         )
+    if progress is not None:  # reports each layer as the simulator walks the list
+        wl = wl.model_copy(update={"layers": ReportingLayers(wl.layers, progress)})
     outcomes, ctx = REGISTRY[acc](hw, wl, seed)
     prices: PriceList = PRICE_LISTS[acc](hw)
     clock = hw.clock.frequency_hz  # type: ignore[attr-defined]

@@ -8,7 +8,9 @@ is a few per layer, independent of cycles.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,12 @@ from archsim.accelerators.base import LayerOutcome
 from archsim.config.eie import EieConfig
 from archsim.config.workload import FcLayer, LstmLayer, WorkloadSpec
 from archsim.datapath.eie_encode import EieEncoded, encode_eie
-from archsim.datapath.eie_kernels import TIMING_FIELDS, eie_functional, eie_timing
+from archsim.datapath.eie_kernels import (
+    TIMING_FIELDS,
+    eie_functional,
+    eie_line_reads,
+    eie_timing,
+)
 from archsim.datapath.eie_prepare import (
     EieFixedPoint,
     broadcast_items,
@@ -28,11 +35,17 @@ from archsim.datapath.reference import EieReferenceResult, eie_reference
 from archsim.engine.context import Dram, SimContext, Sram
 from archsim.engine.pipeline import double_buffered_pipeline
 from archsim.errors import SimulationError
+from archsim.memo import enabled as memo_enabled
+from archsim.memo import memoized
 from archsim.workload.matvec import materialize_matvec
 from archsim.workload.sparse import QuantizedMatVec
 
 __all__ = [
     "EieLayerRun",
+    "EiePrepared",
+    "functional_errors",
+    "prepare_eie_layer",
+    "time_eie_layer",
     "functional_error_bound",
     "run_eie_layer",
     "run_eie_reference",
@@ -74,8 +87,27 @@ def functional_error_bound(run: EieLayerRun) -> np.ndarray:
     return bound + (lay.bias_codes > 0) * (0.5 * lsb_o + 0.5 * lsb_w + 0.5 * lsb_a * bias_w)
 
 
-def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
-    """Encode ``layer`` for ``config`` and run the timing and functional kernels."""
+@dataclass(frozen=True, eq=False)
+class EiePrepared:
+    """What a layer needs before timing; independent of FIFO depth, line width and pipeline.
+
+    It depends on the layer and on ``pe_array.num_pes``, ``encoding.relative_index_bits`` and the
+    arithmetic widths only, so a sweep over the other fields reuses it (see ``archsim.memo``).
+    """
+
+    layer: QuantizedMatVec
+    encoded: EieEncoded
+    fixed_point: EieFixedPoint
+    cols: np.ndarray  # broadcast items: column, LNZD group, lane (int64)
+    groups: np.ndarray
+    lanes: np.ndarray
+    n_groups: int
+    ptr: np.ndarray  # int64 copy of encoded.ptr, the timing kernel's input
+    output_q: np.ndarray  # int64 accumulator values (before ReLU)
+
+
+def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
+    """Encode ``layer`` for ``config``, choose its fixed point and run the functional kernel."""
     n = config.pe_array.num_pes
     enc = encode_eie(
         layer.n_rows,
@@ -100,21 +132,6 @@ def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
         fp.act_q, layer.has_bias, fp.bias_act_q, n
     )
     ptr = enc.ptr.astype(np.int64)
-    cycles, stalls, per_pe = eie_timing(
-        cols,
-        groups,
-        lanes,
-        n_groups,
-        n,
-        config.activation_fifo.depth,
-        ptr,
-        enc.base,
-        enc.local_row,
-        enc.code,
-        enc.real_cum,
-        config.entries_per_line,
-        config.pipeline_stages - 1,
-    )
     out = eie_functional(
         cols,
         vals,
@@ -128,17 +145,72 @@ def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
         config.arithmetic.accumulator_bits,
         layer.n_rows,
     )
+    return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), ptr, out)
+
+
+def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]:
+    enc = prep.encoded
+    return eie_timing(
+        prep.cols,
+        prep.groups,
+        prep.lanes,
+        prep.n_groups,
+        config.pe_array.num_pes,
+        config.activation_fifo.depth,
+        prep.ptr,
+        enc.base,
+        enc.local_row,
+        enc.code,
+        enc.real_cum,
+        config.entries_per_line,
+        config.pipeline_stages - 1,
+    )
+
+
+def time_eie_layer(
+    config: EieConfig, prep: EiePrepared, memo_key: Hashable | None = None
+) -> EieLayerRun:
+    """Run the timing kernel on a prepared layer (FIFO depth, line width, pipeline depth).
+
+    With ``memo_key`` (the key ``prep`` is memoised under) and ``archsim.memo`` on, the timing
+    is memoised per (FIFO depth, pipeline depth) and the SpMat line reads, which depend on the
+    line width only, are counted apart: a sweep over widths does not re-run the timing kernel.
+    """
+    if memo_key is None or not memo_enabled():
+        cycles, stalls, per_pe = _timing(config, prep)
+    else:
+        depth, drain = config.activation_fifo.depth, config.pipeline_stages - 1
+        timing_key = ("eie.timing", memo_key, depth, drain)
+        cycles, stalls, per_pe = memoized(timing_key, partial(_timing, config, prep))
+        per_line = config.entries_per_line
+        lines = memoized(
+            ("eie.line_reads", memo_key, per_line),
+            partial(eie_line_reads, prep.cols, config.pe_array.num_pes, prep.ptr, per_line),
+        )
+        per_pe = per_pe.copy()  # the memoised array is shared
+        per_pe[TIMING_FIELDS.index("line_reads")] = lines
     return EieLayerRun(
-        layer=layer,
-        encoded=enc,
-        fixed_point=fp,
+        layer=prep.layer,
+        encoded=prep.encoded,
+        fixed_point=prep.fixed_point,
         cycles=int(cycles),
         scanner_stalls=int(stalls),
         per_pe={name: per_pe[i] for i, name in enumerate(TIMING_FIELDS)},
-        n_items=int(cols.size),
-        n_groups=int(n_groups),
-        output_q=out,
+        n_items=int(prep.cols.size),
+        n_groups=prep.n_groups,
+        output_q=prep.output_q,
     )
+
+
+def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
+    """Encode ``layer`` for ``config`` and run the timing and functional kernels."""
+    return time_eie_layer(config, prepare_eie_layer(config, layer))
+
+
+def functional_errors(run: EieLayerRun) -> tuple[float, float]:
+    """(largest |fixed-point - float| output error, its bound), pre-ReLU."""
+    err = np.abs(run.output_q * 2.0**-run.fixed_point.out_frac - run.layer.reference_output())
+    return float(err.max(initial=0.0)), float(functional_error_bound(run).max(initial=0.0))
 
 
 def run_eie_reference(
@@ -191,7 +263,12 @@ def _capacity(config: EieConfig, run: EieLayerRun) -> tuple[dict[str, float], li
     return fills, warnings
 
 
-def _outcome(config: EieConfig, spec: FcLayer | LstmLayer, run: EieLayerRun) -> LayerOutcome:
+def _outcome(
+    config: EieConfig,
+    spec: FcLayer | LstmLayer,
+    run: EieLayerRun,
+    errors: tuple[float, float],
+) -> LayerOutcome:
     n = config.pe_array.num_pes
     pp = run.per_pe
     entries, real = int(pp["entries"].sum()), int(pp["real"].sum())
@@ -208,7 +285,6 @@ def _outcome(config: EieConfig, spec: FcLayer | LstmLayer, run: EieLayerRun) -> 
         "lnzd": {"examine": examined},
     }
     fills, warnings = _capacity(config, run)
-    err = np.abs(run.output_q * 2.0**-run.fixed_point.out_frac - run.layer.reference_output())
     extras: dict[str, Any] = {
         "eie_load_balance": float(busy.mean() / run.cycles) if run.cycles else 1.0,
         "eie_real_work": real / entries if entries else 1.0,
@@ -221,8 +297,8 @@ def _outcome(config: EieConfig, spec: FcLayer | LstmLayer, run: EieLayerRun) -> 
         "eie_broadcast_stall_cycles": run.scanner_stalls,
         "eie_nonzero_activations": run.n_items,
         "eie_max_pe_busy_cycles": int(busy.max(initial=0)),
-        "eie_functional_max_error": float(err.max(initial=0.0)),
-        "eie_functional_error_bound": float(functional_error_bound(run).max(initial=0.0)),
+        "eie_functional_max_error": errors[0],
+        "eie_functional_error_bound": errors[1],
         **fills,
     }
     if config.strict_capacity and warnings:
@@ -255,9 +331,22 @@ def simulate_eie(
             raise SimulationError(
                 f"EIE runs fc and lstm layers; layer {spec.name!r} is {spec.kind!r}"
             )
-        layer = materialize_matvec(spec, seed, workload.base_dir, config.encoding.codebook_entries)
-        run = run_eie_layer(config, layer)
-        outcomes.append(_outcome(config, spec, run))
+        # memoised per process when archsim.memo is on (sweeps): the layer depends on
+        # (spec, seed, codebook size) only, its preparation on a few hardware fields
+        cb = config.encoding.codebook_entries
+        lkey = ("eie.layer", spec.model_dump_json(), seed, str(workload.base_dir), cb)
+        layer = memoized(lkey, partial(materialize_matvec, spec, seed, workload.base_dir, cb))
+        pkey = (
+            lkey,
+            config.pe_array.num_pes,
+            config.encoding.relative_index_bits,
+            config.arithmetic.data_bits,
+            config.arithmetic.accumulator_bits,
+        )
+        prep = memoized(("eie.prepared", pkey), partial(prepare_eie_layer, config, layer))
+        run = time_eie_layer(config, prep, ("eie.prepared", pkey))
+        errors = memoized(("eie.errors", pkey), partial(functional_errors, run))
+        outcomes.append(_outcome(config, spec, run, errors))
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))
     ctx = SimContext(config.clock.frequency_hz)
     dram = Dram(ctx, config.dram.bandwidth_bytes_per_s, config.dram.latency_s)

@@ -13,6 +13,7 @@ from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.eie import EieConfig
 from archsim.config.gpu import GpuConfig
 from archsim.config.scnn import DcnnConfig, ScnnConfig
+from archsim.config.sweep import SweepSpec
 from archsim.config.systolic import SystolicConfig
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
@@ -22,6 +23,7 @@ __all__ = [
     "HardwareConfig",
     "load_hardware",
     "load_workload",
+    "load_sweep",
     "list_presets",
     "preset_dirs",
     "read_yaml",
@@ -154,8 +156,22 @@ def load_workload(name_or_path: str | Path | WorkloadSpec) -> WorkloadSpec:
     return spec.bind(path.parent, str(path))
 
 
+def load_sweep(name_or_path: str | Path | SweepSpec) -> tuple[SweepSpec, Path]:
+    """Load a sweep spec from a preset name or a YAML path; also returns the folder that its
+    relative ``hardware``/``workload`` paths are resolved against."""
+    if isinstance(name_or_path, SweepSpec):
+        return name_or_path, Path.cwd()
+    path = _resolve(name_or_path, "sweep")
+    data = read_yaml(path)
+    _check_schema_version(data, str(path))
+    try:
+        return SweepSpec.model_validate(data), path.parent
+    except ValidationError as exc:
+        raise validation_to_config_error(exc, str(path), SweepSpec) from None
+
+
 def json_schema(kind: str) -> dict[str, Any]:
-    """JSON Schema of 'hardware' (any registered accelerator) or 'workload' configs."""
+    """JSON Schema of 'hardware' (any registered accelerator), 'workload' or 'sweep' configs."""
     if kind == "hardware":
         models = tuple(HARDWARE_MODELS.values())
         if len(models) == 1:
@@ -163,4 +179,6 @@ def json_schema(kind: str) -> dict[str, Any]:
         return TypeAdapter(Union[models]).json_schema()  # noqa: UP007 - runtime union
     if kind == "workload":
         return WorkloadSpec.model_json_schema()
-    raise ValueError(f"unknown schema kind {kind!r}; allowed: hardware, workload")
+    if kind == "sweep":
+        return SweepSpec.model_json_schema()
+    raise ValueError(f"unknown schema kind {kind!r}; allowed: hardware, workload, sweep")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["eie_timing", "eie_functional", "TIMING_FIELDS"]
+__all__ = ["eie_timing", "eie_line_reads", "eie_functional", "TIMING_FIELDS"]
 
 #: Per-PE counters returned by :func:`eie_timing` (rows of its ``per_pe`` array).
 TIMING_FIELDS = (
@@ -127,6 +127,29 @@ def eie_timing(
         if per_pe[6, i] > done:
             done = per_pe[6, i]
     return done + 1, stall, per_pe
+
+
+@nb.njit(cache=True)
+def eie_line_reads(item_col, num_pes, ptr, entries_per_line):  # pragma: no cover - compiled
+    """SpMat line reads per PE: row ``line_reads`` of :func:`eie_timing`'s ``per_pe``.
+
+    They depend on the order in which columns are popped, not on when, so neither on FIFO depth
+    nor on pipeline depth: a sweep over line widths re-runs only this, not the timing kernel.
+    """
+    reads = np.zeros(num_pes, dtype=np.int64)
+    for i in range(num_pes):
+        last_line = -1
+        for k in range(item_col.size):
+            col = item_col[k]
+            a0 = ptr[i, col]
+            n = ptr[i, col + 1] - a0
+            if n == 0:
+                continue
+            l0 = a0 // entries_per_line
+            l1 = (a0 + n - 1) // entries_per_line
+            reads[i] += l1 - l0 + 1 - (1 if l0 == last_line else 0)
+            last_line = l1
+    return reads
 
 
 @nb.njit(cache=True)

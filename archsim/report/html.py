@@ -6,17 +6,15 @@ with text drawn as paths. The output depends only on the ``RunResult`` (no times
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from archsim.report.accel_plots import figures_for, plot_time_per_layer
 from archsim.report.formatting import (
     fmt_energy,
     fmt_int,
@@ -26,10 +24,10 @@ from archsim.report.formatting import (
     fmt_time,
     fmt_value,
 )
+from archsim.report.page import environment, write_page
 from archsim.report.plots import (
     energy_component_columns,
     figure_to_svg,
-    plot_cycles_per_layer,
     plot_energy_breakdown,
     plot_utilization,
 )
@@ -42,22 +40,24 @@ RUN_TEMPLATE = "run.html.j2"
 #: Columns that are neither base nor energy columns but are not accelerator-specific either.
 _GENERIC_COLUMNS = frozenset(BASE_COLUMNS) | {"start_cycle", "end_cycle"}
 
-#: (id, caption, plotting function) of the report's figures, in page order.
+#: (id, caption, plotting function) of every run's figures, in page order; the
+#: accelerator-specific ones (``accel_plots.figures_for``) follow.
 _FIGURES: tuple[tuple[str, str, Callable[[pd.DataFrame], Any]], ...] = (
     (
-        "cycles",
-        "Cycles per layer. The marker is the layer's cycle count with perfect load balance "
-        "(where the accelerator model reports it).",
-        plot_cycles_per_layer,
+        "time",
+        "Time per layer (time_s: the layer's cycles at the clock).",
+        plot_time_per_layer,
     ),
-    ("energy", "Energy per layer, stacked by priced component.", plot_energy_breakdown),
     (
         "utilization",
         "Effective MACs / (cycles \u00d7 peak MACs per cycle); the dashed line is the "
         "cycle-weighted average over the layers.",
         plot_utilization,
     ),
+    ("energy", "Energy per layer, stacked by priced component.", plot_energy_breakdown),
 )
+#: Column prefix of an accelerator's extras when it is not the accelerator's name.
+_EXTRA_PREFIX = {"tensor_core": "tc_"}
 
 
 @dataclass(frozen=True)
@@ -69,19 +69,6 @@ class _Column:
     extra: bool = False
 
 
-def _environment() -> Environment:
-    env = Environment(
-        loader=PackageLoader("archsim", "report/templates"),
-        autoescape=select_autoescape(
-            enabled_extensions=("html", "j2"), default_for_string=True, default=True
-        ),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    return env
-
-
 def accelerator_columns(df: pd.DataFrame) -> list[str]:
     """Accelerator-specific columns of ``df`` (e.g. ``eie_load_balance``), in frame order."""
     energy = set(energy_component_columns(df))
@@ -89,7 +76,7 @@ def accelerator_columns(df: pd.DataFrame) -> list[str]:
 
 
 def _extra_header(column: str, accelerator: str) -> str:
-    prefix = f"{accelerator}_"
+    prefix = _EXTRA_PREFIX.get(accelerator, f"{accelerator}_")
     name = column[len(prefix) :] if column.startswith(prefix) else column
     return name.replace("_", " ")
 
@@ -146,8 +133,10 @@ def _context(result: RunResult) -> dict[str, Any]:
     hw_cfg = meta.get("hardware_config")
     hw_description = hw_cfg.get("description", "") if isinstance(hw_cfg, dict) else ""
     figures = []
-    for fig_id, caption, plot in _FIGURES:
+    for fig_id, caption, plot in [*_FIGURES, *figures_for(result.accelerator, df)]:
         fig = plot(df)
+        if fig_id == "time" and "eie_ideal_cycles" in df:
+            caption += " The red mark is the layer's time with perfect load balance."
         svg = figure_to_svg(fig, id_prefix=f"fig-{fig_id}-")
         figures.append({"id": fig_id, "caption": caption, "svg": Markup(svg)})
     columns, rows = _layer_table(result, df)
@@ -161,6 +150,12 @@ def _context(result: RunResult) -> dict[str, Any]:
         ("area", f"{fmt_num(summary['total_area_mm2'])} mm\u00b2"),
         ("clock", f"{fmt_num(result.clock_hz / 1e6)} MHz"),
     ]
+    base = meta.get("baseline")
+    if isinstance(base, dict):
+        for key, value in base.items():
+            if key.startswith(("speedup_vs_", "energy_ratio_vs_")):
+                what, hw = key.split("_vs_", 1)
+                totals.append((f"{what.replace('_', ' ')} vs {hw}", f"{fmt_num(value)}\u00d7"))
     info = [
         ("accelerator", result.accelerator),
         ("hardware", result.hardware),
@@ -188,31 +183,14 @@ def _context(result: RunResult) -> dict[str, Any]:
 
 def render_run_report(result: RunResult) -> str:
     """The HTML text of the report of ``result`` (self-contained, deterministic)."""
-    template = _environment().get_template(RUN_TEMPLATE)
+    template = environment().get_template(RUN_TEMPLATE)
     return template.render(**_context(result))
 
 
 def write_run_report(result: RunResult, path: str | Path) -> Path:
     """Write the report of ``result`` to ``path`` atomically; returns the file written.
 
-    When ``path`` is an existing directory the report is written to ``path/report.html``. The
-    text goes to a temporary file in the target directory first and is then renamed over the
-    target, so readers never see a half-written report and no temporary file is left behind.
+    When ``path`` is an existing directory the report goes to ``path/report.html``; nothing
+    half-written or temporary is ever left behind.
     """
-    target = Path(path)
-    if target.is_dir():
-        target = target / "report.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = render_run_report(result)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    return write_page(render_run_report(result), path, "report.html")

@@ -31,8 +31,8 @@ __all__ = [
 ]
 
 #: Bar colour of single-series charts.
-_BAR_COLOR = "#4c72b0"
-_MARK_COLOR = "#c44e52"
+BAR_COLOR = "#4c72b0"
+MARK_COLOR = "#c44e52"
 #: Picojoules per unit, largest first.
 _ENERGY_UNITS: tuple[tuple[str, float], ...] = (
     ("J", 1e12),
@@ -46,7 +46,7 @@ _MAX_LABELS = 80
 _ENERGY_COL = re.compile(r"^energy_(?P<comp>.+)_pj$")
 
 
-def _new_figure(n_layers: int, height: float = 3.6) -> Figure:
+def new_figure(n_layers: int, height: float = 3.6) -> Figure:
     """A figure about as wide as the report column, a little wider for many layers."""
     width = min(12.5, max(11.0, 2.0 + 0.18 * n_layers))
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
@@ -54,7 +54,7 @@ def _new_figure(n_layers: int, height: float = 3.6) -> Figure:
     return fig
 
 
-def _layer_axis(ax: Axes, labels: Sequence[str]) -> None:
+def layer_axis(ax: Axes, labels: Sequence[str]) -> None:
     """Put layer names on the x axis, rotated and shrunk when there are many or long ones."""
     n = len(labels)
     longest = max((len(s) for s in labels), default=0)
@@ -74,7 +74,7 @@ def _layer_axis(ax: Axes, labels: Sequence[str]) -> None:
     ax.set_axisbelow(True)
 
 
-def _si(value: float, _pos: int | None = None) -> str:
+def si_format(value: float, _pos: int | None = None) -> str:
     """Compact axis number: 12k, 3.4M."""
     for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= div:
@@ -82,11 +82,11 @@ def _si(value: float, _pos: int | None = None) -> str:
     return f"{value:.3g}"
 
 
-def _labels(df: pd.DataFrame) -> list[str]:
+def layer_labels(df: pd.DataFrame) -> list[str]:
     return [str(x) for x in df["layer"]] if "layer" in df else [str(i) for i in range(len(df))]
 
 
-def _empty(fig: Figure, ax: Axes) -> Figure:
+def empty_figure(fig: Figure, ax: Axes) -> Figure:
     ax.text(0.5, 0.5, "no layers", ha="center", va="center", transform=ax.transAxes)
     ax.set_axis_off()
     return fig
@@ -94,28 +94,28 @@ def _empty(fig: Figure, ax: Axes) -> Figure:
 
 def plot_cycles_per_layer(df: pd.DataFrame) -> Figure:
     """Bar chart of cycles per layer; EIE runs also mark ``eie_ideal_cycles`` (imbalance-free)."""
-    fig = _new_figure(len(df))
+    fig = new_figure(len(df))
     ax = fig.add_subplot()
     ax.set_title("Cycles per layer", loc="left", fontsize=11)
     if df.empty:
-        return _empty(fig, ax)
+        return empty_figure(fig, ax)
     x = list(range(len(df)))
-    ax.bar(x, df["cycles"].astype(float), color=_BAR_COLOR, width=0.7, label="simulated")
+    ax.bar(x, df["cycles"].astype(float), color=BAR_COLOR, width=0.7, label="simulated")
     if "eie_ideal_cycles" in df:
         ideal = pd.to_numeric(df["eie_ideal_cycles"], errors="coerce")
         ax.hlines(
             ideal,
             [i - 0.35 for i in x],
             [i + 0.35 for i in x],
-            colors=_MARK_COLOR,
+            colors=MARK_COLOR,
             linewidths=2.0,
             zorder=3,
             label="imbalance-free",
         )
         ax.legend(fontsize=8, frameon=False, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2)
     ax.set_ylabel("cycles")
-    ax.yaxis.set_major_formatter(FuncFormatter(_si))
-    _layer_axis(ax, _labels(df))
+    ax.yaxis.set_major_formatter(FuncFormatter(si_format))
+    layer_axis(ax, layer_labels(df))
     return fig
 
 
@@ -134,12 +134,12 @@ def energy_unit(max_pj: float) -> tuple[str, float]:
 
 def plot_energy_breakdown(df: pd.DataFrame) -> Figure:
     """Stacked bars of energy per layer by component, in a readable unit (nJ, uJ, ...)."""
-    fig = _new_figure(len(df), height=4.0)
+    fig = new_figure(len(df), height=4.0)
     ax = fig.add_subplot()
     ax.set_title("Energy per layer by component", loc="left", fontsize=11)
     cols = [c for c in energy_component_columns(df) if float(df[c].abs().sum()) > 0.0]
     if df.empty or not cols:
-        return _empty(fig, ax)
+        return empty_figure(fig, ax)
     totals = df[cols].sum(axis=1)
     unit, scale = energy_unit(float(totals.max()))
     cmap = matplotlib.colormaps["tab10" if len(cols) <= 10 else "tab20"]
@@ -151,8 +151,8 @@ def plot_energy_breakdown(df: pd.DataFrame) -> Figure:
         ax.bar(x, values, bottom=bottom, width=0.7, color=cmap(i % cmap.N), label=name)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel(f"energy ({unit})")
-    ax.yaxis.set_major_formatter(FuncFormatter(_si))
-    _layer_axis(ax, _labels(df))
+    ax.yaxis.set_major_formatter(FuncFormatter(si_format))
+    layer_axis(ax, layer_labels(df))
     ax.legend(
         fontsize=8,
         frameon=False,
@@ -167,20 +167,20 @@ def plot_energy_breakdown(df: pd.DataFrame) -> Figure:
 
 def plot_utilization(df: pd.DataFrame) -> Figure:
     """Bar chart of MAC utilization per layer (%), with the cycle-weighted run average."""
-    fig = _new_figure(len(df))
+    fig = new_figure(len(df))
     ax = fig.add_subplot()
     ax.set_title("MAC utilization per layer", loc="left", fontsize=11)
     if df.empty:
-        return _empty(fig, ax)
+        return empty_figure(fig, ax)
     util = [100.0 * float(u) for u in df["utilization"]]
     x = list(range(len(df)))
-    ax.bar(x, util, color=_BAR_COLOR, width=0.7)
+    ax.bar(x, util, color=BAR_COLOR, width=0.7)
     cycles = [float(c) for c in df["cycles"]]
     if sum(cycles) > 0:
         mean = math.fsum(u * c for u, c in zip(util, cycles, strict=True)) / math.fsum(cycles)
         ax.axhline(
             mean,
-            color=_MARK_COLOR,
+            color=MARK_COLOR,
             linestyle="--",
             linewidth=1.2,
             label=f"run average {mean:.1f} % (cycle-weighted)",
@@ -189,7 +189,7 @@ def plot_utilization(df: pd.DataFrame) -> Figure:
     ax.set_ylim(0, max(100.0, max(util, default=0.0) * 1.05))
     ax.set_ylabel("utilization")
     ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
-    _layer_axis(ax, _labels(df))
+    layer_axis(ax, layer_labels(df))
     return fig
 
 

@@ -24,7 +24,7 @@ from archsim.report import (
 from archsim.report.formatting import fmt_energy, fmt_int, fmt_num, fmt_percent, fmt_power
 from archsim.report.html import accelerator_columns
 
-N_PLOTS = 3
+N_PLOTS = 4  # time, utilization, energy + EIE load balance
 _XMLNS = re.compile(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"')
 
 
@@ -139,7 +139,7 @@ def test_write_failure_leaves_no_temp(
     def boom(src: str, dst: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("archsim.report.html.os.replace", boom)
+    monkeypatch.setattr("archsim.report.page.os.replace", boom)
     with pytest.raises(OSError):
         write_run_report(tiny_result, tmp_path / "report.html")
     assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,178 @@
+"""Sweep spec: a base hardware, workload(s), seeds and axes over dotted config paths.
+
+```yaml
+schema_version: 1
+name: eie_pes_fifo
+hardware: eie                     # preset name or YAML path (relative to this file)
+workload: eie_benchmarks          # or a list: the workloads become an axis
+seeds: [0]                        # more than one: the seed becomes an axis
+mode: grid                        # grid | zip | random
+axes:
+  pe_array.num_pes: [32, 64, 128]                               # values (choices when random)
+  activation_fifo.depth: {low: 2, high: 32, num: 5, log: true, integer: true}
+derive:                           # fields computed from other fields at every point
+  crossbar.inputs: multipliers.weights_per_cycle * multipliers.activations_per_cycle
+constraints:                      # points where one is false are skipped (and reported)
+  - total_sram_bytes <= 16 * 2**20
+metrics: {total_time_s: min, total_energy_pj: min}
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import (
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from archsim.config.base import ArchsimModel
+
+__all__ = ["SweepSpec", "AxisRange", "DEFAULT_METRICS", "SUMMARY_METRICS"]
+
+#: Point-level metrics a sweep records (``RunResult.summary()`` plus a cycle-weighted utilisation).
+SUMMARY_METRICS = (
+    "total_cycles",
+    "total_time_s",
+    "total_energy_pj",
+    "average_power_w",
+    "effective_gops",
+    "total_area_mm2",
+    "mean_utilization",
+)
+
+DEFAULT_METRICS = {"total_time_s": "min", "total_energy_pj": "min", "total_area_mm2": "min"}
+
+
+class AxisRange(ArchsimModel):
+    """Numbers from ``low`` to ``high``: ``num`` evenly (or geometrically) spaced values for grid
+    and zip sweeps, uniform (or log-uniform) draws for random sweeps."""
+
+    low: float
+    high: float
+    num: PositiveInt | None = Field(
+        default=None, description="Values taken from the range in grid/zip mode (required there)."
+    )
+    log: bool = Field(default=False, description="Geometric spacing / log-uniform sampling.")
+    integer: bool = Field(default=False, description="Round to integers (duplicates dropped).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AxisRange:
+        if self.high < self.low:
+            raise ValueError(f"high must be >= low (got low={self.low}, high={self.high})")
+        if self.log and self.low <= 0:
+            raise ValueError(f"low must be > 0 when log is true (got {self.low})")
+        return self
+
+
+class SweepSpec(ArchsimModel):
+    """A design-space sweep (see the module docstring for an example)."""
+
+    schema_version: Literal[1]
+    name: str = Field(min_length=1)
+    description: str = ""
+    hardware: str = Field(min_length=1, description="Base hardware: preset name or YAML path.")
+    workload: str | list[str] = Field(
+        description="Workload preset/path, or a list of them (then the workload is an axis)."
+    )
+    seeds: list[NonNegativeInt] = Field(default=[0], min_length=1)
+    mode: Literal["grid", "zip", "random"] = "grid"
+    samples: PositiveInt | None = Field(default=None, description="Points drawn in random mode.")
+    sample_seed: NonNegativeInt = Field(default=0, description="Seed of the random sampling.")
+    axes: dict[str, list[Any] | AxisRange] = Field(
+        min_length=1,
+        description="Dotted hardware path -> values, or a range. Grid: first axis varies slowest.",
+    )
+    derive: dict[str, str] = Field(
+        default_factory=dict,
+        description="Dotted hardware path -> expression over other fields, set at every point.",
+    )
+    constraints: list[str] = Field(
+        default_factory=list,
+        description="Expressions over dotted fields, seed and derived quantities (num_pes, "
+        "sram_bytes_per_pe, total_sram_bytes); points where one is false are skipped.",
+    )
+    metrics: dict[str, Literal["min", "max"]] = Field(
+        default_factory=lambda: dict(DEFAULT_METRICS),
+        min_length=1,
+        description="Point metrics compared in the summary, Pareto front and report.",
+    )
+
+    @field_validator("workload")
+    @classmethod
+    def _some_workload(cls, v: str | list[str]) -> str | list[str]:
+        if isinstance(v, list) and not v:
+            raise ValueError("must name at least one workload")
+        return v
+
+    @field_validator("axes", mode="before")
+    @classmethod
+    def _axis_forms(cls, v: Any) -> Any:
+        """A list of values or a range mapping; one clear message for anything else."""
+        if not isinstance(v, dict):
+            return v
+        out: dict[str, Any] = {}
+        for path, axis in v.items():
+            if isinstance(axis, list | AxisRange):
+                out[path] = axis
+            elif isinstance(axis, dict):
+                try:
+                    out[path] = AxisRange.model_validate(axis)
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    where = ".".join(str(p) for p in err.get("loc", ()))
+                    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+                    if err.get("type") == "missing":
+                        msg = "required field is missing"
+                    if err.get("type") == "extra_forbidden":
+                        msg = f"unknown field; allowed: {', '.join(AxisRange.model_fields)}"
+                    raise ValueError(f"{path}: {where + ': ' if where else ''}{msg}") from None
+            else:
+                raise ValueError(
+                    f"{path}: an axis is a list of values or a range "
+                    f"{{low, high, num, log, integer}} (got {axis!r})"
+                )
+        return out
+
+    @field_validator("axes")
+    @classmethod
+    def _non_empty_axes(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for path, values in v.items():
+            if isinstance(values, list) and not values:
+                raise ValueError(f"{path}: empty axis; allowed: a list of at least one value")
+        return v
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, v: dict[str, str]) -> dict[str, str]:
+        for m in v:
+            if m not in SUMMARY_METRICS:
+                raise ValueError(f"unknown metric {m!r}; allowed: {', '.join(SUMMARY_METRICS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> SweepSpec:
+        if self.mode == "random" and self.samples is None:
+            raise ValueError("samples must be set in random mode (number of points to draw)")
+        if self.mode != "random" and self.samples is not None:
+            raise ValueError(f"samples must be left out in {self.mode} mode (random mode only)")
+        if self.mode != "random":
+            for path, axis in self.axes.items():
+                if isinstance(axis, AxisRange) and axis.num is None:
+                    raise ValueError(
+                        f"axes: {path}: a range needs num (how many values) in {self.mode} mode"
+                    )
+        overlap = sorted(set(self.axes) & set(self.derive))
+        if overlap:
+            raise ValueError(f"derive: {overlap[0]} is also an axis; allowed: one or the other")
+        return self
+
+    @property
+    def workloads(self) -> list[str]:
+        """The workload(s) as a list."""
+        return [self.workload] if isinstance(self.workload, str) else list(self.workload)

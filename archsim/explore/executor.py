@@ -1,0 +1,229 @@
+"""Run sweep points: in this process, in a local process pool, or on a Dask cluster.
+
+Work is sent in small chunks of consecutive points, to long-lived workers: numba's compiled
+kernels load once per worker, and ``archsim.memo`` lets a worker reuse what consecutive points
+share (the materialised workload, EIE's encoding for a PE count); each worker works through its
+own contiguous range of the plan and steals from the others when done (``schedule.py``). Every
+point runs ``simulate(hardware, workload, seed)`` and nothing else, so results are bit-identical
+whichever executor runs them. A point that raises becomes an ``error`` record; the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from multiprocessing import get_context
+from typing import Any
+
+from archsim import memo
+from archsim.config.base import ArchsimModel
+from archsim.config.workload import WorkloadSpec
+from archsim.errors import ArchsimError
+from archsim.explore.schedule import run_scheduled
+
+__all__ = ["Task", "run_task", "run_chunk", "execute", "default_jobs"]
+
+#: (store key, hardware, workload, seed)
+Task = tuple[str, ArchsimModel, WorkloadSpec, int]
+#: what a worker sends back for one point: key, status, error, point-level values, layer rows
+Record = dict[str, Any]
+
+DASK_CONNECT_TIMEOUT_S = 5
+
+
+def default_jobs() -> int:
+    """Worker processes by default: the CPUs this process may use."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def run_task(task: Task) -> Record:
+    """Simulate one point; never raises for a failing point (status ``error``)."""
+    from archsim.simulate import simulate
+
+    key, hw, wl, seed = task
+    try:
+        result = simulate(hw, wl, seed)
+    except Exception as exc:  # noqa: BLE001 - recorded, the sweep goes on
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return {"point_key": key, "status": "error", "error": message, "rows": []}
+    s = result.summary()
+    cycles = sum(lr.cycles for lr in result.layers)
+    weighted = sum(lr.utilization * lr.cycles for lr in result.layers)
+    return {
+        "point_key": key,
+        "status": "ok",
+        "error": "",
+        "accelerator": s["accelerator"],
+        "hardware": s["hardware"],
+        "total_cycles": s["total_cycles"],
+        "total_time_s": s["total_time_s"],
+        "total_energy_pj": s["total_energy_pj"],
+        "average_power_w": s["average_power_w"],
+        "effective_gops": s["effective_gops"],
+        "total_area_mm2": s["total_area_mm2"],
+        "mean_utilization": weighted / cycles if cycles else 0.0,
+        "warnings": len(result.warnings),
+        "rows": [{"layer_index": i, **lr.row()} for i, lr in enumerate(result.layers)],
+    }
+
+
+def run_chunk(tasks: Sequence[Task]) -> list[Record]:
+    """Run consecutive points in one worker, with the per-process memo switched on."""
+    if not memo.enabled():
+        memo.enable()
+    return [run_task(t) for t in tasks]
+
+
+def _init_worker(numba_threads: int) -> None:
+    memo.enable()
+    import numba
+
+    numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+def _chunk_size(n: int, workers: int) -> int:
+    return max(1, min(8, math.ceil(n / (workers * 4))))
+
+
+def _serial(tasks: Sequence[Task]) -> Iterator[list[Record]]:
+    was_on = memo.enabled()
+    if not was_on:
+        memo.enable()
+    try:
+        size = _chunk_size(len(tasks), 1)
+        for i in range(0, len(tasks), size):
+            yield [run_task(t) for t in tasks[i : i + size]]
+    finally:
+        if not was_on:
+            memo.disable()
+
+
+def _first_done(futures: list[Any]) -> list[Any]:
+    return list(wait(futures, return_when=FIRST_COMPLETED).done)
+
+
+def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterator[list[Record]]:
+    """One single-process executor per worker, so that chunks can go to a chosen worker."""
+    threads = max(1, default_jobs() // jobs)
+    pools = [
+        ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(threads,),
+        )
+        for _ in range(jobs)
+    ]
+    try:
+        yield from run_scheduled(
+            tasks,
+            jobs,
+            _chunk_size(len(tasks), jobs),
+            lambda chunk, w: pools[w].submit(run_chunk, chunk),
+            _first_done,
+            lambda fut: fut.result(),
+            levels,
+        )
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover - dask is an optional dependency
+        raise ArchsimError(
+            "--dask: dask.distributed is not installed; allowed: pip install 'archsim[dask]'"
+        ) from None
+    if address == "local":
+        cluster = LocalCluster(
+            n_workers=jobs,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+        )
+        return Client(cluster), cluster
+    if "://" not in address and ":" not in address:
+        raise ArchsimError(
+            f"--dask: {address!r} is not a scheduler address; allowed: local, or tcp://HOST:PORT"
+        )
+    try:
+        return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT_S}s"), None
+    except (OSError, TimeoutError, ValueError) as exc:
+        detail = " ".join(str(exc).split())[:160]
+        raise ArchsimError(
+            f"--dask {address}: cannot reach the Dask scheduler within "
+            f"{DASK_CONNECT_TIMEOUT_S} s ({type(exc).__name__}: {detail}); allowed: the "
+            "address of a running `dask scheduler`, or local"
+        ) from None
+
+
+def _dask(
+    tasks: list[Task], address: str, jobs: int, levels: Sequence[int] | None
+) -> Iterator[list[Record]]:
+    from dask.distributed import wait as dask_wait
+
+    client, cluster = _dask_client(address, jobs)
+    try:
+        client.wait_for_workers(1, timeout=60)
+        workers = sorted(client.scheduler_info()["workers"])
+
+        def submit(chunk: list[Task], w: int) -> Any:
+            # a loose restriction: the chosen worker, or another one if it has gone
+            return client.submit(
+                run_chunk, chunk, pure=False, workers=[workers[w]], allow_other_workers=True
+            )
+
+        def first_done(futures: list[Any]) -> list[Any]:
+            return list(dask_wait(futures, return_when="FIRST_COMPLETED").done)
+
+        yield from run_scheduled(
+            tasks,
+            len(workers),
+            _chunk_size(len(tasks), len(workers)),
+            submit,
+            first_done,
+            lambda fut: fut.result(),
+            levels,
+        )
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def execute(
+    tasks: Sequence[Task],
+    jobs: int | None = None,
+    dask: str | None = None,
+    on_records: Callable[[list[Record]], None] | None = None,
+    levels: Sequence[int] | None = None,
+) -> None:
+    """Run ``tasks``; ``on_records`` receives each finished chunk's records as it arrives.
+
+    ``jobs``: worker processes (default: the CPUs available; 1 runs in this process).
+    ``dask``: ``"local"`` for a ``LocalCluster`` of ``jobs`` single-threaded worker processes,
+    or a scheduler address (``tcp://host:port``). ``levels[i]``: how much task ``i`` shares
+    with task ``i - 1`` (see ``schedule.RangeScheduler``), for keeping related points together.
+    """
+    if not tasks:
+        return
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise ArchsimError(f"-j/n_jobs must be >= 1 (got {jobs})")
+    tasks = list(tasks)
+    if dask:
+        stream = _dask(tasks, dask, jobs, levels)
+    elif jobs == 1 or len(tasks) == 1:
+        stream = _serial(tasks)
+    else:
+        stream = _pool(tasks, min(jobs, len(tasks)), levels)
+    for records in stream:
+        if on_records is not None:
+            on_records(records)

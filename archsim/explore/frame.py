@@ -1,0 +1,96 @@
+"""Sweep frames: the tidy per-layer table, its totals view, and Pareto fronts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from archsim.config.sweep import SUMMARY_METRICS
+
+__all__ = ["POINT_COLUMNS", "assemble", "totals", "pareto"]
+
+#: Point-level result columns, after the plan's (point, point_key, workload, seed, axes...).
+POINT_COLUMNS = ("status", "error", "accelerator", "hardware", *SUMMARY_METRICS, "warnings")
+
+
+def assemble(plan_rows: list[dict], axes: Sequence[str], results: pa.Table | None) -> pd.DataFrame:
+    """Join the plan's points with their stored results: one row per point and layer.
+
+    Columns: ``point``, ``point_key``, ``workload``, ``seed``, one per swept dotted path, the
+    point-level ``POINT_COLUMNS``, then ``layer_index``, ``layer`` and the per-layer columns of
+    ``RunResult.to_dataframe()``. Rows are sorted by point and layer, whatever order the points
+    finished in.
+    """
+    plan = pd.DataFrame(plan_rows)
+    lead = ["point", "point_key", "workload", "seed"]
+    lead += [a for a in axes if a not in lead]
+    if plan.empty:
+        plan = pd.DataFrame(columns=lead)
+    plan = plan[lead]
+    if results is None:
+        frame = plan.assign(**{c: pd.Series(dtype=object) for c in POINT_COLUMNS})
+        return frame.assign(layer_index=pd.Series(dtype="Int64"))
+    res = results.to_pandas()
+    res = res.drop(columns=[c for c in ("workload", "seed", "point") if c in res.columns])
+    frame = plan.merge(res, on="point_key", how="left", sort=False)
+    for c in (*POINT_COLUMNS, "layer_index"):  # e.g. when every point failed
+        if c not in frame.columns:
+            frame[c] = np.nan
+    frame = frame.sort_values(["point", "layer_index"], kind="stable", na_position="first")
+    point_cols = list(POINT_COLUMNS)
+    rest = [c for c in frame.columns if c not in lead and c not in point_cols]
+    rest.remove("layer_index")
+    return frame[lead + point_cols + ["layer_index", *rest]].reset_index(drop=True)
+
+
+def totals(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per point: the plan columns and the point-level metrics of a sweep frame.
+
+    Columns: ``point``, ``point_key``, ``workload``, ``seed``, each swept dotted path,
+    ``status`` (``ok``/``error``), ``error``, ``accelerator``, ``hardware``, ``total_cycles``,
+    ``total_time_s`` (s), ``total_energy_pj`` (pJ), ``average_power_w`` (W),
+    ``effective_gops``, ``total_area_mm2`` (mm^2), ``mean_utilization`` (cycle-weighted),
+    ``warnings``.
+    """
+    if "layer_index" not in frame.columns:
+        return frame.reset_index(drop=True)  # already a totals frame
+    cols = list(frame.columns[: list(frame.columns).index("layer_index")])
+    return frame.drop_duplicates("point")[cols].reset_index(drop=True)
+
+
+def pareto(
+    frame: pd.DataFrame,
+    minimize: Sequence[str] = (),
+    maximize: Sequence[str] = (),
+) -> pd.DataFrame:
+    """The rows no other row dominates (at least as good in every metric, better in one).
+
+    Works for any number of metrics. A tidy sweep frame (one row per point and layer) is first
+    reduced with ``totals``; rows whose ``status`` is not ``ok`` or with a missing metric are
+    left out. Ties (identical metrics) are all kept. Returns the front in the frame's order.
+    """
+    metrics = [*minimize, *maximize]
+    if not metrics:
+        raise ValueError("pareto needs at least one metric in minimize or maximize")
+    data = totals(frame) if "layer_index" in frame.columns else frame
+    missing = [m for m in metrics if m not in data.columns]
+    if missing:
+        raise KeyError(f"unknown metric column(s) {missing}; available: {list(data.columns)}")
+    ok = np.ones(len(data), dtype=bool)
+    if "status" in data.columns:
+        ok &= (data["status"] == "ok").to_numpy()
+    sign = np.array([1.0] * len(minimize) + [-1.0] * len(maximize))
+    values = data[metrics].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float) * sign
+    ok &= np.isfinite(values).all(axis=1)
+    candidates = np.flatnonzero(ok)
+    x = values[candidates]
+    keep = np.ones(len(candidates), dtype=bool)
+    for start in range(0, len(candidates), 512):  # blocks bound the memory to 512 x n x m
+        block = x[start : start + 512]
+        no_worse = (x[None, :, :] <= block[:, None, :]).all(axis=2)
+        better = (x[None, :, :] < block[:, None, :]).any(axis=2)
+        keep[start : start + 512] = ~(no_worse & better).any(axis=1)
+    return data.iloc[candidates[keep]]

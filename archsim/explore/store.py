@@ -1,0 +1,153 @@
+"""Durable, resumable sweep results: Parquet part files in ``DIR/store/``.
+
+Each finished chunk of points is one small Parquet file, written under a temporary name and
+``os.replace``d into place, so a killed sweep leaves only complete files behind and loses no
+finished point. Rows carry ``point_key`` (hash of hardware, workload, seed and archsim version);
+a re-run reads the keys already present and runs only the others. When a sweep completes, the
+parts are compacted into ``store/compacted.parquet``. Parquet (via pyarrow) is columnar, typed,
+compressed, and read by pandas, polars, DuckDB and Spark alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from archsim.errors import ArchsimError
+
+__all__ = ["SweepStore", "records_to_table", "merge_tables"]
+
+_COMPACTED = "compacted.parquet"
+
+
+def records_to_table(records: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Flatten worker records (point fields + layer rows) into one row per point and layer.
+
+    A point without layer rows (an error) is one row with its point fields only.
+    """
+    rows: list[dict[str, Any]] = []
+    for rec in records:
+        point = {k: v for k, v in rec.items() if k != "rows"}
+        layers = rec.get("rows") or [{}]
+        rows.extend({**point, **layer} for layer in layers)
+    return pa.Table.from_pylist(rows)
+
+
+def merge_tables(tables: list[pa.Table]) -> pa.Table | None:
+    """Concatenate tables (later tables win for a repeated ``point_key``); None when empty."""
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return None
+    tagged = [
+        t.append_column("_part", pa.array([i] * t.num_rows, pa.int64()))
+        for i, t in enumerate(tables)
+    ]
+    merged = pa.concat_tables(tagged, promote_options="permissive")
+    keys = merged.column("point_key").to_pylist()
+    parts = merged.column("_part").to_pylist()
+    latest: dict[str, int] = {}
+    for k, p in zip(keys, parts, strict=True):
+        latest[k] = max(p, latest.get(k, -1))
+    keep = pa.array([latest[k] == p for k, p in zip(keys, parts, strict=True)])
+    return merged.filter(keep).drop_columns(["_part"])
+
+
+class SweepStore:
+    """The result store of one sweep folder."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.parts = self.folder / "store"
+        try:
+            self.parts.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ArchsimError(f"{self.folder}: cannot create the sweep folder: {exc}") from None
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder for one sweep; another sweep into it fails at once (the lock goes
+        with the process, so a killed sweep leaves none behind)."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            yield
+            return
+        with open(self.parts / ".lock", "w") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise ArchsimError(
+                    f"{self.folder}: another sweep is writing into this folder; allowed: wait "
+                    "for it to finish, or another -o folder"
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _files(self) -> list[Path]:
+        compacted = self.parts / _COMPACTED
+        parts = sorted(self.parts.glob("part-*.parquet"))
+        return ([compacted] if compacted.is_file() else []) + parts
+
+    def tables(self) -> list[pa.Table]:
+        """Every stored table, oldest first (the compacted file, then parts by time)."""
+        out = []
+        for f in self._files():
+            try:
+                out.append(pq.read_table(f))
+            except (OSError, pa.ArrowInvalid) as exc:
+                raise ArchsimError(f"{f}: unreadable sweep store file: {exc}") from None
+        return out
+
+    def finished(self, retry_errors: bool = False) -> set[str]:
+        """Keys of the points already in the store (errors too, unless ``retry_errors``)."""
+        merged = merge_tables(self.tables())
+        if merged is None:
+            return set()
+        keys = merged.column("point_key").to_pylist()
+        status = merged.column("status").to_pylist()
+        return {k for k, s in zip(keys, status, strict=True) if s == "ok" or not retry_errors}
+
+    def append(self, table: pa.Table) -> Path:
+        """Write one part file atomically (temporary name, then ``os.replace``)."""
+        name = f"part-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.parquet"
+        final = self.parts / name
+        tmp = self.parts / f".{name}.tmp"
+        pq.write_table(table, tmp)
+        os.replace(tmp, final)
+        return final
+
+    def compact(self) -> None:
+        """Merge every part into ``compacted.parquet`` and delete the parts it now holds."""
+        files = self._files()
+        if len(files) <= 1:
+            return
+        merged = merge_tables([pq.read_table(f) for f in files])
+        if merged is None:
+            return
+        tmp = self.parts / f".{_COMPACTED}.tmp"
+        pq.write_table(merged, tmp)
+        os.replace(tmp, self.parts / _COMPACTED)
+        for f in files:
+            if f.name != _COMPACTED:
+                f.unlink(missing_ok=True)
+        for stale in self.parts.glob(".part-*.tmp"):  # left by a writer that was killed
+            stale.unlink(missing_ok=True)
+
+    def write_json(self, name: str, payload: Mapping[str, Any]) -> Path:
+        """Write ``DIR/name`` atomically."""
+        path = self.folder / name
+        tmp = self.folder / f".{name}.tmp"
+        tmp.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+        return path

@@ -1,0 +1,204 @@
+"""``archsim.sweep``: expand a spec, run what is not already stored, return the tidy frame."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from pydantic import ValidationError
+
+from archsim.config.base import ArchsimModel, validation_to_config_error
+from archsim.config.io import load_hardware, load_sweep, load_workload
+from archsim.config.sweep import DEFAULT_METRICS, SweepSpec
+from archsim.config.workload import WorkloadSpec
+from archsim.explore.executor import Record, Task, execute
+from archsim.explore.frame import assemble
+from archsim.explore.plan import SweepPlan, build_plan
+from archsim.explore.store import SweepStore, merge_tables, records_to_table
+from archsim.simulate import archsim_version
+
+__all__ = ["sweep", "run_plan", "plan_sweep"]
+
+Progress = Callable[[int, int], None]
+
+DETERMINISM = (
+    "every point depends only on (hardware, workload, seed); results are bit-identical "
+    "whichever executor (serial, process pool, Dask) runs them"
+)
+
+
+def plan_sweep(
+    hardware: ArchsimModel | str | Path | SweepSpec,
+    workload: WorkloadSpec | str | Path | Sequence[WorkloadSpec | str | Path] | None = None,
+    axes: Mapping[str, Any] | None = None,
+    **spec_fields: Any,
+) -> SweepPlan:
+    """Validate and expand a sweep without running it (see ``sweep`` for the arguments)."""
+    if workload is None and axes is None:
+        spec, base_dir = load_sweep(hardware)  # type: ignore[arg-type]
+        source = str(hardware) if not isinstance(hardware, SweepSpec) else "<api>"
+        return build_plan(spec, source, base_dir)
+    if workload is None or not axes:
+        raise TypeError("sweep(hardware, workload, axes=...) needs a workload and some axes")
+    hw = load_hardware(hardware)  # type: ignore[arg-type]
+    many = isinstance(workload, list | tuple)
+    wls = [load_workload(w) for w in (workload if many else [workload])]  # type: ignore[union-attr]
+    data = {
+        "schema_version": 1,
+        "name": spec_fields.pop("name", f"{hw.name}-sweep"),  # type: ignore[attr-defined]
+        "hardware": hw.name,  # type: ignore[attr-defined]
+        "workload": [w.name for w in wls] if many else wls[0].name,
+        "axes": dict(axes),
+        **spec_fields,
+    }
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        raise validation_to_config_error(exc, "<api>", SweepSpec) from None
+    return build_plan(spec, "<api>", Path.cwd(), hardware=hw, workloads=wls)
+
+
+def sweep(
+    hardware: ArchsimModel | str | Path | SweepSpec,
+    workload: WorkloadSpec | str | Path | Sequence[WorkloadSpec | str | Path] | None = None,
+    axes: Mapping[str, Any] | None = None,
+    *,
+    seeds: Sequence[int] = (0,),
+    mode: str = "grid",
+    samples: int | None = None,
+    sample_seed: int = 0,
+    derive: Mapping[str, str] | None = None,
+    constraints: Sequence[str] = (),
+    metrics: Mapping[str, str] | None = None,
+    out_dir: str | Path | None = None,
+    n_jobs: int | None = None,
+    dask: str | None = None,
+    progress: Progress | None = None,
+    retry_errors: bool = False,
+) -> pd.DataFrame:
+    """Run a design-space sweep; returns the tidy frame (one row per point and layer).
+
+    Either ``sweep(spec)`` with a sweep YAML path, preset name or ``SweepSpec``, or
+    ``sweep(hardware, workload, axes={"pe_array.num_pes": [32, 64]}, ...)`` with the spec's
+    fields as keywords. ``axes`` values are lists (or ``{"low", "high", "num", "log",
+    "integer"}`` ranges); ``mode`` is ``grid`` (first axis slowest), ``zip`` or ``random``
+    (``samples`` draws seeded by ``sample_seed``).
+
+    ``out_dir``: a folder for the durable store (Parquet); points already stored there are not
+    run again, and each finished chunk is saved at once. ``n_jobs``: worker processes (default:
+    the CPUs available; 1 runs here). ``dask``: ``"local"`` or a scheduler address.
+    ``progress(done, total)`` is called as points finish. Use ``archsim.totals(frame)`` for one
+    row per point and ``archsim.pareto`` for the non-dominated points. ``frame.attrs`` holds
+    ``axes``, ``metrics``, ``skipped`` (points not run, with the reason) and ``counts``.
+    """
+    spec_fields: dict[str, Any] = {}
+    if axes is not None:
+        spec_fields = {
+            "seeds": list(seeds),
+            "mode": mode,
+            "samples": samples,
+            "sample_seed": sample_seed,
+            "derive": dict(derive or {}),
+            "constraints": list(constraints),
+            "metrics": dict(metrics or DEFAULT_METRICS),
+        }
+    plan = plan_sweep(hardware, workload, axes, **spec_fields)
+    return run_plan(
+        plan, out_dir, n_jobs=n_jobs, dask=dask, progress=progress, retry_errors=retry_errors
+    )
+
+
+def _metadata(plan: SweepPlan) -> dict[str, Any]:
+    return {
+        "archsim_version": archsim_version(),
+        "deterministic": DETERMINISM,
+        "spec_source": plan.source,
+        "spec": plan.spec.model_dump(mode="json"),
+        "base_hardware": plan.base.model_dump(mode="json"),
+        "axes": plan.axes,
+        "metrics": plan.metrics,
+        "points": len(plan.points),
+        "skipped": len(plan.skipped),
+    }
+
+
+def _levels(plan: SweepPlan, keys: list[str]) -> list[int]:
+    """For each task, the position of the first axis (workload, seed, then the spec's axes)
+    whose value differs from the previous task's: 0 where the two share the least."""
+    values = {p.key: p.values for p in plan.points}
+    names = ["workload", "seed", *(a for a in plan.axes if a not in ("workload", "seed"))]
+    out = [0]
+    for prev, key in zip(keys, keys[1:], strict=False):
+        a, b = values[prev], values[key]
+        out.append(next((i for i, n in enumerate(names) if a[n] != b[n]), len(names)))
+    return out[: len(keys)]
+
+
+def run_plan(
+    plan: SweepPlan,
+    out_dir: str | Path | None = None,
+    *,
+    n_jobs: int | None = None,
+    dask: str | None = None,
+    progress: Progress | None = None,
+    retry_errors: bool = False,
+) -> pd.DataFrame:
+    """Run the points of ``plan`` not yet in ``out_dir``'s store; see ``sweep``."""
+    start = time.perf_counter()
+    store = SweepStore(out_dir) if out_dir is not None else None
+    with store.lock() if store is not None else nullcontext():
+        if store is not None:
+            store.write_json("sweep.json", _metadata(plan))
+        done_keys = store.finished(retry_errors) if store is not None else set()
+        tasks: dict[str, Task] = {}
+        for p in plan.points:
+            if p.key not in done_keys and p.key not in tasks:
+                tasks[p.key] = (p.key, p.hardware, p.workload, p.seed)
+        total = len({p.key for p in plan.points})
+        counts = {
+            "points": len(plan.points),
+            "skipped": len(plan.skipped),
+            "resumed": total - len(tasks),
+            "ran": 0,
+            "errors": 0,
+        }
+        state = {"done": total - len(tasks)}
+        memory: list[pa.Table] = []
+        if progress is not None:
+            progress(state["done"], total)
+
+        def on_records(records: list[Record]) -> None:
+            table = records_to_table(records)
+            if store is not None:
+                store.append(table)
+            else:
+                memory.append(table)
+            state["done"] += len(records)
+            counts["ran"] += len(records)
+            counts["errors"] += sum(r["status"] != "ok" for r in records)
+            if progress is not None:
+                progress(state["done"], total)
+
+        execute(list(tasks.values()), n_jobs, dask, on_records, _levels(plan, list(tasks)))
+        if store is not None:
+            store.compact()
+            tables = store.tables()
+        else:
+            order = {p.key: p.index for p in plan.points}
+            tables = sorted(memory, key=lambda t: min(order[k] for k in t["point_key"].to_pylist()))
+    rows = [{"point": p.index, "point_key": p.key, **p.values} for p in plan.points]
+    frame = assemble(rows, plan.axes, merge_tables(tables))
+    counts["seconds"] = round(time.perf_counter() - start, 3)
+    frame.attrs.update(
+        axes=list(plan.axes),
+        metrics=plan.metrics,
+        skipped=[{"point": s.index, **s.values, "reason": s.reason} for s in plan.skipped],
+        counts=counts,
+        name=plan.spec.name,
+    )
+    return frame

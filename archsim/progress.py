@@ -1,0 +1,128 @@
+"""Terminal progress bars for long runs and sweeps: on a TTY only, silent when quiet or in CI.
+
+``progress_bar`` yields an ``advance(n=1, label="")`` callable; when the bar is disabled the
+callable does nothing, so callers never branch. ``layer_progress`` reports a workload's layers
+as a simulator works through them (see ``archsim.simulate(..., progress=...)``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any, Protocol
+
+__all__ = [
+    "Advance",
+    "ProgressFn",
+    "progress_enabled",
+    "progress_bar",
+    "layer_progress",
+    "ReportingLayers",
+]
+
+#: ``progress(done, total, label)``: called after each finished item (e.g. a layer).
+ProgressFn = Callable[[int, int, str], None]
+
+
+class Advance(Protocol):
+    """Moves a progress bar on by ``n`` items and shows ``label`` (e.g. the item's name)."""
+
+    def __call__(self, n: int = 1, label: str = "") -> None: ...
+
+
+def progress_enabled(quiet: bool = False, stream: IO[str] | None = None) -> bool:
+    """True when a bar is wanted: not ``quiet``, no ``CI`` variable, and ``stream`` is a TTY.
+
+    ``stream`` defaults to stderr, where the bar is drawn (stdout stays clean for tables).
+    """
+    if quiet or os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        return False
+    out = sys.stderr if stream is None else stream
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):  # closed or not a file
+        return False
+
+
+def _noop(n: int = 1, label: str = "") -> None:
+    return None
+
+
+@contextmanager
+def progress_bar(total: int, description: str, enabled: bool) -> Iterator[Advance]:
+    """A rich progress bar with ``total`` steps on stderr, removed when done.
+
+    Yields ``advance(n=1, label="")``. With ``enabled`` false (see :func:`progress_enabled`)
+    nothing is drawn and ``advance`` does nothing.
+    """
+    if not enabled or total <= 0:
+        yield _noop
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=None),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[label]}", style="dim"),
+    )
+    console = Console(file=sys.stderr)
+    with Progress(*columns, console=console, transient=True, expand=False) as bar:
+        task = bar.add_task(description, total=total, label="")
+
+        def advance(n: int = 1, label: str = "") -> None:
+            bar.update(task, advance=n, label=label[:32])
+
+        yield advance
+
+
+def layer_progress(advance: Advance) -> ProgressFn:
+    """Adapt a bar's ``advance`` to the ``progress(done, total, label)`` callback of simulate.
+
+    A ``done`` that does not grow starts a new pass (simulate's baseline run counts from 1
+    again); the bar keeps adding, so give it the total of all passes.
+    """
+    last = [0]
+
+    def progress(done: int, total: int, label: str) -> None:
+        step = done - last[0] if done > last[0] else done
+        last[0] = done
+        advance(step, label)
+
+    return progress
+
+
+class ReportingLayers(list):  # type: ignore[type-arg]
+    """A workload's list of layers that calls ``progress(done, total, name)`` as it is walked.
+
+    A simulator's ``for spec in workload.layers`` loop asks for the next layer when it has
+    finished the previous one, so that is when the previous layer is reported done (the last
+    one when the loop ends). Only the first complete walk reports; later walks are silent.
+    """
+
+    def __init__(self, layers: list[Any], progress: ProgressFn) -> None:
+        super().__init__(layers)
+        self._progress: ProgressFn | None = progress
+
+    def __iter__(self) -> Iterator[Any]:
+        progress, self._progress = self._progress, None
+        if progress is None:
+            yield from super().__iter__()
+            return
+        total = len(self)
+        for i, layer in enumerate(super().__iter__()):
+            yield layer
+            progress(i + 1, total, str(getattr(layer, "name", i)))

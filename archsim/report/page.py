@@ -1,0 +1,49 @@
+"""What every report page shares: the jinja2 environment and the atomic file write."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+__all__ = ["environment", "write_page"]
+
+
+def environment() -> Environment:
+    """The autoescaping jinja2 environment over ``archsim/report/templates``."""
+    return Environment(
+        loader=PackageLoader("archsim", "report/templates"),
+        autoescape=select_autoescape(
+            enabled_extensions=("html", "j2"), default_for_string=True, default=True
+        ),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def write_page(text: str, path: str | Path, default_name: str) -> Path:
+    """Write ``text`` to ``path`` atomically; returns the file written.
+
+    When ``path`` is an existing directory the page goes to ``path/default_name``. The text goes
+    to a temporary file in the target directory first and is then renamed over the target, so
+    readers never see a half-written page and no temporary file is left behind.
+    """
+    target = Path(path)
+    if target.is_dir():
+        target = target / default_name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target

@@ -1,0 +1,276 @@
+"""Self-contained HTML report of a sweep: metric vs parameter, Pareto front, table of points.
+
+Input is the sweep's totals frame: one row per point with ``point``, ``point_key``, ``seed``,
+one column per swept axis (its dotted path), ``status`` ("ok"/"error"), ``error`` and metric
+columns (``total_time_s``, ``total_energy_pj``, ...). The page loads nothing from the network;
+its only script sorts and filters the table of points in place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from markupsafe import Markup, escape
+
+from archsim.errors import ArchsimError
+from archsim.report.formatting import MISSING, fmt_int, fmt_num, fmt_value
+from archsim.report.page import environment, write_page
+from archsim.report.pareto import metric_sense, pareto_mask
+from archsim.report.plots import figure_to_svg
+from archsim.report.sweep_plots import metric_unit, plot_metric_grid, plot_pareto
+
+__all__ = ["render_sweep_report", "write_sweep_report", "SWEEP_TEMPLATE", "DEFAULT_PARETO"]
+
+SWEEP_TEMPLATE = "sweep.html.j2"
+#: Metrics of the Pareto scatter when the caller names none (both minimised).
+DEFAULT_PARETO = ("total_time_s", "total_energy_pj")
+#: Distinct error messages listed above the table.
+_MAX_ERRORS_LISTED = 8
+
+
+@dataclass(frozen=True)
+class _Cell:
+    text: str
+    key: str | None = None  # sort key: a number as text, "" when missing, None: sort by text
+
+
+@dataclass(frozen=True)
+class _Col:
+    header: str | Markup
+    title: str
+    numeric: bool = True
+    extra: bool = False
+    css: str = ""  # class of the column's cells
+
+
+@dataclass
+class _Table:
+    columns: list[_Col] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _check(points: pd.DataFrame, axes: Sequence[str], metrics: Sequence[str]) -> None:
+    missing = [c for c in [*axes, *metrics] if c not in points.columns]
+    if missing:
+        raise ArchsimError(
+            f"sweep report: column(s) {', '.join(missing)} missing from the points frame; "
+            f"available: {', '.join(map(str, points.columns))}"
+        )
+
+
+def _is_ok(points: pd.DataFrame) -> pd.Series:
+    if "status" not in points:
+        return pd.Series(True, index=points.index)
+    return points["status"].astype(str) == "ok"
+
+
+def _pareto_pair(points: pd.DataFrame, metrics: Sequence[str]) -> tuple[str, str] | None:
+    if all(m in points for m in DEFAULT_PARETO):
+        return DEFAULT_PARETO
+    return (metrics[0], metrics[1]) if len(metrics) >= 2 else None
+
+
+def _breakable(path: str) -> Markup:
+    """A dotted path that may wrap after its dots in a narrow table header."""
+    return Markup(".<wbr>").join(escape(part) for part in path.split("."))
+
+
+def _number_key(value: Any) -> str | None:
+    """Sort key of a cell: the number, "" for a missing value, None for text (sort by text)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    if isinstance(value, bool | np.bool_):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return repr(v) if np.isfinite(v) else ""
+
+
+def _points_table(
+    points: pd.DataFrame,
+    axes: Sequence[str],
+    metrics: Sequence[str],
+    front: pd.Series,
+    ok: pd.Series,
+) -> _Table:
+    units = {m: metric_unit(m, points.loc[ok, m]) for m in metrics}
+    show_seed = "seed" in points and points["seed"].nunique(dropna=False) > 1
+    table = _Table()
+    table.columns.append(_Col("point", "point number (hover a number for its key)"))
+    table.columns += [_Col(_breakable(a), f"swept axis {a}", extra=True) for a in axes]
+    if show_seed:
+        table.columns.append(_Col("seed", "seed of the point"))
+    table.columns.append(_Col("status", "ok or error", numeric=False))
+    table.columns += [_Col(units[m].label, m) for m in metrics]
+    table.columns.append(_Col("Pareto", "on the Pareto front of the scatter above", False))
+    show_error = not bool(ok.all())
+    if show_error:
+        table.columns.append(_Col("error", "why the point failed", numeric=False, css="msg"))
+    for idx, rec in zip(points.index, points.to_dict(orient="records"), strict=True):
+        good = bool(ok[idx])
+        number = rec.get("point", idx)
+        cells = [_Cell(fmt_value(number), _number_key(number))]
+        cells += [_Cell(fmt_value(rec[a]), _number_key(rec[a])) for a in axes]
+        if show_seed:
+            cells.append(_Cell(fmt_int(rec["seed"]), _number_key(rec["seed"])))
+        cells.append(_Cell(str(rec.get("status", "ok"))))
+        for m in metrics:
+            v = pd.to_numeric(pd.Series([rec[m]]), errors="coerce").iloc[0] if good else None
+            shown = MISSING if v is None or pd.isna(v) else fmt_num(float(v) * units[m].scale)
+            cells.append(_Cell(shown, _number_key(v)))
+        on = bool(front.get(idx, False))
+        cells.append(_Cell("\u2605" if on else "", "0" if on else "1"))  # ascending: front first
+        err = rec.get("error")
+        err_text = "" if good or err is None or pd.isna(err) else " ".join(str(err).split())
+        if show_error:
+            cells.append(_Cell(err_text))
+        key = rec.get("point_key")
+        table.rows.append(
+            {
+                "cells": cells,
+                "error": not good,
+                "front": on,
+                "key": "" if key is None or pd.isna(key) else str(key),
+            }
+        )
+    return table
+
+
+def _axis_summary(points: pd.DataFrame, axes: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for a in axes:
+        values = list(dict.fromkeys(points[a].tolist()))
+        with contextlib.suppress(TypeError):
+            values = sorted(values)
+        shown = ", ".join(fmt_value(v) for v in values[:12])
+        if len(values) > 12:
+            shown += f", \u2026 ({len(values)} values)"
+        out.append((a, shown))
+    return out
+
+
+def _best(points: pd.DataFrame, metrics: Sequence[str], ok: pd.Series) -> list[tuple[str, str]]:
+    out = []
+    good = points[ok]
+    for m in metrics:
+        vals = pd.to_numeric(good[m], errors="coerce").dropna()
+        if vals.empty:
+            continue
+        sense = metric_sense(m)
+        unit = metric_unit(m, vals)
+        best = vals.max() if sense == "max" else vals.min()
+        out.append((f"best {unit.label}", fmt_num(float(best) * unit.scale)))
+    return out
+
+
+def _context(
+    points: pd.DataFrame,
+    axes: Sequence[str],
+    metrics: Sequence[str],
+    title: str,
+    pareto: tuple[str, str] | None,
+) -> dict[str, Any]:
+    from archsim.simulate import archsim_version
+
+    ok = _is_ok(points)
+    pair = pareto if pareto is not None else _pareto_pair(points, metrics)
+    if pair is not None:
+        _check(points, [], list(pair))
+        senses = (metric_sense(pair[0]), metric_sense(pair[1]))
+        front = pareto_mask(points[ok], dict(zip(pair, senses, strict=True)))
+    else:
+        senses, front = ("min", "min"), pd.Series(False, index=points.index[ok])
+    front = front.reindex(points.index, fill_value=False)
+    figures = []
+    if pair is not None:
+        colour = next((a for a in axes if points.loc[ok, a].nunique() > 1), None)
+        fig = plot_pareto(points, pair[0], pair[1], front, color_by=colour, senses=senses)
+        word = {"min": "lower", "max": "higher"}
+        figures.append(
+            {
+                "id": "pareto",
+                "svg": Markup(figure_to_svg(fig, id_prefix="fig-pareto-")),
+                "caption": f"{pair[1]} vs {pair[0]} ({word[senses[1]]} and {word[senses[0]]} "
+                "are better) over the successful points"
+                + (f", coloured by {colour}" if colour else "")
+                + "; circled points are Pareto-optimal (no other point is at least as good in "
+                "both and better in one).",
+            }
+        )
+    for i, fig in enumerate(plot_metric_grid(points, axes, metrics)):
+        figures.append(
+            {
+                "id": f"grid-{i}",
+                "svg": Markup(figure_to_svg(fig, id_prefix=f"fig-grid-{i}-")),
+                "caption": "Each metric (rows) against each swept parameter (columns): grey dots "
+                "are points, the line is the median over the other axes and the band their "
+                "min\u2013max.",
+            }
+        )
+    errors = Counter(
+        " ".join(str(e).split())
+        for e in points.loc[~ok, "error"].fillna("(no message)")
+        if "error" in points
+    )
+    n_ok = int(ok.sum())
+    cards = [
+        ("points", fmt_int(len(points))),
+        ("ok", fmt_int(n_ok)),
+        ("errors", fmt_int(len(points) - n_ok)),
+        ("Pareto front", fmt_int(int(front.sum()))),
+        *_best(points, metrics, ok),
+    ]
+    return {
+        "title": title,
+        "version": archsim_version(),
+        "cards": cards,
+        "axes": _axis_summary(points, axes),
+        "pair": pair,
+        "figures": figures,
+        "errors": errors.most_common(_MAX_ERRORS_LISTED),
+        "errors_more": max(0, len(errors) - _MAX_ERRORS_LISTED),
+        "n_errors": len(points) - n_ok,
+        "table": _points_table(points, axes, metrics, front, ok),
+    }
+
+
+def render_sweep_report(
+    points: pd.DataFrame,
+    *,
+    axes: list[str],
+    metrics: list[str],
+    title: str,
+    pareto: tuple[str, str] | None = None,
+) -> str:
+    """The HTML text of the sweep report (self-contained, deterministic).
+
+    ``pareto`` names the two metrics of the scatter (default ``total_time_s`` vs
+    ``total_energy_pj``, else the first two ``metrics``); throughput-like metrics are maximised,
+    the others minimised (see :func:`archsim.report.pareto.metric_sense`).
+    """
+    _check(points, axes, metrics)
+    template = environment().get_template(SWEEP_TEMPLATE)
+    return template.render(**_context(points, axes, metrics, title, pareto))
+
+
+def write_sweep_report(
+    points: pd.DataFrame,
+    path: str | Path,
+    *,
+    axes: list[str],
+    metrics: list[str],
+    title: str,
+    pareto: tuple[str, str] | None = None,
+) -> Path:
+    """Write the sweep report atomically to ``path`` (a directory gets ``report.html``)."""
+    text = render_sweep_report(points, axes=axes, metrics=metrics, title=title, pareto=pareto)
+    return write_page(text, path, "report.html")

@@ -1,0 +1,300 @@
+"""Figures of a sweep's totals frame (one row per point): metric vs parameter, Pareto scatter.
+
+The frame has one column per swept axis (dotted config path) and one per metric; only rows with
+``status == "ok"`` are plotted. Like :mod:`archsim.report.plots`, every function returns a
+:class:`~matplotlib.figure.Figure` on the Agg canvas without touching pyplot's global state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import BoundaryNorm, LogNorm, Normalize
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from archsim.report.plots import energy_unit, si_format
+
+__all__ = [
+    "MetricUnit",
+    "metric_unit",
+    "axis_values",
+    "plot_metric_grid",
+    "plot_pareto",
+    "MAX_GRID_COLUMNS",
+]
+
+#: Panels per row of the metric grid; more axes start a new figure.
+MAX_GRID_COLUMNS = 4
+_LINE = "#4c72b0"
+_DOT = "#8c8c8c"
+_FRONT = "#c44e52"
+#: Distinct values up to which an axis is coloured with discrete colours (else a colour bar).
+_MAX_DISCRETE = 10
+
+
+@dataclass(frozen=True)
+class MetricUnit:
+    """How to show a metric: ``label`` (with unit) and ``scale`` (display = value * scale)."""
+
+    label: str
+    scale: float
+
+
+def metric_unit(metric: str, values: Sequence[float] | pd.Series) -> MetricUnit:
+    """A readable unit for ``metric`` given the values it takes (s -> ms/us, pJ -> uJ, ...)."""
+    arr = pd.to_numeric(pd.Series(values), errors="coerce").abs()
+    top = float(arr.max()) if arr.notna().any() else 0.0
+    name = metric.removeprefix("total_").replace("_", " ")
+    if metric.endswith("_pj"):
+        unit, per = energy_unit(top)
+        return MetricUnit(f"{name[:-3]} ({unit})", 1.0 / per)
+    if metric.endswith("_s"):
+        for unit, per in (("s", 1.0), ("ms", 1e-3), ("\u00b5s", 1e-6), ("ns", 1e-9)):
+            if top >= per or unit == "ns":
+                return MetricUnit(f"{name[:-2]} ({unit})", 1.0 / per)
+    if metric.endswith("_w"):
+        if top >= 1.0 or top == 0.0:
+            return MetricUnit(f"{name[:-2]} (W)", 1.0)
+        return MetricUnit(f"{name[:-2]} (mW)", 1e3)
+    if metric.endswith("_mm2"):
+        return MetricUnit(f"{name[:-4]} (mm\u00b2)", 1.0)
+    if metric.endswith("_gops"):
+        return MetricUnit(f"{name[:-5]} GOP/s", 1.0)
+    if metric.endswith("_bytes"):
+        return MetricUnit(f"{name[:-6]} (bytes)", 1.0)
+    return MetricUnit(name, 1.0)
+
+
+@dataclass(frozen=True)
+class _AxisValues:
+    """Plot positions of one swept axis: numeric (maybe log2) or categorical."""
+
+    positions: np.ndarray
+    ticks: list[float]
+    labels: list[str]
+    log: bool
+    numeric: bool
+
+
+def _label(value: Any) -> str:
+    """Tick label of an axis value: compact numbers (``400M``, ``64``, ``0.5``), else text."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
+        return str(value)
+    return si_format(float(value))
+
+
+def axis_values(column: pd.Series) -> _AxisValues:
+    """Positions of ``column``'s values on a plot axis, with its tick positions and labels."""
+    values = column.tolist()
+    present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    numeric = bool(present) and all(
+        isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_)
+        for v in present
+    )
+    if numeric:
+        pos = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+        uniq = sorted(set(pos[np.isfinite(pos)].tolist()))
+        log = bool(uniq) and uniq[0] > 0 and uniq[-1] / uniq[0] >= 8
+        if len(uniq) > 12:  # let matplotlib choose the ticks
+            return _AxisValues(pos, [], [], log, True)
+        return _AxisValues(pos, uniq, [_label(u) for u in uniq], log, True)
+    order: list[str] = []
+    for v in values:
+        if str(v) not in order:
+            order.append(str(v))
+    with contextlib.suppress(ValueError):  # numbers as text sort as numbers
+        order = sorted(order, key=lambda s: (float(s), s))
+    index = {s: i for i, s in enumerate(order)}
+    pos = np.array([index[str(v)] for v in values], dtype=float)
+    return _AxisValues(pos, [float(i) for i in range(len(order))], order, False, False)
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _style(ax: Axes) -> None:
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(color="#e4e4e4", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.tick_params(labelsize=8)
+
+
+def _set_x(ax: Axes, xv: _AxisValues, columns: int = 1) -> None:
+    if xv.log:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    if xv.ticks:
+        ax.set_xticks(xv.ticks)
+        many = sum(len(s) + 3 for s in xv.labels) > 150 / columns
+        ax.set_xticklabels(xv.labels, rotation=30 if many else 0, ha="right" if many else "center")
+        ax.set_xticks([], minor=True)
+    elif not xv.log:
+        ax.xaxis.set_major_formatter(FuncFormatter(si_format))
+    if not xv.numeric and xv.ticks:
+        ax.set_xlim(-0.5, len(xv.ticks) - 0.5)
+
+
+def _log_if_wide(ax: Axes, values: np.ndarray, span: float = 50.0, axis: str = "y") -> None:
+    """Log scale on ``axis`` when the finite values are all positive and span > ``span`` x."""
+    vals = values[np.isfinite(values)]
+    if len(vals) and vals.min() > 0 and vals.max() / vals.min() > span:
+        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+
+
+def _ok(points: pd.DataFrame) -> pd.DataFrame:
+    if "status" not in points:
+        return points
+    return points[points["status"].astype(str) == "ok"]
+
+
+def _no_data(fig: Figure, text: str) -> Figure:
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+    return fig
+
+
+def plot_metric_grid(
+    points: pd.DataFrame, axes: Sequence[str], metrics: Sequence[str]
+) -> list[Figure]:
+    """Small multiples: one panel per (metric row, swept-axis column).
+
+    Each panel shows every successful point (grey dots), the median over the other axes (line)
+    and their min-max range (band). Axes whose values span 8x or more use a log2 scale. At most
+    :data:`MAX_GRID_COLUMNS` axes per figure; more axes give more figures.
+    """
+    ok = _ok(points)
+    if ok.empty or not axes or not metrics:
+        return [_no_data(_new_figure(12.5, 2.0), "no successful points to plot")]
+    figures = []
+    for first in range(0, len(axes), MAX_GRID_COLUMNS):
+        chunk = list(axes[first : first + MAX_GRID_COLUMNS])
+        n_rows, n_cols = len(metrics), len(chunk)
+        fig = _new_figure(12.5, 0.6 + 2.1 * n_rows)
+        grid = fig.subplots(n_rows, n_cols, squeeze=False, sharex="col", sharey="row")
+        for c, axis in enumerate(chunk):
+            xv = axis_values(ok[axis])
+            for r, metric in enumerate(metrics):
+                ax = grid[r][c]
+                unit = metric_unit(metric, ok[metric])
+                y = pd.to_numeric(ok[metric], errors="coerce").to_numpy(dtype=float) * unit.scale
+                finite = np.isfinite(y) & np.isfinite(xv.positions)
+                x, yy = xv.positions[finite], y[finite]
+                ax.scatter(x, yy, s=9, color=_DOT, alpha=0.45, linewidths=0, zorder=2)
+                if len(x):
+                    stats = pd.DataFrame({"x": x, "y": yy}).groupby("x")["y"]
+                    med, lo, hi = stats.median(), stats.min(), stats.max()
+                    ax.fill_between(med.index, lo, hi, color=_LINE, alpha=0.13, linewidth=0)
+                    ax.plot(med.index, med.values, color=_LINE, marker="o", ms=3.5, lw=1.6)
+                _style(ax)
+                _set_x(ax, xv, n_cols)
+                if c == 0:
+                    _log_if_wide(ax, pd.to_numeric(ok[metric], errors="coerce").to_numpy(float))
+                if c == 0:
+                    ax.yaxis.set_major_formatter(FuncFormatter(si_format))
+                    ax.set_ylabel(unit.label, fontsize=9)
+                if r == n_rows - 1:
+                    ax.set_xlabel(axis, fontsize=9)
+        handles = [
+            Line2D([], [], color=_DOT, marker="o", ls="", ms=4, alpha=0.6, label="point"),
+            Line2D([], [], color=_LINE, marker="o", ms=4, label="median over other axes"),
+            matplotlib.patches.Patch(color=_LINE, alpha=0.2, label="min\u2013max"),
+        ]
+        fig.legend(handles=handles, loc="outside upper right", ncols=3, fontsize=8, frameon=False)
+        figures.append(fig)
+    return figures
+
+
+def _colour(ax: Axes, fig: Figure, column: pd.Series, name: str) -> Any:
+    """Colours of the points by ``column``, with a legend (few values) or a colour bar."""
+    xv = axis_values(column)
+    uniq = sorted(set(xv.positions[np.isfinite(xv.positions)].tolist()))
+    if not xv.numeric or len(uniq) <= _MAX_DISCRETE:
+        cmap = matplotlib.colormaps["tab10"]
+        index = {u: i for i, u in enumerate(uniq)}
+        colours = [cmap(index[p] % 10) if np.isfinite(p) else "#bbbbbb" for p in xv.positions]
+        labels = xv.labels if xv.labels and len(xv.labels) == len(uniq) else map(_label, uniq)
+        handles = [
+            Line2D([], [], color=cmap(i % 10), marker="o", ls="", ms=5, label=str(lab))
+            for i, lab in enumerate(labels)
+        ]
+        fig.legend(
+            handles=handles, title=name, fontsize=8, title_fontsize=8, frameon=False,
+            loc="outside right upper",
+        )  # fmt: skip
+        return colours
+    norm: Normalize = LogNorm(uniq[0], uniq[-1]) if xv.log else Normalize(uniq[0], uniq[-1])
+    if len(uniq) <= 24:
+        mids = [(a + b) / 2 for a, b in zip(uniq[:-1], uniq[1:], strict=True)]
+        edges = [uniq[0] - 0.5, *mids, uniq[-1] + 0.5]
+        norm = BoundaryNorm(edges, 256)
+    sm = matplotlib.cm.ScalarMappable(norm=norm, cmap="viridis")
+    bar = fig.colorbar(sm, ax=ax, pad=0.01, fraction=0.04)
+    bar.set_label(name, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    return sm.to_rgba(xv.positions)
+
+
+def plot_pareto(
+    points: pd.DataFrame,
+    x: str,
+    y: str,
+    front: pd.Series,
+    color_by: str | None = None,
+    senses: tuple[str, str] = ("min", "min"),
+) -> Figure:
+    """Scatter of metric ``y`` vs metric ``x`` over the successful points, front highlighted.
+
+    ``front`` is a boolean Series aligned with ``points`` (see ``pareto_mask``); the front is
+    drawn as red-edged markers joined by a staircase (a line unless both ``senses`` are
+    "min"). Points are coloured by ``color_by`` (a swept axis) when given. Axes spanning more
+    than 50x use a log scale.
+    """
+    fig = _new_figure(12.5, 5.2)
+    ok = _ok(points)
+    xs = pd.to_numeric(ok[x], errors="coerce") if x in ok else pd.Series(dtype=float)
+    ys = pd.to_numeric(ok[y], errors="coerce") if y in ok else pd.Series(dtype=float)
+    good = np.isfinite(xs.to_numpy(dtype=float)) & np.isfinite(ys.to_numpy(dtype=float))
+    if not good.any():
+        return _no_data(fig, f"no successful points with finite {x} and {y}")
+    ok, xs, ys = ok[good], xs[good], ys[good]
+    ux, uy = metric_unit(x, xs), metric_unit(y, ys)
+    xd, yd = xs.to_numpy(dtype=float) * ux.scale, ys.to_numpy(dtype=float) * uy.scale
+    ax = fig.add_subplot()
+    colours: Any = _DOT
+    if color_by is not None and color_by in ok:
+        colours = _colour(ax, fig, ok[color_by], color_by)
+    ax.scatter(xd, yd, s=22, c=colours, alpha=0.75, linewidths=0, zorder=2)
+    on = front.reindex(ok.index).fillna(False).to_numpy(dtype=bool)
+    if on.any():
+        fx, fy = xd[on], yd[on]
+        order = np.argsort(fx, kind="stable")
+        if senses == ("min", "min"):
+            ax.step(fx[order], fy[order], where="post", color=_FRONT, lw=1.3, zorder=3)
+        else:
+            ax.plot(fx[order], fy[order], color=_FRONT, lw=1.3, zorder=3)
+        ax.scatter(
+            fx, fy, s=60, facecolors="none", edgecolors=_FRONT, linewidths=1.6, zorder=4,
+            label=f"Pareto front ({int(on.sum())} of {len(xd)} points)",
+        )  # fmt: skip
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=8, frameon=False)
+    _log_if_wide(ax, xd, axis="x")
+    _log_if_wide(ax, yd, axis="y")
+    ax.set_xlabel(ux.label, fontsize=9)
+    ax.set_ylabel(uy.label, fontsize=9)
+    _style(ax)
+    return fig

@@ -1,0 +1,132 @@
+"""Sweep speed: the 1,000-point EIE sweep (sweeps/eie_pes_fifo_width.yaml, nine layers).
+
+1. local process pool with -j workers: wall time and points/s;
+2. the same points on Dask with 1 and with 2 workers, started by the sweep (`--dask local`,
+   start-up included) and already running (`--dask ADDRESS`): speed-ups, and a check that all
+   the frames are identical, bit for bit.
+
+    python benchmarks/bench_sweep.py                 # everything, 1,000 points
+    python benchmarks/bench_sweep.py --limit 200     # the first 200 points only
+    python benchmarks/bench_sweep.py --no-dask --kill   # also: SIGKILL halfway, then resume
+
+Each run writes its durable store into a fresh temporary folder, as `archsim sweep` would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pandas as pd
+from dask.distributed import Client, LocalCluster
+
+from archsim.explore import SweepStore, plan_sweep, run_plan
+from archsim.explore.executor import default_jobs
+
+
+def timed(label: str, plan, **kwargs) -> tuple[pd.DataFrame, float]:
+    with tempfile.TemporaryDirectory(prefix="bench-sweep-") as out:
+        t0 = time.perf_counter()
+        frame = run_plan(plan, out, **kwargs)
+        wall = time.perf_counter() - t0
+    n = len(plan.points)
+    errors = frame.attrs["counts"]["errors"]
+    print(f"{label:<28}{n:>7}{wall:>10.1f}{n / wall:>10.2f}{errors:>8}")
+    return frame, wall
+
+
+def kill_and_resume(args: argparse.Namespace, plan) -> None:
+    """Run in a child process, SIGKILL it once half the points are stored, then resume."""
+    n = len(plan.points)
+    with tempfile.TemporaryDirectory(prefix="bench-kill-") as out:
+        child = [
+            sys.executable,
+            __file__,
+            "--spec",
+            args.spec,
+            "-j",
+            str(args.jobs),
+            "--child",
+            out,
+        ] + (["--limit", str(args.limit)] if args.limit else [])
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(child)
+        store = SweepStore(out)
+        while proc.poll() is None and len(store.finished()) < n // 2:
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed_after = time.perf_counter() - t0
+        before = store.finished()
+        t0 = time.perf_counter()
+        frame = run_plan(plan, out, n_jobs=args.jobs)
+        resumed = time.perf_counter() - t0
+        c = frame.attrs["counts"]
+        stored = store.tables()[0].to_pandas()
+        dups = int(stored.duplicated(["point_key", "layer_index"]).sum())
+        print(
+            f"SIGKILL after {killed_after:.1f} s with {len(before)} of {n} points stored; "
+            f"re-run: {c['ran']} run, {c['resumed']} resumed in {resumed:.1f} s"
+        )
+        print(
+            f"points in the store: {stored['point_key'].nunique()} (expected "
+            f"{len({p.key for p in plan.points})}), duplicate rows: {dups}, work done: "
+            f"{len(before) + c['ran']} point runs for {n} points (+ in-flight ones lost)"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spec", default="eie_pes_fifo_width")
+    ap.add_argument("-j", "--jobs", type=int, default=min(2, default_jobs()))
+    ap.add_argument("--limit", type=int, default=None, help="run only the first N points")
+    ap.add_argument("--no-dask", action="store_true")
+    ap.add_argument("--kill", action="store_true", help="SIGKILL a sweep halfway and resume")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    plan = plan_sweep(args.spec)
+    if args.limit:
+        plan = dataclasses.replace(plan, points=plan.points[: args.limit])
+    if args.child:
+        run_plan(plan, args.child, n_jobs=args.jobs)
+        return
+    if args.kill:
+        kill_and_resume(args, plan)
+    print(f"spec {args.spec}: {len(plan.points)} points, {len(plan.spec.workloads)} workload(s)")
+    print(f"{'executor':<28}{'points':>7}{'wall s':>10}{'points/s':>10}{'errors':>8}")
+    pool, _ = timed(f"process pool, {args.jobs} workers", plan, n_jobs=args.jobs)
+    if args.no_dask:
+        return
+    one, t1 = timed("dask local, 1 worker", plan, n_jobs=1, dask="local")
+    two, t2 = timed("dask local, 2 workers", plan, n_jobs=2, dask="local")
+    frames = [pool, one, two]
+    walls = {}
+    for k in (1, 2):  # a cluster already up (as with --dask ADDRESS): no start-up in the time
+        with (
+            LocalCluster(
+                n_workers=k, threads_per_worker=1, processes=True, dashboard_address=":0"
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            client.run(importlib.import_module, "archsim.accelerators")
+            label = f"dask running cluster, {k} w."
+            frame, walls[k] = timed(label, plan, dask=cluster.scheduler_address)
+            frames.append(frame)
+    print(
+        f"dask speed-up 2 vs 1 workers: {t1 / t2:.2f}x with LocalCluster start-up, "
+        f"{walls[1] / walls[2]:.2f}x on a running cluster (goal >= 1.7x)"
+    )
+    same = all(pool.equals(f) for f in frames)
+    print(f"identical results (pool and the four dask runs): {same}")
+    if not same:
+        raise SystemExit("results differ between executors")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""Running sweeps: identical frames whatever the executor, resume, errors, SIGKILL, the CLI."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import archsim
+from archsim.cli import main
+from archsim.explore import SweepStore, plan_sweep, run_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+WORKLOAD = """\
+schema_version: 1
+name: small
+source: test
+layers:
+  - {name: fc1, kind: fc, inputs: 160, outputs: 96, weight_density: 0.2, activation_density: 0.5}
+  - {name: fc2, kind: fc, inputs: 96, outputs: 40, weight_density: 0.3, activation_density: 0.7}
+"""
+
+
+def write_spec(folder: Path, axes: str, extra: str = "", workload: str = WORKLOAD) -> Path:
+    (folder / "small.yaml").write_text(workload)
+    spec = folder / "spec.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: t\nhardware: tiny_eie\nworkload: small.yaml\n"
+        + textwrap.dedent(axes)
+        + extra
+    )
+    return spec
+
+
+AXES = "axes:\n  pe_array.num_pes: [2, 3, 4]\n  activation_fifo.depth: [1, 2, 8]\n"
+
+
+def test_frame_matches_simulate_and_executors_agree(tmp_path):
+    spec = write_spec(tmp_path, AXES)
+    plan = plan_sweep(spec)
+    serial = run_plan(plan, n_jobs=1)
+    assert len(serial) == 9 * 2 and list(serial["point"].unique()) == list(range(9))
+    # every row is exactly what simulate() gives for that point
+    for p in (plan.points[0], plan.points[7]):
+        res = archsim.simulate(p.hardware, p.workload, p.seed)
+        rows = serial[serial["point"] == p.index]
+        assert rows["cycles"].tolist() == [lr.cycles for lr in res.layers]
+        assert rows["energy_pj"].tolist() == [lr.energy_pj for lr in res.layers]
+        assert rows["total_cycles"].iloc[0] == res.total_cycles
+        assert rows["pe_array.num_pes"].iloc[0] == p.hardware.pe_array.num_pes
+    points = archsim.totals(serial)
+    assert list(points.columns[:6]) == [
+        "point",
+        "point_key",
+        "workload",
+        "seed",
+        "pe_array.num_pes",
+        "activation_fifo.depth",
+    ]
+    assert (points["status"] == "ok").all() and (points["error"] == "").all()
+    assert points["total_energy_pj"].tolist() == serial.groupby("point")["energy_pj"].sum().tolist()
+    pool = run_plan(plan, tmp_path / "pool", n_jobs=2)
+    dask = run_plan(plan, tmp_path / "dask", n_jobs=2, dask="local")
+    pd.testing.assert_frame_equal(serial, pool)
+    pd.testing.assert_frame_equal(serial, dask)
+    stored = pd.read_parquet(tmp_path / "pool" / "store" / "compacted.parquet")
+    assert sorted(stored["point_key"].unique()) == sorted(points["point_key"])
+
+
+def test_resume_runs_only_new_points_and_errors_are_recorded(tmp_path):
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 4]\n")
+    seen = []
+    first = archsim.sweep(
+        spec, out_dir=tmp_path / "out", n_jobs=1, progress=lambda d, t: seen.append((d, t))
+    )
+    assert seen[0] == (0, 2) and seen[-1] == (2, 2)
+    assert first.attrs["counts"]["ran"] == 2
+    # a wider spec: the two stored points are reused; strict_capacity raises on the overflow
+    spec.write_text(
+        spec.read_text().replace("[2, 4]", "[2, 4, 1]") + "  strict_capacity: [false, true]\n"
+    )
+    plan = plan_sweep(spec)
+    second = run_plan(plan, tmp_path / "out", n_jobs=1)
+    c = second.attrs["counts"]
+    assert (c["resumed"], c["ran"]) == (2, 4)
+    points = archsim.totals(second)
+    errors = points[points["status"] == "error"]
+    assert len(errors) >= 1 and errors["error"].str.contains("SimulationError").all()
+    assert errors["strict_capacity"].all() and errors["total_cycles"].isna().all()
+    assert c["errors"] == len(errors)
+    ok = points[points["status"] == "ok"].set_index("point_key")
+    first_points = archsim.totals(first).set_index("point_key")
+    assert (
+        ok.loc[first_points.index, "total_cycles"].tolist() == first_points["total_cycles"].tolist()
+    )
+    # a third run does nothing, the store holds each key once
+    third = run_plan(plan, tmp_path / "out", n_jobs=1)
+    assert third.attrs["counts"]["ran"] == 0
+    pd.testing.assert_frame_equal(second, third)
+    keys = pq.read_table(tmp_path / "out" / "store" / "compacted.parquet").to_pandas()
+    assert (
+        keys.groupby("point_key")["layer_index"]
+        .apply(lambda s: s.isna().all() or s.is_unique)
+        .all()
+    )
+
+
+def test_sigkill_loses_nothing_finished(tmp_path):
+    # 40 PE counts: every point re-encodes, a few tens of ms each; parts of 1 point each (-j 1
+    # runs chunks of ceil(40 / 4) = 8 points; the kill comes once two parts exist)
+    spec = write_spec(
+        tmp_path, "axes:\n  pe_array.num_pes: {low: 1, high: 40, num: 40, integer: true}\n"
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "archsim", "sweep", str(spec), "-o", str(out), "-j", "1", "-q"]
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path)
+    store = out / "store"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(store.glob("part-*.parquet"))) < 2:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    finished = SweepStore(out).finished()
+    assert 16 <= len(finished) < 40  # killed halfway: some parts on disk, not all
+    res = subprocess.run(cmd[:-1], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert f"({40 - len(finished)} run, {len(finished)} already in" in res.stdout
+    points = pd.read_csv(out / "points.csv")
+    assert len(points) == 40 and points["point_key"].is_unique and (points["status"] == "ok").all()
+    stored = pq.read_table(store / "compacted.parquet").to_pandas()
+    assert len(stored) == 40 * 2 and not stored.duplicated(["point_key", "layer_index"]).any()
+    assert [f.name for f in store.iterdir() if f.name != ".lock"] == ["compacted.parquet"]
+
+
+def test_cli_writes_outputs_and_prints_the_front(tmp_path, capsys):
+    spec = write_spec(tmp_path, AXES, "metrics: {total_time_s: min, total_energy_pj: min}\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "9 points (9 run, 0 already in" in text and "Pareto front over" in text
+    points = pd.read_csv(out / "points.csv")
+    front = archsim.pareto(points, minimize=["total_time_s", "total_energy_pj"])
+    for p in front["point"]:
+        assert any(line.split()[0] == str(p) for line in text.splitlines() if line.strip())
+    html = (out / "report.html").read_text()
+    assert "<html" in html.lower() and "pe_array.num_pes" in html
+    meta = (out / "sweep.json").read_text()
+    assert "results depend only on" in meta or "depends only on" in meta
+    assert len(pd.read_parquet(out / "results.parquet")) == 18
+
+
+def test_unreachable_scheduler_fails_fast(tmp_path, capsys):
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2]\n")
+    t0 = time.monotonic()
+    code = main(["sweep", str(spec), "-o", str(tmp_path / "o"), "--dask", "tcp://127.0.0.1:9"])
+    assert code == 2 and time.monotonic() - t0 < 30
+    err = capsys.readouterr().err
+    assert err.startswith("archsim: error: --dask tcp://127.0.0.1:9: cannot reach")
+    assert err.count("\n") == 1
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "o"), "--dask", "nohost"]) == 2
+    assert "not a scheduler address" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3"])
+def test_bad_job_count(tmp_path, capsys, jobs):
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2]\n")
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "o"), "-j", jobs]) == 2
+    assert "-j" in capsys.readouterr().err
+
+
+def test_memoised_eie_path_is_identical(tmp_path):
+    """With the memo on, timing is reused across line widths and line reads across FIFO
+    depths; every point must still equal a fresh, memo-free simulate()."""
+    from archsim import memo
+
+    (tmp_path / "small.yaml").write_text(WORKLOAD)
+    wl = archsim.load_workload(tmp_path / "small.yaml")
+    base = archsim.load_hardware("tiny_eie")
+    grid = [
+        {"pe_array.num_pes": n, "activation_fifo.depth": d, "spmat_sram.width_bits": w}
+        for n in (2, 3)
+        for d in (1, 3)
+        for w in (6, 24, 48)
+    ]
+    fresh = [archsim.simulate(base.with_overrides(g), wl, 1) for g in grid]
+    memo.enable()
+    try:
+        cached = [archsim.simulate(base.with_overrides(g), wl, 1) for g in grid]
+        assert memo.stats()["hits"] > 0
+    finally:
+        memo.disable()
+    for a, b in zip(fresh, cached, strict=True):
+        pd.testing.assert_frame_equal(a.to_dataframe(), b.to_dataframe())
+        assert a.total_cycles == b.total_cycles
+    reads = [r.layers[0].extras["eie_spmat_line_reads"] for r in fresh]
+    assert len(set(reads)) > 2  # the widths really change the line reads
+
+
+def test_all_points_failing_still_gives_a_full_frame_and_report(tmp_path, capsys):
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [1]\n  strict_capacity: [true]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "1 errors" in text and "error at point 0: SimulationError" in text
+    points = pd.read_csv(out / "points.csv")
+    assert points["status"].tolist() == ["error"]
+    assert points["total_time_s"].isna().all() and "total_energy_pj" in points.columns
+    assert (out / "report.html").stat().st_size > 1000
+
+
+def test_a_second_sweep_into_a_busy_folder_fails_at_once(tmp_path, capsys):
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2]\n")
+    out = tmp_path / "out"
+    with SweepStore(out).lock():
+        assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 2
+        assert "another sweep is writing into this folder" in capsys.readouterr().err
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0

@@ -1,0 +1,143 @@
+"""Sweep report: Pareto front, figures, the table of points, errors, self-containment."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import AXES, METRICS, make_points
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from archsim.errors import ArchsimError
+from archsim.report import pareto_mask, plot_metric_grid, render_sweep_report, write_sweep_report
+from archsim.report.pareto import metric_sense
+from archsim.report.sweep_plots import MAX_GRID_COLUMNS, axis_values, metric_unit
+
+_XMLNS = re.compile(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"')
+
+
+@pytest.fixture(scope="module")
+def html(sweep_points: pd.DataFrame) -> str:
+    return render_sweep_report(sweep_points, axes=AXES, metrics=METRICS, title="sweep <x> & y")
+
+
+def _rows(html: str) -> list[str]:
+    body = re.search(r'<table id="points-table".*?<tbody>(.*?)</tbody>', html, re.S)
+    assert body
+    return re.findall(r"<tr class=\"([^\"]*)\"", body.group(1))
+
+
+def test_one_row_per_point_errors_marked(html: str, sweep_points: pd.DataFrame) -> None:
+    classes = _rows(html)
+    assert len(classes) == len(sweep_points) == 200
+    assert sum(c.startswith("error") for c in classes) == 3
+    assert "&lt;0&gt; must divide the rows &amp; be" in html  # error text shown, escaped
+    assert "3 point(s) failed" in html
+
+
+def test_front_marked_in_table(html: str, sweep_points: pd.DataFrame) -> None:
+    ok = sweep_points[sweep_points["status"] == "ok"]
+    front = pareto_mask(ok, {"total_time_s": "min", "total_energy_pj": "min"})
+    assert 1 <= front.sum() < len(ok)
+    assert sum(" front" in c for c in _rows(html)) == int(front.sum())
+
+
+def test_figures_and_self_contained(html: str) -> None:
+    assert html.count("<svg") == 2  # Pareto scatter + one grid (3 axes <= 4 per figure)
+    rest = _XMLNS.sub("", html)
+    assert "http://" not in rest and "https://" not in rest and "<link" not in html
+    assert html.count("<script") == 1 and "src=" not in html.split("<script", 1)[1]
+    assert "sweep &lt;x&gt; &amp; y" in html
+    assert len(html.encode()) < 2 * 1024 * 1024
+    ids = re.findall(r'\bid="([^"]+)"', html)
+    assert len(ids) == len(set(ids))
+
+
+def test_deterministic(html: str, sweep_points: pd.DataFrame) -> None:
+    again = render_sweep_report(sweep_points, axes=AXES, metrics=METRICS, title="sweep <x> & y")
+    assert again == html
+
+
+def test_write_atomic(tmp_path: Path) -> None:
+    pts = make_points(2, 2, 2, errors=0)
+    out = write_sweep_report(pts, tmp_path, axes=AXES, metrics=METRICS[:2], title="t")
+    assert out == tmp_path / "report.html" and out.read_text().startswith("<!DOCTYPE html>")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_missing_column_is_one_clear_error(sweep_points: pd.DataFrame, tmp_path: Path) -> None:
+    with pytest.raises(ArchsimError, match="pe_array.nope.*missing.*available: point"):
+        write_sweep_report(
+            sweep_points, tmp_path / "r.html", axes=["pe_array.nope"], metrics=METRICS, title="t"
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_all_failed_and_categorical_axis() -> None:
+    pts = make_points(2, 2, 1, errors=0)
+    pts["preset"] = ["eie", "tiny_eie"] * 2
+    html = render_sweep_report(pts, axes=["preset"], metrics=["total_time_s"], title="t")
+    assert html.count("<svg") == 2  # the default Pareto pair is in the frame though not a metric
+    assert "total_energy_pj vs total_time_s" in html
+    pts["status"], pts["error"] = "error", "boom"
+    html = render_sweep_report(pts, axes=["preset"], metrics=METRICS, title="t")
+    assert "4 point(s) failed" in html and "4 &times; boom" in html
+    assert len(_rows(html)) == 4
+
+
+def test_many_axes_split_into_figures(sweep_points: pd.DataFrame) -> None:
+    pts = sweep_points.copy()
+    extra = [f"x.a{i}" for i in range(3)]
+    for i, name in enumerate(extra):
+        pts[name] = np.arange(len(pts)) % (i + 2)
+    figs = plot_metric_grid(pts, AXES + extra, METRICS[:2])
+    assert len(figs) == 2 and MAX_GRID_COLUMNS == 4
+    assert len(figs[0].axes) == 2 * 4 and len(figs[1].axes) == 2 * 2
+    assert figs[0].axes[0].get_yscale() == "log"  # cycles span > 50x
+
+
+def test_axis_values_and_units() -> None:
+    num = axis_values(pd.Series([16, 64, 256, 16]))
+    assert num.log and num.numeric and num.labels == ["16", "64", "256"]
+    clock = axis_values(pd.Series([400e6, 1.2e9]))
+    assert clock.labels == ["400M", "1.2G"] and not clock.log
+    cat = axis_values(pd.Series(["b", "a", "b"]))
+    assert not cat.numeric and cat.labels == ["b", "a"] and list(cat.positions) == [0, 1, 0]
+    assert metric_unit("total_time_s", [2e-6, 5e-6]).label == "time (\u00b5s)"
+    assert metric_unit("total_energy_pj", [3e7]).scale == pytest.approx(1e-6)
+    assert metric_sense("effective_gops") == "max" and metric_sense("total_time_s") == "min"
+
+
+def test_pareto_simple() -> None:
+    f = pd.DataFrame({"t": [1, 2, 3, 2, 1, np.nan], "e": [5, 2, 1, 3, 5, 0], "g": [1] * 6})
+    assert pareto_mask(f, {"t": "min", "e": "min"}).tolist() == [1, 1, 1, 0, 1, 0]
+    assert pareto_mask(f, {"t": "max", "e": "min"}).tolist() == [0, 0, 1, 0, 0, 0]
+    with pytest.raises(ValueError, match="sense"):
+        pareto_mask(f, {"t": "least"})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 6)), max_size=40))
+def test_pareto_matches_brute_force(rows: list[tuple[int, int, int]]) -> None:
+    f = pd.DataFrame(rows, columns=["a", "b", "c"], dtype=float)
+    got = pareto_mask(f, {"a": "min", "b": "max", "c": "min"}).tolist()
+    keys = [(a, -b, c) for a, b, c in rows]
+
+    def dominated(p: tuple[int, ...]) -> bool:
+        return any(all(o <= s for o, s in zip(q, p, strict=True)) and q != p for q in keys)
+
+    want = [not dominated(p) for p in keys]
+    assert got == want
+
+
+def test_error_column_only_when_a_point_failed() -> None:
+    pts = make_points(2, 2, 2, errors=0)
+    html = render_sweep_report(pts, axes=AXES, metrics=METRICS, title="t")
+    assert 'title="why the point failed"' not in html and 'class="msg"' not in html
+    pts.loc[0, ["status", "error"]] = ["error", "boom"]
+    html = render_sweep_report(pts, axes=AXES, metrics=METRICS, title="t")
+    assert 'title="why the point failed"' in html and '<td class="msg">boom</td>' in html

@@ -1,0 +1,311 @@
+"""Sweep specs: expansion (grid, zip, random, ranges), up-front errors, constraints, keys."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import archsim
+from archsim import memo
+from archsim.cli import main
+from archsim.config.io import list_presets, load_sweep
+from archsim.errors import ConfigError
+from archsim.explore import Expression, ExpressionError, plan_sweep, point_key
+
+SMALL_WL = """\
+schema_version: 1
+name: small
+source: test
+layers:
+  - {name: fc1, kind: fc, inputs: 96, outputs: 64, weight_density: 0.2, activation_density: 0.5}
+"""
+
+
+def write_spec(tmp_path: Path, body: str, name: str = "spec.yaml") -> Path:
+    (tmp_path / "small.yaml").write_text(SMALL_WL)
+    head = "schema_version: 1\nname: t\nhardware: tiny_eie\nworkload: small.yaml\n"
+    path = tmp_path / name
+    path.write_text(head + textwrap.dedent(body))
+    return path
+
+
+def test_presets_expand():
+    assert {"eie_pes_fifo_width", "scnn_f_i_banks", "v100_sms_hbm"} <= set(list_presets("sweep"))
+    eie = plan_sweep("eie_pes_fifo_width")
+    assert len(eie.points) == 1000 and not eie.skipped
+    assert eie.axes == ["pe_array.num_pes", "activation_fifo.depth", "spmat_sram.width_bits"]
+    # grid order: the first axis varies slowest
+    assert [p.values["pe_array.num_pes"] for p in eie.points[:101:100]] == [16, 24]
+    assert eie.points[1].hardware.activation_fifo.depth == 1
+    assert eie.points[1].hardware.spmat_sram.width_bits == 32
+    scnn = plan_sweep("scnn_f_i_banks")
+    assert len(scnn.points) + len(scnn.skipped) == 27
+    for p in scnn.points:  # derived fields follow the axes
+        hw = p.hardware
+        assert hw.crossbar.inputs == hw.multipliers.weights_per_cycle * (
+            hw.multipliers.activations_per_cycle
+        )
+        assert hw.crossbar.outputs == hw.accumulator.banks
+    assert all(s.reason.startswith("constraint: ") for s in scnn.skipped)
+    gpu = plan_sweep("v100_sms_hbm")
+    assert [p.hardware.sms for p in gpu.points[::3]] == [40, 60, 80, 100, 120]
+    assert gpu.points[1].hardware.hbm.bandwidth_bytes_per_s == 900e9
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "problem"),
+    [
+        ("axes: {pe_array.num_pe: [2, 4]}\n", "axes.pe_array.num_pe", "did you mean 'num_pes'"),
+        ("axes: {pe_array.num_pes: []}\n", "axes", "empty axis"),
+        ("axes: {pe_array.num_pes: [2, four]}\n", "axes.pe_array.num_pes", "'four'"),
+        ("axes: {pe_array.num_pes: [2, 0]}\n", "axes.pe_array.num_pes", "greater than"),
+        ("axes: {clock.frequency_hz: [1.0e+9, fast]}\n", "axes.clock.frequency_hz", "'fast'"),
+        ("axes: {pe_array.num_pes: [2]}\nmetrics: {speed: max}\n", "metrics", "unknown metric"),
+        ("mode: random\naxes: {pe_array.num_pes: [2]}\n", "samples", "must be set in random"),
+        (
+            "mode: zip\naxes: {pe_array.num_pes: [2, 4], activation_fifo.depth: [1]}\n",
+            "axes",
+            "equal length",
+        ),
+        ("axes: {pe_array.num_pes: 5}\n", "axes", "pe_array.num_pes: an axis is a list"),
+        (
+            "axes: {pe_array.num_pes: {low: 1, high: 8, num: 2, lg: true}}\n",
+            "axes",
+            "pe_array.num_pes: lg: unknown field; allowed: low, high",
+        ),
+        (
+            "axes: {pe_array.num_pes: {low: 1, high: 8}}\n",
+            "axes",
+            "needs num",
+        ),
+        (
+            "axes: {pe_array.num_pes: [2]}\nderive: {pe_aray.num_pes: '2'}\n",
+            "derive.pe_aray",
+            "did you mean 'pe_array'",
+        ),
+        (
+            "axes: {pe_array.num_pes: [2]}\nconstraints: ['pe_array.num_pes >']\n",
+            "constraints.0",
+            "invalid expression",
+        ),
+        (
+            "axes: {pe_array.num_pes: [2]}\nconstraints: ['pe_array.bogus > 1']\n",
+            "constraints.0",
+            "unknown name 'pe_array.bogus'",
+        ),
+        (
+            "axes: {pe_array.num_pes: [2]}\nconstraints: [\"__import__('os')\"]\n",
+            "constraints.0",
+            "unknown function",
+        ),
+    ],
+)
+def test_bad_specs_fail_before_running(tmp_path, capsys, body, field, problem):
+    path = write_spec(tmp_path, body)
+    with pytest.raises(ConfigError) as info:
+        plan_sweep(path)
+    msg = str(info.value)
+    assert msg.startswith(str(path)) and problem in msg and "\n" not in msg
+    if field:
+        assert f": {field}" in msg
+    assert main(["sweep", str(path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("archsim: error: ") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_unknown_hardware_names_the_spec(tmp_path):
+    path = write_spec(tmp_path, "axes: {pe_array.num_pes: [2]}\n")
+    path.write_text(path.read_text().replace("tiny_eie", "tiny_eei"))
+    with pytest.raises(ConfigError, match=r"spec\.yaml: hardware: 'tiny_eei': unknown"):
+        plan_sweep(path)
+
+
+def test_zip_random_ranges_and_seeds(tmp_path):
+    zipped = plan_sweep(
+        write_spec(
+            tmp_path,
+            "mode: zip\nseeds: [0, 1]\naxes:\n  pe_array.num_pes: [2, 4, 8]\n"
+            "  activation_fifo.depth: {low: 1, high: 4, num: 3, log: true, integer: true}\n",
+        )
+    )
+    assert zipped.axes == ["seed", "pe_array.num_pes", "activation_fifo.depth"]
+    got = [
+        (p.seed, p.hardware.pe_array.num_pes, p.hardware.activation_fifo.depth)
+        for p in zipped.points
+    ]
+    assert got == [(0, 2, 1), (0, 4, 2), (0, 8, 4), (1, 2, 1), (1, 4, 2), (1, 8, 4)]
+    random_body = (
+        "mode: random\nsamples: 20\nsample_seed: {s}\naxes:\n  pe_array.num_pes: [2, 4, 8]\n"
+        "  clock.frequency_hz: {{low: 1.0e+8, high: 1.0e+9, log: true}}\n"
+    )
+    a = plan_sweep(write_spec(tmp_path, random_body.format(s=1), "a.yaml"))
+    b = plan_sweep(write_spec(tmp_path, random_body.format(s=1), "b.yaml"))
+    c = plan_sweep(write_spec(tmp_path, random_body.format(s=2), "c.yaml"))
+    assert [p.key for p in a.points] == [p.key for p in b.points]
+    assert [p.key for p in a.points] != [p.key for p in c.points]
+    freqs = [p.hardware.clock.frequency_hz for p in a.points]
+    assert all(1e8 <= f <= 1e9 for f in freqs) and len(set(freqs)) == 20
+    assert {p.hardware.pe_array.num_pes for p in a.points} <= {2, 4, 8}
+
+
+def test_constraints_derived_quantities_and_invalid_combinations(tmp_path):
+    plan = plan_sweep(
+        write_spec(
+            tmp_path,
+            "axes:\n  pe_array.num_pes: [2, 4, 8]\n  spmat_sram.width_bits: [24, 28]\n"
+            "constraints: ['total_sram_bytes <= 4 * (4096 + 1024 + 256)']\n",
+        )
+    )
+    kept = [(p.hardware.pe_array.num_pes, p.hardware.spmat_sram.width_bits) for p in plan.points]
+    assert kept == [(2, 24), (4, 24)]
+    reasons = {
+        (s.values["pe_array.num_pes"], s.values["spmat_sram.width_bits"]): s.reason
+        for s in plan.skipped
+    }
+    assert reasons[(8, 24)].startswith("constraint: total_sram_bytes")
+    assert reasons[(2, 28)].startswith("invalid: spmat_sram.width_bits")  # 28 % 6 != 0
+    assert [s.index for s in plan.skipped] == [1, 3, 4, 5]  # numbers follow the spec's order
+
+
+def test_point_key_depends_on_hardware_workload_seed():
+    hw = archsim.load_hardware("tiny_eie")
+    wl = archsim.load_workload("eie_benchmarks")
+    k = point_key(hw, wl, 0)
+    assert k == point_key(archsim.load_hardware("tiny_eie"), wl, 0) and len(k) == 16
+    assert k != point_key(hw, wl, 1)
+    assert k != point_key(hw.with_overrides({"activation_fifo.depth": 3}), wl, 0)
+
+
+def test_expression_language():
+    names = {"a": {"b": 3}, "c": 2.5}
+    assert Expression("a.b * 2 ** 3 >= 24 and not c > 3").evaluate(names) is True
+    assert Expression("max(a.b, c) + log2(8) if c else 0").evaluate(names) == 6.0
+    assert Expression("1 < a.b <= 3").evaluate(names) is True
+    for bad in ("a.__class__", "[1, 2]", "lambda: 1", "a.b.bit_length()", "open('x')"):
+        with pytest.raises(ExpressionError):
+            Expression(bad).evaluate(names)
+    with pytest.raises(ExpressionError, match="is a section"):
+        Expression("a > 1").evaluate(names)
+
+
+def brute_force_front(values: np.ndarray) -> set[int]:
+    front = set()
+    for i, x in enumerate(values):
+        dominated = any(np.all(y <= x) and np.any(y < x) for j, y in enumerate(values) if j != i)
+        if not dominated:
+            front.add(i)
+    return front
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 60),
+    st.integers(2, 4),
+    st.integers(0, 2**32 - 1),
+)
+def test_pareto_matches_brute_force(n, m, seed):
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 6, size=(n, m)).astype(float)  # small range: many ties
+    frame = pd.DataFrame(values, columns=[f"m{i}" for i in range(m)])
+    frame["status"] = "ok"
+    # the last metric is maximised: negate it for the brute force
+    signed = values.copy()
+    signed[:, -1] *= -1
+    got = archsim.pareto(frame, minimize=list(frame.columns[: m - 1]), maximize=[f"m{m - 1}"])
+    assert set(got.index) == brute_force_front(signed)
+
+
+def test_pareto_skips_errors_and_nans():
+    frame = pd.DataFrame(
+        {
+            "t": [1.0, 0.5, np.nan, 2.0],
+            "e": [1.0, 0.5, 0.1, 0.1],
+            "status": ["ok", "error", "ok", "ok"],
+        }
+    )
+    assert list(archsim.pareto(frame, minimize=["t", "e"]).index) == [0, 3]
+    with pytest.raises(KeyError):
+        archsim.pareto(frame, minimize=["nope"])
+
+
+def test_memo_is_bounded_and_off_by_default():
+    assert not memo.enabled()
+    calls = []
+    assert memo.memoized("k", lambda: calls.append(1) or 1) == 1
+    assert memo.memoized("k", lambda: calls.append(1) or 1) == 1
+    assert len(calls) == 2  # off: nothing held
+    memo.enable(limit_bytes=3000)
+    try:
+        for i in range(3):
+            memo.memoized(("a", i), lambda: np.zeros(100))  # 800 B + overhead each
+        assert memo.stats()["entries"] == 3
+        memo.memoized(("a", 3), lambda: np.zeros(100))
+        assert memo.stats()["entries"] == 3 and memo.stats()["bytes"] <= 3000  # LRU dropped
+        hit = memo.memoized(("a", 3), lambda: pytest.fail("should be cached"))
+        assert hit.shape == (100,)
+    finally:
+        memo.disable()
+        memo.clear()
+    assert memo.stats()["entries"] == 0
+
+
+def test_schema_and_list_show_sweeps(capsys):
+    assert main(["schema", "sweep"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert {"axes", "hardware", "workload", "constraints", "derive"} <= set(schema["properties"])
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "sweep presets:" in out and "eie_pes_fifo_width" in out
+    spec, _ = load_sweep("eie_pes_fifo_width")
+    assert spec.metrics == {
+        "total_time_s": "min",
+        "total_energy_pj": "min",
+        "total_area_mm2": "min",
+    }
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(0, 300),
+    st.integers(1, 6),
+    st.integers(1, 9),
+    st.lists(st.integers(0, 5)),
+    st.integers(0, 2**32 - 1),
+)
+def test_range_scheduler_hands_out_every_task_once(n, workers, chunk, order, seed):
+    from archsim.explore.schedule import RangeScheduler
+
+    levels = np.random.default_rng(seed).integers(0, 4, size=n).tolist()
+    sched = RangeScheduler(n, workers, chunk, levels)
+    seen: list[int] = []
+    active = list(range(workers))
+    turn = 0
+    while active:  # workers ask in an arbitrary order, as they finish
+        w = active[(order[turn % len(order)] if order else turn) % len(active)]
+        turn += 1
+        span = sched.next(w)
+        if span is None:
+            active.remove(w)
+            continue
+        assert 0 < span[1] - span[0] <= chunk
+        seen.extend(range(*span))
+    assert sorted(seen) == list(range(n))
+
+
+def test_range_scheduler_cuts_at_the_slowest_axis():
+    from archsim.explore.schedule import RangeScheduler
+
+    # 4 groups of 25 points (level 0 where the slowest axis changes), inner boundaries level 1
+    levels = [0 if i % 25 == 0 else 1 for i in range(100)]
+    sched = RangeScheduler(100, 2, 8, levels)
+    assert sched.ranges == [[0, 50], [50, 100]]
+    sched = RangeScheduler(100, 3, 8, levels)
+    assert [r[0] for r in sched.ranges] == [0, 25, 75]  # 33 and 67 moved to group starts
