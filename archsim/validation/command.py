@@ -29,8 +29,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "models",
         nargs="*",
-        default=["all"],
-        choices=[*MODELS, "all"],
         metavar="MODEL",
         help=f"which claims: {', '.join(MODELS)} or all (default all)",
     )
@@ -74,7 +72,12 @@ def run_command(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise ArchsimError(f"--seed: must be >= 0 (got {args.seed})")
     eie_data = _eie_data(args.eie_data)
-    models = list(dict.fromkeys(args.models))
+    models = list(dict.fromkeys(args.models)) or ["all"]
+    unknown = [m for m in models if m not in (*MODELS, "all")]
+    if unknown:
+        raise ArchsimError(
+            f"validate: unknown model {unknown[0]!r}; allowed: {', '.join(MODELS)}, all"
+        )
 
     def progress(message: str) -> None:
         if not args.quiet:

@@ -12,7 +12,13 @@ from archsim.results import RunResult
 from archsim.simulate import simulate
 from archsim.validation.claims import ClaimUnavailable
 
-__all__ = ["Runs", "default_eie_data", "EIE_DATA_RELATIVE", "ALEX8_REAL_LAYER"]
+__all__ = [
+    "Runs",
+    "alex8_real_workload",
+    "default_eie_data",
+    "EIE_DATA_RELATIVE",
+    "ALEX8_REAL_LAYER",
+]
 
 #: Where the real AlexNet FC8 layer in EIE's format lives, relative to a checkout's parent.
 EIE_DATA_RELATIVE = Path("shared") / "data" / "eie_alexnet_fc8"
@@ -31,6 +37,27 @@ def default_eie_data() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def alex8_real_workload(folder: str | Path) -> WorkloadSpec:
+    """The one-layer workload of the real AlexNet FC8 in EIE's format stored in ``folder``."""
+    return WorkloadSpec.model_validate(
+        {
+            "schema_version": 1,
+            "name": "eie_alexnet_fc8_real",
+            "source": "Real pruned, weight-shared AlexNet FC8 in EIE's format "
+            "(RalphMao/EIE-simulator data/, commit 7ee0029); Han et al., ISCA 2016.",
+            "layers": [
+                {
+                    "name": ALEX8_REAL_LAYER,
+                    "kind": "fc",
+                    "inputs": 4096,
+                    "outputs": 1000,
+                    "data": str(Path(folder).resolve()),
+                }
+            ],
+        }
+    )
 
 
 class Runs:
@@ -78,21 +105,4 @@ class Runs:
                 f"real Alex-8 data not found ({where}); pass --eie-data DIR pointing at the "
                 "eie_alexnet_fc8 folder (EIE's storage format, from RalphMao/EIE-simulator data/)"
             )
-        spec = WorkloadSpec.model_validate(
-            {
-                "schema_version": 1,
-                "name": "eie_alexnet_fc8_real",
-                "source": "Real pruned, weight-shared AlexNet FC8 in EIE's format "
-                "(RalphMao/EIE-simulator data/, commit 7ee0029); Han et al., ISCA 2016.",
-                "layers": [
-                    {
-                        "name": ALEX8_REAL_LAYER,
-                        "kind": "fc",
-                        "inputs": 4096,
-                        "outputs": 1000,
-                        "data": str(folder.resolve()),
-                    }
-                ],
-            }
-        )
-        return self.run("eie", spec)
+        return self.run("eie", alex8_real_workload(folder))

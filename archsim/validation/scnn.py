@@ -18,6 +18,7 @@ __all__ = [
     "TABLE_4_MM2_PER_PE",
     "density_variant",
     "crossover_density",
+    "speedup_vs_dcnn",
 ]
 
 PAPER = "Parashar et al., ISCA 2017"
@@ -67,13 +68,13 @@ def _dcnn_opt():
     return load_hardware("dcnn").with_overrides({"optimized": True})
 
 
-def _speedup(runs: Runs, workload: WorkloadSpec | str) -> float:
+def speedup_vs_dcnn(runs: Runs, workload: WorkloadSpec | str) -> float:
     """DCNN time / SCNN time on the same workload and seed."""
     return runs.run("dcnn", workload).total_time_s / runs.run("scnn", workload).total_time_s
 
 
 def _network_speedup(network: str):
-    return lambda runs: _speedup(runs, network)
+    return lambda runs: speedup_vs_dcnn(runs, network)
 
 
 def _mean_energy_ratio(other: str):
@@ -91,7 +92,7 @@ def _mean_energy_ratio(other: str):
 
 
 def _sweep_point(density: float):
-    return lambda runs: _speedup(runs, density_variant("googlenet", density))
+    return lambda runs: speedup_vs_dcnn(runs, density_variant("googlenet", density))
 
 
 def crossover_density(runs: Runs, network: str = "googlenet", steps: int = 2) -> float:
@@ -102,7 +103,11 @@ def crossover_density(runs: Runs, network: str = "googlenet", steps: int = 2) ->
     log-log interpolation between the final bracket. Returns an endpoint when SCNN wins (or
     loses) over the whole range.
     """
-    lo, hi = ((d, math.log(_speedup(runs, density_variant(network, d)))) for d in _SWEEP_ENDS)
+
+    def point(d: float) -> tuple[float, float]:
+        return d, math.log(speedup_vs_dcnn(runs, density_variant(network, d)))
+
+    lo, hi = (point(d) for d in _SWEEP_ENDS)
     if hi[1] >= 0.0 or lo[1] <= 0.0:
         return hi[0] if hi[1] >= 0.0 else lo[0]
 
@@ -114,8 +119,8 @@ def crossover_density(runs: Runs, network: str = "googlenet", steps: int = 2) ->
         d = round(root(), 2)
         if d in (lo[0], hi[0]):
             break
-        point = (d, math.log(_speedup(runs, density_variant(network, d))))
-        lo, hi = (point, hi) if point[1] > 0.0 else (lo, point)
+        new = point(d)
+        lo, hi = (new, hi) if new[1] > 0.0 else (lo, new)
     return root()
 
 
