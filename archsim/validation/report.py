@@ -30,9 +30,15 @@ _MODEL_TITLE = {
 }
 
 
-def _num(x: float) -> str:
-    """4 significant digits; ``-`` for NaN."""
-    return "-" if not math.isfinite(x) else f"{x:.4g}"
+def _num(x: float, width: int = 0) -> str:
+    """4 significant digits (fewer if ``width`` needs it); ``-`` for NaN."""
+    if not math.isfinite(x):
+        return "-"
+    for fmt in (".4g", ".3g", ".2g"):
+        text = f"{x:{fmt}}"
+        if not width or len(text) <= width:
+            break
+    return text
 
 
 def _summary(frame: pd.DataFrame) -> str:
@@ -50,7 +56,8 @@ def format_table(frame: pd.DataFrame) -> str:
             name = str(r["claim"])
             name = name if len(name) <= 30 else name[:29] + "~"
             lines.append(
-                f"{name:<31}{_num(r['paper']):>9}{_num(r['archsim']):>9} {str(r['unit'])[:6]:<6}"
+                f"{name:<31}{_num(r['paper'], 8):>9}{_num(r['archsim'], 8):>9} "
+                f"{str(r['unit'])[:6]:<6}"
                 f"{r['error_text']:>8}{r['tolerance']:>8}{r['status']:>8}"
             )
     lines.append("-" * len(head))

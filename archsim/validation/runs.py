@@ -8,6 +8,7 @@ from pathlib import Path
 from archsim.config.base import ArchsimModel
 from archsim.config.io import load_hardware, load_workload
 from archsim.config.workload import WorkloadSpec
+from archsim.errors import ArchsimError
 from archsim.results import RunResult
 from archsim.simulate import simulate
 from archsim.validation.claims import ClaimUnavailable
@@ -60,6 +61,16 @@ def alex8_real_workload(folder: str | Path) -> WorkloadSpec:
     )
 
 
+def _label(hw: ArchsimModel) -> str:
+    """The config's name, marked when it differs from the preset of that name."""
+    name = str(hw.name)  # type: ignore[attr-defined]
+    try:
+        same = load_hardware(name) == hw
+    except ArchsimError:
+        same = False
+    return name if same else f"{name} (modified)"
+
+
 class Runs:
     """Memoised ``simulate`` calls, keyed by the full hardware and workload configs.
 
@@ -92,7 +103,7 @@ class Runs:
         key = (hw.model_dump_json(), wl.model_dump_json(), str(wl.base_dir))
         if key not in self._results:
             if self._progress is not None:
-                self._progress(f"simulating {hw.name} on {wl.name}")  # type: ignore[attr-defined]
+                self._progress(f"simulating {_label(hw)} on {wl.name}")
             self._results[key] = simulate(hw, wl, seed=self.seed)
         return self._results[key]
 
