@@ -1,4 +1,4 @@
-"""The whole GoogLeNet density sweep of Parashar et al. (ISCA 2017, Figure 8), as a curve.
+"""The whole GoogLeNet density sweep of Parashar et al. (ISCA 2017, Section 6), as a curve.
 
     python benchmarks/scnn_paper.py [--densities 0.1,0.2,...] [--seed N]
 
