@@ -1,4 +1,4 @@
-"""Command line: ``archsim run | sweep | list | schema | report``.
+"""Command line: ``archsim run | sweep | validate | list | schema | report``.
 
 User mistakes print one line ``archsim: error: <file>: <field>: <problem>`` and exit with code 2.
 """
@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     sch.add_argument("kind", choices=["hardware", "workload", "sweep"])
     rep = sub.add_parser("report", help="rebuild DIR/report.html from DIR/results.json")
     rep.add_argument("dir", help="a folder written by `archsim run`")
+    from archsim.validation.command import add_parser as add_validate_parser
+
+    add_validate_parser(sub)
     return p
 
 
@@ -261,12 +264,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from archsim.validation.command import run_command
+
+    return run_command(args)
+
+
 _COMMANDS = {
     "run": _cmd_run,
     "sweep": cmd_sweep,
     "list": _cmd_list,
     "schema": _cmd_schema,
     "report": _cmd_report,
+    "validate": _cmd_validate,
 }
 
 

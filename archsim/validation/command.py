@@ -1,0 +1,107 @@
+"""``archsim validate``: the paper-reproduction table, optionally written as Markdown and HTML.
+
+Exit code 0 when no claim fails, 1 when any does (2 stays for user errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+
+from archsim.errors import ArchsimError
+from archsim.validation.report import format_table, write_html, write_markdown
+from archsim.validation.runner import MODELS, summary_counts, validate
+from archsim.validation.runs import EIE_DATA_RELATIVE, default_eie_data
+
+__all__ = ["add_parser", "run_command"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``validate`` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "validate",
+        help="reproduce the papers' numbers: paper / archsim / error / tolerance / PASS|FAIL",
+        description="Run the paper-reproduction suite and print, per claim, the paper's value, "
+        "archsim's value, the error and the tolerance. Exit code 1 if any claim fails.",
+    )
+    p.add_argument(
+        "models",
+        nargs="*",
+        metavar="MODEL",
+        help=f"which claims: {', '.join(MODELS)} or all (default all)",
+    )
+    p.add_argument(
+        "--eie-data",
+        metavar="DIR",
+        help="folder of the real AlexNet FC8 layer in EIE's format (default: "
+        f"../{EIE_DATA_RELATIVE} beside the current directory or the checkout)",
+    )
+    p.add_argument("-o", "--markdown", metavar="FILE.md", help="also write a Markdown report")
+    p.add_argument("--html", metavar="FILE.html", help="also write a self-contained HTML report")
+    p.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every claim's reason")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    return p
+
+
+def _echo(text: str, err: bool = False) -> None:
+    """The command's terminal output (this module is CLI code, like cli.py)."""
+    print(text, file=sys.stderr if err else sys.stdout, flush=True)  # noqa: T201
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, width=79, subsequent_indent="    ")
+
+
+def _eie_data(arg: str | None) -> Path | None:
+    if arg is None:
+        return default_eie_data()
+    path = Path(arg)
+    if not path.is_dir():
+        raise ArchsimError(
+            f"--eie-data: {arg}: not a folder; allowed: the eie_alexnet_fc8 folder (act.dat, "
+            "arithm.dat, ptr/, spm/)"
+        )
+    return path
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Implementation of ``archsim validate``; returns the exit code."""
+    if args.seed < 0:
+        raise ArchsimError(f"--seed: must be >= 0 (got {args.seed})")
+    eie_data = _eie_data(args.eie_data)
+    models = list(dict.fromkeys(args.models)) or ["all"]
+    unknown = [m for m in models if m not in (*MODELS, "all")]
+    if unknown:
+        raise ArchsimError(
+            f"validate: unknown model {unknown[0]!r}; allowed: {', '.join(MODELS)}, all"
+        )
+
+    def progress(message: str) -> None:
+        if not args.quiet:
+            _echo(f"  ... {message}", err=True)
+
+    if eie_data is None and {"eie", "all"} & set(models):
+        _echo(
+            f"note: real Alex-8 data not found (../{EIE_DATA_RELATIVE}); its claims are "
+            "SKIPPED. Use --eie-data DIR.",
+            err=True,
+        )
+    frame = validate(models, seed=args.seed, eie_data=eie_data, progress=progress)
+    _echo(format_table(frame))
+    notes = frame if args.verbose else frame[frame["status"] == "FAIL"]
+    for _, row in notes.iterrows():
+        _echo(_wrap(f"{row['status']} {row['model']} / {row['claim']}: {row['reason']}"))
+    skipped = frame[frame["status"] == "SKIPPED"]
+    for why, block in skipped.groupby("unavailable", sort=False):
+        _echo(_wrap(f"SKIPPED {len(block)} claim(s) ({', '.join(block['claim'])}): {why}"))
+    for option, writer in ((args.markdown, write_markdown), (args.html, write_html)):
+        if option:
+            try:
+                path = writer(frame, Path(option), seed=args.seed)
+            except OSError as exc:
+                raise ArchsimError(f"{option}: cannot write: {exc.strerror}") from None
+            _echo(f"wrote {path}")
+    return 1 if summary_counts(frame)["FAIL"] else 0
