@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import AXES, METRICS
+from report_data import AXES, METRICS
 
 import archsim
 from archsim.report import write_run_report, write_sweep_report

@@ -69,7 +69,7 @@ def test_simulate_reports_each_layer_with_baseline() -> None:
 
 
 def test_terminal_table_fits_80_columns() -> None:
-    from conftest import make_gpu_result
+    from report_data import make_gpu_result
 
     from archsim.cli import format_layer_table
 

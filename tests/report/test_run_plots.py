@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_gpu_result
+from report_data import make_gpu_result
 
 import archsim
 from archsim.report import (

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import AXES, METRICS, make_points
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from report_data import AXES, METRICS, make_points
 
 from archsim.errors import ArchsimError
 from archsim.report import pareto_mask, plot_metric_grid, render_sweep_report, write_sweep_report
