@@ -23,7 +23,7 @@ from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.explore.schedule import run_scheduled
 
-__all__ = ["Task", "run_task", "run_chunk", "execute", "default_jobs"]
+__all__ = ["Task", "run_task", "run_chunk", "execute", "default_jobs", "chunk_size"]
 
 #: (store key, hardware, workload, seed)
 Task = tuple[str, ArchsimModel, WorkloadSpec, int]
@@ -86,7 +86,8 @@ def _init_worker(numba_threads: int) -> None:
     numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
 
 
-def _chunk_size(n: int, workers: int) -> int:
+def chunk_size(n: int, workers: int) -> int:
+    """Points per chunk: about four chunks per worker, at most 8 (a chunk is saved at once)."""
     return max(1, min(8, math.ceil(n / (workers * 4))))
 
 
@@ -95,7 +96,7 @@ def _serial(tasks: Sequence[Task]) -> Iterator[list[Record]]:
     if not was_on:
         memo.enable()
     try:
-        size = _chunk_size(len(tasks), 1)
+        size = chunk_size(len(tasks), 1)
         for i in range(0, len(tasks), size):
             yield [run_task(t) for t in tasks[i : i + size]]
     finally:
@@ -123,7 +124,7 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
         yield from run_scheduled(
             tasks,
             jobs,
-            _chunk_size(len(tasks), jobs),
+            chunk_size(len(tasks), jobs),
             lambda chunk, w: pools[w].submit(run_chunk, chunk),
             _first_done,
             lambda fut: fut.result(),
@@ -186,7 +187,7 @@ def _dask(
         yield from run_scheduled(
             tasks,
             len(workers),
-            _chunk_size(len(tasks), len(workers)),
+            chunk_size(len(tasks), len(workers)),
             submit,
             first_done,
             lambda fut: fut.result(),
