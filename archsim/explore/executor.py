@@ -104,6 +104,20 @@ def _serial(tasks: Sequence[Task]) -> Iterator[list[Record]]:
             memo.disable()
 
 
+def _result(fut: Any) -> list[Record]:
+    """A chunk's records; a worker that died (killed, out of memory) is one clear error."""
+    try:
+        return fut.result()
+    except ArchsimError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - BrokenProcessPool, KilledWorker, ...
+        detail = " ".join(str(exc).split())[:200]
+        raise ArchsimError(
+            f"a sweep worker died ({type(exc).__name__}: {detail}); the points that finished "
+            "are saved, run the sweep again to resume"
+        ) from None
+
+
 def _first_done(futures: list[Any]) -> list[Any]:
     return list(wait(futures, return_when=FIRST_COMPLETED).done)
 
@@ -127,7 +141,7 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
             chunk_size(len(tasks), jobs),
             lambda chunk, w: pools[w].submit(run_chunk, chunk),
             _first_done,
-            lambda fut: fut.result(),
+            _result,
             levels,
         )
     finally:
@@ -190,7 +204,7 @@ def _dask(
             chunk_size(len(tasks), len(workers)),
             submit,
             first_done,
-            lambda fut: fut.result(),
+            _result,
             levels,
         )
     finally:

@@ -225,3 +225,17 @@ def test_a_second_sweep_into_a_busy_folder_fails_at_once(tmp_path, capsys):
         assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 2
         assert "another sweep is writing into this folder" in capsys.readouterr().err
     assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+
+
+def _die(tasks):  # stands in for run_chunk in a worker process: the worker is killed
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_dead_worker_is_one_clear_error(tmp_path, monkeypatch):
+    from archsim.errors import ArchsimError
+    from archsim.explore import executor
+
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 3, 4]\n")
+    monkeypatch.setattr(executor, "run_chunk", _die)
+    with pytest.raises(ArchsimError, match="a sweep worker died .*run the sweep again"):
+        run_plan(plan_sweep(spec), tmp_path / "out", n_jobs=2)
