@@ -11,7 +11,10 @@ whichever executor runs them. A point that raises becomes an ``error`` record; t
 from __future__ import annotations
 
 import math
+import multiprocessing
+import multiprocessing.connection
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
@@ -79,7 +82,22 @@ def run_chunk(tasks: Sequence[Task]) -> list[Record]:
     return [run_task(t) for t in tasks]
 
 
+def _exit_with_parent() -> None:
+    """End this worker when the sweep process dies (SIGKILL included): no orphans left behind
+    holding their memo."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="archsim-parent-watch").start()
+
+
 def _init_worker(numba_threads: int) -> None:
+    _exit_with_parent()
     memo.enable()
     import numba
 
