@@ -27,7 +27,8 @@ import pandas as pd
 from dask.distributed import Client, LocalCluster
 
 from archsim.explore import SweepStore, plan_sweep, run_plan
-from archsim.explore.executor import default_jobs
+from archsim.explore.executor import chunk_size, default_jobs
+from archsim.explore.schedule import IN_FLIGHT_PER_WORKER
 
 
 def timed(label: str, plan, **kwargs) -> tuple[pd.DataFrame, float]:
@@ -74,10 +75,12 @@ def kill_and_resume(args: argparse.Namespace, plan) -> None:
             f"SIGKILL after {killed_after:.1f} s with {len(before)} of {n} points stored; "
             f"re-run: {c['ran']} run, {c['resumed']} resumed in {resumed:.1f} s"
         )
+        in_flight = args.jobs * IN_FLIGHT_PER_WORKER * chunk_size(n, args.jobs)
         print(
             f"points in the store: {stored['point_key'].nunique()} (expected "
-            f"{len({p.key for p in plan.points})}), duplicate rows: {dups}, work done: "
-            f"{len(before) + c['ran']} point runs for {n} points (+ in-flight ones lost)"
+            f"{len({p.key for p in plan.points})}), duplicate rows: {dups}; point runs: "
+            f"{len(before)} + {c['ran']} = {len(before) + c['ran']} for {n} points, plus at most "
+            f"{in_flight} in flight when killed (lost)"
         )
 
 

@@ -11,7 +11,10 @@ whichever executor runs them. A point that raises becomes an ``error`` record; t
 from __future__ import annotations
 
 import math
+import multiprocessing
+import multiprocessing.connection
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
@@ -23,7 +26,7 @@ from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.explore.schedule import run_scheduled
 
-__all__ = ["Task", "run_task", "run_chunk", "execute", "default_jobs"]
+__all__ = ["Task", "run_task", "run_chunk", "execute", "default_jobs", "chunk_size"]
 
 #: (store key, hardware, workload, seed)
 Task = tuple[str, ArchsimModel, WorkloadSpec, int]
@@ -79,14 +82,30 @@ def run_chunk(tasks: Sequence[Task]) -> list[Record]:
     return [run_task(t) for t in tasks]
 
 
+def _exit_with_parent() -> None:
+    """End this worker when the sweep process dies (SIGKILL included): no orphans left behind
+    holding their memo."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="archsim-parent-watch").start()
+
+
 def _init_worker(numba_threads: int) -> None:
+    _exit_with_parent()
     memo.enable()
     import numba
 
     numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
 
 
-def _chunk_size(n: int, workers: int) -> int:
+def chunk_size(n: int, workers: int) -> int:
+    """Points per chunk: about four chunks per worker, at most 8 (a chunk is saved at once)."""
     return max(1, min(8, math.ceil(n / (workers * 4))))
 
 
@@ -95,12 +114,26 @@ def _serial(tasks: Sequence[Task]) -> Iterator[list[Record]]:
     if not was_on:
         memo.enable()
     try:
-        size = _chunk_size(len(tasks), 1)
+        size = chunk_size(len(tasks), 1)
         for i in range(0, len(tasks), size):
             yield [run_task(t) for t in tasks[i : i + size]]
     finally:
         if not was_on:
             memo.disable()
+
+
+def _result(fut: Any) -> list[Record]:
+    """A chunk's records; a worker that died (killed, out of memory) is one clear error."""
+    try:
+        return fut.result()
+    except ArchsimError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - BrokenProcessPool, KilledWorker, ...
+        detail = " ".join(str(exc).split())[:200]
+        raise ArchsimError(
+            f"a sweep worker died ({type(exc).__name__}: {detail}); the points that finished "
+            "are saved, run the sweep again to resume"
+        ) from None
 
 
 def _first_done(futures: list[Any]) -> list[Any]:
@@ -123,10 +156,10 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
         yield from run_scheduled(
             tasks,
             jobs,
-            _chunk_size(len(tasks), jobs),
+            chunk_size(len(tasks), jobs),
             lambda chunk, w: pools[w].submit(run_chunk, chunk),
             _first_done,
-            lambda fut: fut.result(),
+            _result,
             levels,
         )
     finally:
@@ -186,10 +219,10 @@ def _dask(
         yield from run_scheduled(
             tasks,
             len(workers),
-            _chunk_size(len(tasks), len(workers)),
+            chunk_size(len(tasks), len(workers)),
             submit,
             first_done,
-            lambda fut: fut.result(),
+            _result,
             levels,
         )
     finally:

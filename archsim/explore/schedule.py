@@ -97,5 +97,6 @@ def run_scheduled(
     while in_flight:
         for fut in wait_first(list(in_flight)):
             worker = in_flight.pop(fut)
-            dispatch(worker)
-            yield result(fut)
+            done = result(fut)  # raises before anything more goes to a dead worker
+            dispatch(worker)  # keep the worker busy while the caller stores ``done``
+            yield done

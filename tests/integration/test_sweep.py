@@ -114,24 +114,48 @@ def test_resume_runs_only_new_points_and_errors_are_recorded(tmp_path):
     )
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:  # a zombie (state Z) has exited; whoever adopted it may not have reaped it yet
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_sigkill_loses_nothing_finished(tmp_path):
-    # 40 PE counts: every point re-encodes, a few tens of ms each; parts of 1 point each (-j 1
-    # runs chunks of ceil(40 / 4) = 8 points; the kill comes once two parts exist)
+    # 40 PE counts: every point re-encodes; two workers, chunks of ceil(40 / 8) = 5 points;
+    # the kill comes once two chunks are stored
     spec = write_spec(
         tmp_path, "axes:\n  pe_array.num_pes: {low: 1, high: 40, num: 40, integer: true}\n"
     )
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "archsim", "sweep", str(spec), "-o", str(out), "-j", "1", "-q"]
+    cmd = [sys.executable, "-m", "archsim", "sweep", str(spec), "-o", str(out), "-j", "2", "-q"]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path)
     store = out / "store"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline and len(list(store.glob("part-*.parquet"))) < 2:
         time.sleep(0.02)
+    workers = _children(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     finished = SweepStore(out).finished()
-    assert 16 <= len(finished) < 40  # killed halfway: some parts on disk, not all
+    assert 10 <= len(finished) < 40  # killed halfway: some parts on disk, not all
+    deadline = time.monotonic() + 20  # the workers notice and exit: no orphans
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.1)
+    assert workers and not any(_alive(w) for w in workers)
     res = subprocess.run(cmd[:-1], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert f"({40 - len(finished)} run, {len(finished)} already in" in res.stdout
@@ -225,3 +249,17 @@ def test_a_second_sweep_into_a_busy_folder_fails_at_once(tmp_path, capsys):
         assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 2
         assert "another sweep is writing into this folder" in capsys.readouterr().err
     assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+
+
+def _die(tasks):  # stands in for run_chunk in a worker process: the worker is killed
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_dead_worker_is_one_clear_error(tmp_path, monkeypatch):
+    from archsim.errors import ArchsimError
+    from archsim.explore import executor
+
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 3, 4]\n")
+    monkeypatch.setattr(executor, "run_chunk", _die)
+    with pytest.raises(ArchsimError, match="a sweep worker died .*run the sweep again"):
+        run_plan(plan_sweep(spec), tmp_path / "out", n_jobs=2)
