@@ -57,13 +57,11 @@ class KernelRun:
     cycles: int
     launch_cycles: int
     main_cycles: int  # main kernel, launch excluded
-    reduce_cycles: int  # split-K reduction kernel incl. its launch (0 if none)
-    full_rounds: int
     tensor_busy_cycles: int  # busiest SM
-    port_busy_cycles: int  # busiest SM
     hbm_bytes: int
     l2_bytes: int
-    events: int
+    hbm_load_bytes: int  # main-loop A/B loads that reach HBM (within hbm_bytes)
+    l2_load_bytes: int  # main-loop A/B loads through L2 (within l2_bytes)
     slots: int  # concurrent CTA slots: SMs x co-resident CTAs
 
     @property
@@ -121,8 +119,8 @@ class _KernelModel:
             )  # fmt: skip
         return self._cache[key]
 
-    def groups(self) -> tuple[int, list[tuple[int, list[int]]]]:
-        """(full rounds, [(SMs in group, CTAs per round...)]) -- at most two SM groups."""
+    def groups(self) -> list[tuple[int, list[int]]]:
+        """[(SMs in group, CTAs per round...)]: full rounds, then the tail; at most two groups."""
         p, sms = self.plan, self.cfg.sms
         slots = sms * p.ctas_per_sm
         full, rem = divmod(p.ctas, slots)
@@ -133,28 +131,27 @@ class _KernelModel:
         rounds = [p.ctas_per_sm] * full + ([each] if each else [])
         if rounds:
             out.append((sms - extra, rounds))
-        return full, out
+        return out
 
     def run(self, ctx: SimContext) -> KernelRun:
         """Schedule the kernel(s) in ``ctx`` (from ``ctx.env.now``) and run them."""
         mem = _Memory(self.cfg, self.miss)
-        full, groups = self.groups()
-        busiest = {"tensor": 0, "port": 0}
+        groups = self.groups()
+        busiest_tensor = 0
         start = int(ctx.env.now)
         marks: dict[str, int] = {}
 
         sub_cores = self.cfg.tensor_cores.sub_cores_per_sm
 
         def sm_group(n_sms: int, rounds: list[int]) -> Generator[Any, Any, None]:
-            tensor = port = 0
+            nonlocal busiest_tensor
+            tensor = 0
             for n_cta in rounds:
                 r = self.round(n_cta, mem.share())
                 tensor += int(r[SM_FIELDS.index("tensor_busy_cycles")]) // sub_cores
-                port += int(r[SM_FIELDS.index("port_busy_cycles")])
                 yield ctx.timeout(int(r[0]))
             mem.active -= n_sms
-            busiest["tensor"] = max(busiest["tensor"], tensor)
-            busiest["port"] = max(busiest["port"], port)
+            busiest_tensor = max(busiest_tensor, tensor)
 
         def kernel() -> Generator[Any, Any, None]:
             yield ctx.timeout(self.launch)
@@ -166,7 +163,6 @@ class _KernelModel:
             if self.plan.split_k > 1:
                 yield ctx.timeout(self.launch + self._reduce_cycles(mem))
 
-        events0 = ctx.events
         ctx.env.process(kernel())
         ctx.run()
         end = int(ctx.env.now)
@@ -177,13 +173,11 @@ class _KernelModel:
             cycles=end - start,
             launch_cycles=self.launch,
             main_cycles=marks["main_end"] - marks["main"],
-            reduce_cycles=end - marks["main_end"],
-            full_rounds=full,
-            tensor_busy_cycles=busiest["tensor"],
-            port_busy_cycles=busiest["port"],
+            tensor_busy_cycles=busiest_tensor,
             hbm_bytes=self.hbm_loads + epi_bytes + self._reduce_bytes(),
             l2_bytes=self.l2_loads + epi_bytes,
-            events=ctx.events - events0,
+            hbm_load_bytes=self.hbm_loads,
+            l2_load_bytes=self.l2_loads,
             slots=self.cfg.sms * p.ctas_per_sm,
         )
 
@@ -197,20 +191,23 @@ class _KernelModel:
         return max(1, math.ceil(self._reduce_bytes() / mem.hbm))
 
 
+def _simulate_plans(cfg: GpuConfig, prob: GemmProblem) -> list[tuple[_KernelModel, KernelRun]]:
+    """Every plan for ``prob``, each run alone in a scratch SimPy context."""
+    clock = cfg.clock.frequency_hz
+    models = [_KernelModel(cfg, prob, plan) for plan in plans_for(cfg, prob)]
+    return [(model, model.run(SimContext(clock))) for model in models]
+
+
 def run_gemm(cfg: GpuConfig, prob: GemmProblem) -> tuple[KernelRun, list[KernelRun]]:
     """Simulate every plan for ``prob``; return (fastest, all) -- ties keep menu order."""
-    clock = cfg.clock.frequency_hz
-    runs = [_KernelModel(cfg, prob, plan).run(SimContext(clock)) for plan in plans_for(cfg, prob)]
-    best = min(runs, key=lambda r: r.cycles)
-    return best, runs
+    runs = [run for _, run in _simulate_plans(cfg, prob)]
+    return min(runs, key=lambda r: r.cycles), runs
 
 
 def _bound(cfg: GpuConfig, run: KernelRun) -> str:
     """compute / memory / latency: which limit explains at least half the layer's time."""
-    clock = cfg.clock.frequency_hz
-    hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
-    l2 = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
-    t_mem = max(run.hbm_bytes / hbm, run.l2_bytes / l2)
+    mem = _Memory(cfg, 0.0)
+    t_mem = max(run.hbm_bytes / mem.hbm, run.l2_bytes / mem.l2)
     t_mma = run.tensor_busy_cycles
     if max(t_mem, t_mma) < 0.5 * run.cycles:
         return "latency"
@@ -241,30 +238,23 @@ def _counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
     """Actions to price: MMA/FMA work, shared-memory, L2 and HBM bytes."""
     p = run.plan
     fma = p.ctas * p.tile.m * p.tile.n * p.steps * p.tile.k  # padded tiles included
-    c_bytes = 0 if p.split_k > 1 else prob.batch * prob.m * prob.n * prob.out_bytes
-    d_bytes = prob.batch * prob.m * prob.n * prob.out_bytes
-    partials = prob.batch * prob.m * prob.n * 4 * p.split_k if p.split_k > 1 else 0
-    loads = run.l2_bytes - p.ctas * p.epilogue_bytes
-    hbm_loads = (
-        run.hbm_bytes - p.ctas * p.epilogue_bytes - (partials + 2 * d_bytes if p.split_k > 1 else 0)
-    )
+    d_bytes = prob.batch * prob.m * prob.n * prob.out_bytes  # C has D's size and type
     core = (
         {"tensor_core": {"fma": fma, "op": fma // 64}}
         if p.tensor_ops
         else {"cuda_core": {"fma": fma, "instruction": fma // 32}}
     )
-    if p.split_k > 1:  # partials out, then the reduction reads them with C and writes D
-        reads, writes = partials + d_bytes, partials + d_bytes
-    else:
-        reads, writes = c_bytes, d_bytes
+    # split-K: FP32 partials out, then the reduction reads them with C and writes D
+    partials = prob.batch * prob.m * prob.n * 4 * p.split_k if p.split_k > 1 else 0
+    reads, writes = partials + d_bytes, partials + d_bytes
     return {
         **core,
         "shared_memory": {
             "read_bytes": shared_read_bytes(prob, p),
             "write_bytes": p.ctas * p.steps * p.stage_bytes,
         },
-        "l2": {"read_bytes": loads + reads, "write_bytes": writes},
-        "hbm": {"read_bytes": hbm_loads + reads, "write_bytes": writes},
+        "l2": {"read_bytes": run.l2_load_bytes + reads, "write_bytes": writes},
+        "hbm": {"read_bytes": run.hbm_load_bytes + reads, "write_bytes": writes},
     }
 
 
@@ -334,8 +324,9 @@ def simulate_tensor_core(
             prob = lower_to_gemm(spec)
         except ValueError as exc:
             raise SimulationError(str(exc)) from None
-        best, runs = run_gemm(config, prob)
+        tried = _simulate_plans(config, prob)
+        best, _ = min(tried, key=lambda mr: mr[1].cycles)
         start = int(ctx.env.now)
-        run = _KernelModel(config, prob, best.plan).run(ctx)  # replay in the run's timeline
-        outcomes.append(_outcome(config, prob, run, len(runs), start, seed))
+        run = best.run(ctx)  # replay in the run's timeline; its rounds are memoised
+        outcomes.append(_outcome(config, prob, run, len(tried), start, seed))
     return outcomes, ctx

@@ -71,7 +71,6 @@ def sm_round(
     job = warp_job_cycles(groups, frags, issue_cycles, mma_latency, bubble_cycles)
     tail = max(0, mma_latency - issue_cycles)
     data_ready = np.zeros((n_cta, steps), np.int64)
-    step_end = np.zeros(n_cta, np.int64)  # end of the CTA's last fully scheduled step
     next_load = np.zeros(n_cta, np.int64)
     next_step = np.zeros(n_cta, np.int64)
     next_warp = np.zeros(n_cta, np.int64)
@@ -109,7 +108,7 @@ def sm_round(
                     best_r, best_kind, best_j = r, 2, j
             # epilogue of CTA j
             if s == steps and epi_state[j] == 0:
-                r = step_end[j] + tail
+                r = comp_end[j, steps - 1] + tail
                 if r < best_r or (r == best_r and best_kind > 1):
                     best_r, best_kind, best_j = r, 1, j
         j = best_j
@@ -137,7 +136,6 @@ def sm_round(
             if w + 1 == warps:
                 s = next_step[j]
                 comp_end[j, s] = cur_end[j]
-                step_end[j] = cur_end[j]
                 cur_end[j] = 0
                 next_warp[j] = 0
                 next_step[j] = s + 1

@@ -273,6 +273,25 @@ def _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g):
 
 
 @nb.njit(cache=True)
+def _refill(starts, sets, a, w0, w1, n_sets, prefetch, active, last, n_lines, cycle, off):
+    """Slide a read buffer's window until address ``a`` is in it, one prefetch of ``n_lines``
+    DRAM lines per slide (SCALE-Sim's read buffer); returns the new
+    ``(w0, w1, last, off, slides)``. A prefetch ending after ``cycle + off`` stalls the array;
+    the offset update keeps SCALE-Sim 3.0.0's arithmetic (negative and doubled stalls)."""
+    slides = 0
+    while not _in_window(starts, sets, a, w0, w1, n_sets):
+        w0 = (w0 + prefetch) % n_sets
+        w1 = (w0 + active) % n_sets
+        last = last + n_lines + 1
+        slides += 1
+        pot = last - (cycle + off)
+        off += pot
+        if pot > 0:
+            off += pot
+    return w0, w1, last, off, slides
+
+
+@nb.njit(cache=True)
 def _in_window(starts, sets, a, w0, w1, n_sets):
     """Whether any occurrence of address a lies in the active window [w0, w1) (circular)."""
     for p in range(starts[a], starts[a + 1]):
@@ -377,30 +396,22 @@ def _kernel(
                         a = _demand(df, 0, fr, fc, r, c, R, C, M, N, K, T, g)
                         if a < 0:
                             continue
-                        while not _in_window(st_i, sets_i, a, w0_i, w1_i, ns_i):
-                            w0_i = (w0_i + p_i) % ns_i
-                            w1_i = (w0_i + a_i) % ns_i
-                            last_i = last_i + nl_i + 1
-                            out[2] += nl_i * bw_i
-                            out[8] += 1
-                            pot = last_i - (cycle + off_i)
-                            off_i += pot
-                            if pot > 0:
-                                off_i += pot
+                        w0_i, w1_i, last_i, off_i, fills = _refill(
+                            st_i, sets_i, a, w0_i, w1_i, ns_i, p_i, a_i, last_i,
+                            nl_i, cycle, off_i,
+                        )  # fmt: skip
+                        out[2] += fills * nl_i * bw_i
+                        out[8] += fills
                     for c in range(f_cols):
                         a = _demand(df, 1, fr, fc, r, c, R, C, M, N, K, T, g)
                         if a < 0:
                             continue
-                        while not _in_window(st_f, sets_f, a, w0_f, w1_f, ns_f):
-                            w0_f = (w0_f + p_f) % ns_f
-                            w1_f = (w0_f + a_f) % ns_f
-                            last_f = last_f + nl_f + 1
-                            out[3] += nl_f * bw_f
-                            out[9] += 1
-                            pot = last_f - (cycle + off_f)
-                            off_f += pot
-                            if pot > 0:
-                                off_f += pot
+                        w0_f, w1_f, last_f, off_f, fills = _refill(
+                            st_f, sets_f, a, w0_f, w1_f, ns_f, p_f, a_f, last_f,
+                            nl_f, cycle, off_f,
+                        )  # fmt: skip
+                        out[3] += fills * nl_f * bw_f
+                        out[9] += fills
                 # OFMAP writes
                 now = cycle
                 for c in range(C):

@@ -20,6 +20,7 @@ from archsim.report.plots import (
     MARK_COLOR,
     empty_figure,
     layer_axis,
+    layer_figure,
     layer_labels,
     new_figure,
     si_format,
@@ -52,11 +53,9 @@ def _num(df: pd.DataFrame, col: str) -> np.ndarray:
 
 def plot_time_per_layer(df: pd.DataFrame) -> Figure:
     """Bars of time per layer in microseconds; EIE also marks its imbalance-free time."""
-    fig = new_figure(len(df))
-    ax = fig.add_subplot()
-    ax.set_title("Time per layer", loc="left", fontsize=11)
+    fig, ax = layer_figure(df, "Time per layer")
     if df.empty:
-        return empty_figure(fig, ax)
+        return fig
     x = np.arange(len(df))
     t_us = _num(df, "time_s") * 1e6
     ax.bar(x, t_us, color=BAR_COLOR, width=0.7, label="simulated")
@@ -116,11 +115,9 @@ def speedup_columns(df: pd.DataFrame) -> list[str]:
 
 def plot_scnn_barrier(df: pd.DataFrame) -> Figure:
     """SCNN per layer: multiplier utilisation beside the share of PE time idle at barriers."""
-    fig = new_figure(len(df))
-    ax = fig.add_subplot()
-    ax.set_title("SCNN: multiplier utilization vs barrier idle", loc="left", fontsize=11)
+    fig, ax = layer_figure(df, "SCNN: multiplier utilization vs barrier idle")
     if df.empty:
-        return empty_figure(fig, ax)
+        return fig
     x = np.arange(len(df))
     ax.bar(x - 0.19, 100.0 * _num(df, "utilization"), width=0.38, color=BAR_COLOR,
            label="utilization")  # fmt: skip

@@ -86,6 +86,16 @@ def layer_labels(df: pd.DataFrame) -> list[str]:
     return [str(x) for x in df["layer"]] if "layer" in df else [str(i) for i in range(len(df))]
 
 
+def layer_figure(df: pd.DataFrame, title: str) -> tuple[Figure, Axes]:
+    """A titled per-layer figure sized for ``df``; already marked "no layers" when empty."""
+    fig = new_figure(len(df))
+    ax = fig.add_subplot()
+    ax.set_title(title, loc="left", fontsize=11)
+    if df.empty:
+        empty_figure(fig, ax)
+    return fig, ax
+
+
 def empty_figure(fig: Figure, ax: Axes) -> Figure:
     ax.text(0.5, 0.5, "no layers", ha="center", va="center", transform=ax.transAxes)
     ax.set_axis_off()
@@ -94,11 +104,9 @@ def empty_figure(fig: Figure, ax: Axes) -> Figure:
 
 def plot_cycles_per_layer(df: pd.DataFrame) -> Figure:
     """Bar chart of cycles per layer; EIE runs also mark ``eie_ideal_cycles`` (imbalance-free)."""
-    fig = new_figure(len(df))
-    ax = fig.add_subplot()
-    ax.set_title("Cycles per layer", loc="left", fontsize=11)
+    fig, ax = layer_figure(df, "Cycles per layer")
     if df.empty:
-        return empty_figure(fig, ax)
+        return fig
     x = list(range(len(df)))
     ax.bar(x, df["cycles"].astype(float), color=BAR_COLOR, width=0.7, label="simulated")
     if "eie_ideal_cycles" in df:
@@ -167,11 +175,9 @@ def plot_energy_breakdown(df: pd.DataFrame) -> Figure:
 
 def plot_utilization(df: pd.DataFrame) -> Figure:
     """Bar chart of MAC utilization per layer (%), with the cycle-weighted run average."""
-    fig = new_figure(len(df))
-    ax = fig.add_subplot()
-    ax.set_title("MAC utilization per layer", loc="left", fontsize=11)
+    fig, ax = layer_figure(df, "MAC utilization per layer")
     if df.empty:
-        return empty_figure(fig, ax)
+        return fig
     util = [100.0 * float(u) for u in df["utilization"]]
     x = list(range(len(df)))
     ax.bar(x, util, color=BAR_COLOR, width=0.7)
