@@ -102,7 +102,7 @@ class EiePrepared:
     groups: np.ndarray
     lanes: np.ndarray
     n_groups: int
-    ptr: np.ndarray  # int64 copy of encoded.ptr, the timing kernel's input
+    col_ptr: np.ndarray  # int32 (cols + 2, N): encoded.ptr transposed, the timing kernel's input
     output_q: np.ndarray  # int64 accumulator values (before ReLU)
 
 
@@ -131,12 +131,11 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
     cols, groups, lanes, vals, n_groups = broadcast_items(
         fp.act_q, layer.has_bias, fp.bias_act_q, n
     )
-    ptr = enc.ptr.astype(np.int64)
     out = eie_functional(
         cols,
         vals,
         n,
-        ptr,
+        enc.ptr,
         enc.base,
         enc.local_row,
         enc.code,
@@ -145,7 +144,8 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
         config.arithmetic.accumulator_bits,
         layer.n_rows,
     )
-    return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), ptr, out)
+    col_ptr = np.ascontiguousarray(enc.ptr.T)
+    return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), col_ptr, out)
 
 
 def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]:
@@ -157,7 +157,7 @@ def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]
         prep.n_groups,
         config.pe_array.num_pes,
         config.activation_fifo.depth,
-        prep.ptr,
+        prep.col_ptr,
         enc.base,
         enc.local_row,
         enc.code,
@@ -185,7 +185,7 @@ def time_eie_layer(
         per_line = config.entries_per_line
         lines = memoized(
             ("eie.line_reads", memo_key, per_line),
-            partial(eie_line_reads, prep.cols, config.pe_array.num_pes, prep.ptr, per_line),
+            partial(eie_line_reads, prep.cols, config.pe_array.num_pes, prep.encoded.ptr, per_line),
         )
         per_pe = per_pe.copy()  # the memoised array is shared
         per_pe[TIMING_FIELDS.index("line_reads")] = lines

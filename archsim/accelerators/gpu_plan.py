@@ -18,7 +18,7 @@ from archsim.datapath.gpu_sm import warp_job_cycles
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem
 
-__all__ = ["KernelPlan", "plans_for", "l2_traffic", "shared_read_bytes"]
+__all__ = ["KernelPlan", "accumulation_chunk_k", "plans_for", "l2_traffic", "shared_read_bytes"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,18 @@ def _instruction(
     job = int(warp_job_cycles(groups, frags, issue, latency, 0))
     bubble = math.ceil(job / sustained - 1e-9) - job
     return groups, frags, issue, latency, bubble
+
+
+def accumulation_chunk_k(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> int:
+    """K elements one instruction sums before its result is rounded into the accumulator.
+
+    Tensor ops: the MMA instruction's k, which is given for 16-bit inputs and halves for 32-bit
+    TF32 inputs (A100/H100 m16n8k8 and k8 wgmma; V100 HMMA.884: 4). CUDA cores: 1, one FMA.
+    """
+    if not plan.tensor_ops:
+        return 1
+    k16 = cfg.tensor_cores.instruction_mnk[2]
+    return max(1, min(plan.tile.k, k16 * 2 // prob.in_bytes))
 
 
 def _occupancy(cfg: GpuConfig, prob: GemmProblem, tile: ThreadBlockTile) -> int:

@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 
 from archsim.accelerators.base import LayerOutcome
-from archsim.accelerators.gpu_plan import KernelPlan, l2_traffic, plans_for, shared_read_bytes
+from archsim.accelerators.gpu_plan import (
+    KernelPlan,
+    accumulation_chunk_k,
+    l2_traffic,
+    plans_for,
+    shared_read_bytes,
+)
 from archsim.config.gpu import GpuConfig
 from archsim.config.workload import WorkloadSpec
 from archsim.datapath.gemm_kernels import (
@@ -214,15 +220,18 @@ def _bound(cfg: GpuConfig, run: KernelRun) -> str:
     return "compute" if t_mma >= t_mem else "memory"
 
 
-def _functional(prob: GemmProblem, plan: KernelPlan, seed: int) -> tuple[float, float]:
-    """(max |D - NumPy|, max error bound) of the first GEMM of the layer."""
+def _functional(
+    cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan, seed: int
+) -> tuple[float, float]:
+    """(max |D - NumPy|, max error bound) of the first GEMM of the layer, summed in the
+    kernel's order: per CTA tile, per k-step, per instruction (``accumulation_chunk_k``)."""
     ops = materialize_gemm(prob, seed)
     if prob.precision == "int8":
         d = tiled_gemm_int32(ops.a, ops.b, ops.c)
         ref = ops.a.astype(np.int64) @ ops.b.astype(np.int64) + ops.c
         return float(np.abs(d.astype(np.int64) - ref).max()), 0.0
     a32, b32 = ops.a.astype(np.float32), ops.b.astype(np.float32)
-    ik = plan.tile.k if not plan.tensor_ops else min(plan.tile.k, 16)
+    ik = accumulation_chunk_k(cfg, prob, plan)
     t = plan.tile
     half = prob.accumulate == "fp16"
     d = tiled_gemm_fp32(a32, b32, ops.c.astype(np.float32), t.m, t.n, t.k, ik, half)
@@ -275,7 +284,7 @@ def _outcome(
         peak_tflops = 2 * peak_macs * clock / 1e12
     err, bound = float("nan"), float("nan")
     if prob.m * prob.n * prob.k <= FUNCTIONAL_MAX_MACS:
-        err, bound = _functional(prob, p, seed)
+        err, bound = _functional(cfg, prob, p, seed)
     tflops = 2 * prob.macs / time_s / 1e12
     extras = {
         "tc_tile": p.name,

@@ -48,8 +48,12 @@ class EieEncoded:
 
 
 @nb.njit(cache=True)
-def _count(n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump):  # pragma: no cover
-    counts = np.zeros((num_pes, cols_padded + 1), dtype=np.int64)
+def _pointers(
+    n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump
+):  # pragma: no cover
+    """(ptr, base): per PE, the local address where each column's entries start (the entry
+    count of every column, padding entries included, summed in column order)."""
+    ptr = np.zeros((num_pes, cols_padded + 2), dtype=np.int64)
     last = np.full(num_pes, -1, dtype=np.int64)
     for col in range(n_cols + 1):
         if col < n_cols:
@@ -62,18 +66,24 @@ def _count(n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump): 
             pe = r % num_pes
             lr = r // num_pes
             d = lr - last[pe] - 1
-            counts[pe, out_col] += d // max_jump + 1
+            ptr[pe, out_col + 1] += d // max_jump + 1
             last[pe] = lr
         for r in rows:
             last[r % num_pes] = -1
-    return counts
+    base = np.zeros(num_pes + 1, dtype=np.int64)
+    for pe in range(num_pes):
+        for c in range(1, cols_padded + 2):
+            ptr[pe, c] += ptr[pe, c - 1]
+        base[pe + 1] = base[pe] + ptr[pe, cols_padded + 1]
+    return ptr, base
 
 
 @nb.njit(cache=True)
 def _fill(
-    n_cols, cols_padded, indptr, row_idx, codes, bias_rows, bias_vals, num_pes, max_jump, ptr, base
+    n_cols, indptr, row_idx, codes, bias_rows, bias_vals, num_pes, max_jump, base
 ):  # pragma: no cover
     total = base[num_pes]
+    write = base[:num_pes].copy()  # next entry address per PE: columns are written in order
     code = np.zeros(total, dtype=np.uint8)
     z = np.full(total, max_jump - 1, dtype=np.uint8)
     local_row = np.zeros(total, dtype=np.int32)
@@ -83,16 +93,14 @@ def _fill(
             lo = indptr[col]
             rows = row_idx[lo : indptr[col + 1]]
             vals = codes[lo : indptr[col + 1]]
-            out_col = col
         else:
             rows = bias_rows
             vals = bias_vals
-            out_col = cols_padded
         for i in range(rows.size):
             r = rows[i]
             pe = r % num_pes
             lr = r // num_pes
-            pos = base[pe] + ptr[pe, out_col]
+            pos = write[pe]
             d = lr - last[pe] - 1
             npad = d // max_jump
             cursor = last[pe]
@@ -103,7 +111,7 @@ def _fill(
             code[pos] = vals[i]
             z[pos] = d - npad * max_jump
             local_row[pos] = lr
-            ptr[pe, out_col] = pos + 1 - base[pe]  # running write cursor, restored below
+            write[pe] = pos + 1
             last[pe] = lr
         for r in rows:
             last[r % num_pes] = -1
@@ -127,15 +135,11 @@ def encode_eie(
     bias_vals = bias_codes[bias_rows].astype(np.uint8)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
     row_idx = np.ascontiguousarray(row_idx, dtype=np.int64)
-    counts = _count(n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump)
-    ptr = np.zeros((num_pes, cols_padded + 2), dtype=np.int64)
-    np.cumsum(counts, axis=1, out=ptr[:, 1:])
-    base = np.zeros(num_pes + 1, dtype=np.int64)
-    np.cumsum(ptr[:, -1], out=base[1:])
-    cursor = ptr.copy()
+    ptr, base = _pointers(n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump)
+    if ptr[:, -1].max(initial=0) >= 2**31:
+        raise OverflowError("more than 2**31 entries in one PE")
     code, z, local_row = _fill(
         n_cols,
-        cols_padded,
         indptr,
         row_idx,
         np.ascontiguousarray(codes, dtype=np.uint8),
@@ -143,13 +147,10 @@ def encode_eie(
         bias_vals,
         num_pes,
         max_jump,
-        cursor,
         base,
     )
     real_cum = np.zeros(code.size + 1, dtype=np.int64)
     np.cumsum(code != 0, out=real_cum[1:])
-    if ptr[:, -1].max(initial=0) >= 2**31:
-        raise OverflowError("more than 2**31 entries in one PE")
     return EieEncoded(
         num_pes=num_pes,
         relative_index_bits=relative_index_bits,

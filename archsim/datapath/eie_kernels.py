@@ -48,7 +48,7 @@ def eie_timing(
     n_groups,
     num_pes,
     fifo_depth,
-    ptr,
+    col_ptr,
     base,
     local_row,
     code,
@@ -56,7 +56,11 @@ def eie_timing(
     entries_per_line,
     drain,
 ):  # pragma: no cover - compiled
-    """Return (total_cycles, scanner_stall_cycles, per_pe[7, N]) for one layer."""
+    """Return (total_cycles, scanner_stall_cycles, per_pe[7, N]) for one layer.
+
+    ``col_ptr[c, i]`` is PE ``i``'s column pointer ``c`` (the encoder's ``ptr`` transposed, so
+    that one broadcast column's pointers for all PEs are adjacent in memory).
+    """
     n_items = item_col.size
     per_pe = np.zeros((7, num_pes), dtype=np.int64)
     hist = np.zeros((fifo_depth, num_pes), dtype=np.int64)  # pop times of the last depth items
@@ -87,8 +91,8 @@ def eie_timing(
             if push + 1 > p:
                 p = push + 1
             hist[k % fifo_depth, i] = p
-            a0 = ptr[i, col]
-            n = ptr[i, col + 1] - a0
+            a0 = col_ptr[col, i]
+            n = col_ptr[col + 1, i] - a0
             per_pe[4, i] += 1
             if n == 0:
                 per_pe[2, i] += 1

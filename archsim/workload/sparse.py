@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -64,15 +65,24 @@ class QuantizedMatVec:
         return idx, np.repeat(cols, lens)
 
     def reference_output(self) -> np.ndarray:
-        """NumPy float64 ``W_deq @ x + b_deq`` (before ReLU)."""
+        """NumPy float64 ``W_deq @ x + b_deq`` (before ReLU; computed once, do not mutate)."""
+        return self._reference_output
+
+    def abs_bound(self) -> np.ndarray:
+        """Per-row ``sum |w| |x| + |b|``: bounds every partial sum of the row (computed once,
+        do not mutate)."""
+        return self._abs_bound
+
+    @cached_property
+    def _reference_output(self) -> np.ndarray:
         idx, cols = self.live_entries()
         cb = self.codebook.astype(np.float64)
         contrib = cb[self.codes[idx]] * self.activations.astype(np.float64)[cols]
         out = np.bincount(self.row_idx[idx], weights=contrib, minlength=self.n_rows)
         return out + cb[self.bias_codes]
 
-    def abs_bound(self) -> np.ndarray:
-        """Per-row ``sum |w| |x| + |b|``: bounds every partial sum of the row."""
+    @cached_property
+    def _abs_bound(self) -> np.ndarray:
         idx, cols = self.live_entries()
         cb = np.abs(self.codebook.astype(np.float64))
         contrib = cb[self.codes[idx]] * np.abs(self.activations.astype(np.float64))[cols]

@@ -309,3 +309,37 @@ def test_range_scheduler_cuts_at_the_slowest_axis():
     assert sched.ranges == [[0, 50], [50, 100]]
     sched = RangeScheduler(100, 3, 8, levels)
     assert [r[0] for r in sched.ranges] == [0, 25, 75]  # 33 and 67 moved to group starts
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 12), st.integers(5, 40), st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_two_workers_meet_once_and_finish_together(groups, size, chunk, seed):
+    """Simulated clock: two workers on groups of points whose costs differ by up to 10x. The
+    thief works the other range from its far end, so only the group where the two meet is
+    started by both, and they finish within one chunk of each other."""
+    import heapq
+
+    from archsim.explore.schedule import RangeScheduler
+
+    rng = np.random.default_rng(seed)
+    cost = np.repeat(rng.uniform(1, 10, groups), size)
+    group = np.repeat(np.arange(groups), size)
+    levels = [0 if i % size == 0 else 1 for i in range(groups * size)]
+    sched = RangeScheduler(groups * size, 2, chunk, levels)
+    clock = [(0.0, 0), (0.0, 1)]
+    started: set[tuple[int, int]] = set()
+    finish = [0.0, 0.0]
+    seen: list[int] = []
+    while clock:
+        now, w = heapq.heappop(clock)
+        span = sched.next(w)
+        if span is None:
+            finish[w] = now
+            continue
+        seen.extend(range(*span))
+        started.update((w, int(g)) for g in group[span[0] : span[1]])
+        heapq.heappush(clock, (now + float(cost[span[0] : span[1]].sum()), w))
+    assert sorted(seen) == list(range(groups * size))
+    assert len(started) <= groups + 1, f"{len(started)} group starts for {groups} groups"
+    slowest_chunk = chunk * cost.max()
+    assert abs(finish[0] - finish[1]) <= slowest_chunk + 1e-9
