@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -19,7 +21,10 @@ from archsim.progress import ProgressFn, ReportingLayers
 from archsim.results import LayerResult, RunResult
 from archsim.units import cycles_to_seconds, power_w
 
-__all__ = ["simulate", "archsim_version", "PRICE_LISTS"]
+__all__ = ["simulate", "archsim_version", "model_fingerprint", "PRICE_LISTS"]
+
+#: parts of the package that present results but never change them
+_PRESENTATION = ("report", "validation", "cli.py", "cli_sweep.py", "progress.py", "__main__.py")
 
 
 def _with_baseline(
@@ -69,6 +74,24 @@ def archsim_version() -> str:
         return version("archsim")
     except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
         return "0+unknown"
+
+
+@cache
+def model_fingerprint() -> str:
+    """Hash of the source code that computes results (16 hex digits; reports, CLI and
+    validation excluded). Sweep stores key points on it, so a point computed by a changed model
+    is never resumed as if it were current, even under an unchanged version number."""
+    return source_digest(Path(__file__).parent)
+
+
+def source_digest(root: Path) -> str:
+    """16 hex digits of SHA-256 over the ``*.py`` files under ``root`` that compute results."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] not in _PRESENTATION:
+            digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def simulate(
@@ -134,6 +157,7 @@ def simulate(
         warnings.extend(o.warnings)
     meta = {
         "archsim_version": archsim_version(),
+        "model_fingerprint": model_fingerprint(),
         "deterministic": "results depend only on (hardware, workload, seed)",
         "workload_source": wl.source,
         "workload_origin": wl.origin,

@@ -26,7 +26,7 @@ from archsim.config.sweep import AxisRange, SweepSpec
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
 from archsim.explore.expression import Expression, ExpressionError, derived_quantities
-from archsim.simulate import archsim_version
+from archsim.simulate import archsim_version, model_fingerprint
 
 __all__ = ["SweepPoint", "SkippedPoint", "SweepPlan", "build_plan", "point_key"]
 
@@ -70,7 +70,8 @@ class SweepPlan:
 
 
 def point_key(hardware: ArchsimModel, workload: WorkloadSpec, seed: int) -> str:
-    """Store key: hash of (hardware JSON, workload spec, seed, archsim version); 16 hex digits."""
+    """Store key: hash of (hardware JSON, workload spec, seed, archsim version and model
+    fingerprint); 16 hex digits."""
     wl = workload.model_dump(mode="json")
     if any(getattr(layer, "data", None) is not None for layer in workload.layers):
         wl["_data_dir"] = str(Path(workload.base_dir).resolve())
@@ -79,6 +80,7 @@ def point_key(hardware: ArchsimModel, workload: WorkloadSpec, seed: int) -> str:
         "workload": wl,
         "seed": seed,
         "archsim": archsim_version(),
+        "model": model_fingerprint(),
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

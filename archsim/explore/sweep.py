@@ -20,7 +20,7 @@ from archsim.explore.executor import Record, Task, execute
 from archsim.explore.frame import assemble
 from archsim.explore.plan import SweepPlan, build_plan
 from archsim.explore.store import SweepStore, merge_tables, records_to_table
-from archsim.simulate import archsim_version
+from archsim.simulate import archsim_version, model_fingerprint
 
 __all__ = ["sweep", "run_plan", "plan_sweep"]
 
@@ -116,6 +116,7 @@ def sweep(
 def _metadata(plan: SweepPlan) -> dict[str, Any]:
     return {
         "archsim_version": archsim_version(),
+        "model_fingerprint": model_fingerprint(),
         "deterministic": DETERMINISM,
         "spec_source": plan.source,
         "spec": plan.spec.model_dump(mode="json"),

@@ -184,6 +184,24 @@ def test_point_key_depends_on_hardware_workload_seed():
     assert k != point_key(hw.with_overrides({"activation_fifo.depth": 3}), wl, 0)
 
 
+def test_model_fingerprint_follows_the_model_code_not_the_reports(tmp_path):
+    """A changed model must not resume points stored by the old one; a changed report may."""
+    import shutil
+
+    from archsim.simulate import model_fingerprint, source_digest
+
+    root = Path(archsim.__file__).parent
+    copy = tmp_path / "archsim"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__", "*.yaml"))
+    before = source_digest(copy)
+    assert before == model_fingerprint()
+    (copy / "report" / "page.py").write_text("# a report change\n", encoding="utf-8")
+    assert source_digest(copy) == before
+    eie = copy / "accelerators" / "eie.py"
+    eie.write_text(eie.read_text(encoding="utf-8") + "\n# a model change\n", encoding="utf-8")
+    assert source_digest(copy) != before
+
+
 def test_expression_language():
     names = {"a": {"b": 3}, "c": 2.5}
     assert Expression("a.b * 2 ** 3 >= 24 and not c > 3").evaluate(names) is True
