@@ -90,8 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--json", action="store_true", help="machine-readable output")
     sch = sub.add_parser("schema", help="print the JSON Schema of hardware, workload or sweeps")
     sch.add_argument("kind", choices=["hardware", "workload", "sweep"])
-    rep = sub.add_parser("report", help="rebuild DIR/report.html from DIR/results.json")
-    rep.add_argument("dir", help="a folder written by `archsim run`")
+    rep = sub.add_parser(
+        "report",
+        help="rebuild DIR/report.html from DIR/results.json (run) or results.parquet (sweep)",
+    )
+    rep.add_argument("dir", help="a folder written by `archsim run` or `archsim sweep`")
     from archsim.validation.command import add_parser as add_validate_parser
 
     add_validate_parser(sub)
@@ -247,19 +250,22 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from archsim.report import write_run_report
-
     folder = Path(args.dir)
+    allowed = "allowed: a folder written by `archsim run` or `archsim sweep`"
     if not folder.is_dir():
-        raise ArchsimError(
-            f"{folder}: folder not found; allowed: a folder written by `archsim run`"
-        )
-    source = folder / "results.json"
-    result = RunResult.from_json(source)
-    try:
-        path = write_run_report(result, folder / "report.html")
-    except OSError as exc:
-        raise ArchsimError(f"{folder / 'report.html'}: cannot write: {exc.strerror}") from None
+        raise ArchsimError(f"{folder}: folder not found; {allowed}")
+    if not (folder / "results.json").exists() and (folder / "sweep.json").exists():
+        from archsim.cli_sweep import rebuild_sweep_report
+
+        path = rebuild_sweep_report(folder)
+    else:
+        from archsim.report import write_run_report
+
+        result = RunResult.from_json(folder / "results.json")
+        try:
+            path = write_run_report(result, folder / "report.html")
+        except OSError as exc:
+            raise ArchsimError(f"{folder / 'report.html'}: cannot write: {exc.strerror}") from None
     print(f"wrote {path}")
     return 0
 

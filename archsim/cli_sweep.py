@@ -8,6 +8,7 @@ the resumable store ``DIR/store/`` and ``DIR/report.html``; prints the Pareto fr
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 from pathlib import Path
@@ -18,7 +19,7 @@ import pandas as pd
 from archsim.errors import ArchsimError
 from archsim.explore import pareto, plan_sweep, run_plan, totals
 
-__all__ = ["add_sweep_parser", "cmd_sweep", "format_points"]
+__all__ = ["add_sweep_parser", "cmd_sweep", "format_points", "rebuild_sweep_report"]
 
 
 def add_sweep_parser(sub: Any) -> None:
@@ -93,6 +94,33 @@ def _write_outputs(out: Path, frame: pd.DataFrame, points: pd.DataFrame, title: 
     metrics = list(frame.attrs["metrics"])
     axes = list(frame.attrs["axes"])
     write_sweep_report(points, out / "report.html", axes=axes, metrics=metrics, title=title)
+
+
+def rebuild_sweep_report(folder: Path) -> Path:
+    """Re-write ``folder/report.html`` from the ``results.parquet`` and ``sweep.json`` that
+    ``archsim sweep`` left there (after a report change, without re-running any point)."""
+    from archsim.report import write_sweep_report
+
+    meta_path, parquet = folder / "sweep.json", folder / "results.parquet"
+    if not parquet.exists():
+        raise ArchsimError(
+            f"{parquet}: not found; the sweep did not finish, run `archsim sweep` again to resume"
+        )
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        axes, metrics, name = list(meta["axes"]), list(meta["metrics"]), meta["spec"]["name"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ArchsimError(
+            f"{meta_path}: not a sweep.json written by `archsim sweep` ({type(exc).__name__}: "
+            f"{exc}); allowed: re-run the sweep to rewrite it"
+        ) from None
+    points = totals(pd.read_parquet(parquet))
+    path = folder / "report.html"
+    try:
+        write_sweep_report(points, path, axes=axes, metrics=metrics, title=f"Sweep {name}")
+    except OSError as exc:
+        raise ArchsimError(f"{path}: cannot write: {exc.strerror}") from None
+    return path
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -181,6 +181,14 @@ def test_cli_writes_outputs_and_prints_the_front(tmp_path, capsys):
     meta = (out / "sweep.json").read_text()
     assert "results depend only on" in meta or "depends only on" in meta
     assert len(pd.read_parquet(out / "results.parquet")) == 18
+    # `archsim report DIR` rebuilds the sweep report from what the sweep left, running nothing
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.html").read_text() == html
+    (out / "sweep.json").write_text("{}")
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "sweep.json: not a sweep.json written by `archsim sweep`" in err and "Traceback" not in err
 
 
 def test_unreachable_scheduler_fails_fast(tmp_path, capsys):
