@@ -41,6 +41,7 @@ from archsim.config.gpu import GpuConfig
 from archsim.config.workload import WorkloadSpec
 from archsim.datapath.gemm_kernels import (
     accumulation_error_bound,
+    split_k_gemm_fp32,
     tiled_gemm_fp32,
     tiled_gemm_int32,
 )
@@ -230,13 +231,17 @@ def _functional(
         d = tiled_gemm_int32(ops.a, ops.b, ops.c)
         ref = ops.a.astype(np.int64) @ ops.b.astype(np.int64) + ops.c
         return float(np.abs(d.astype(np.int64) - ref).max()), 0.0
-    a32, b32 = ops.a.astype(np.float32), ops.b.astype(np.float32)
+    a32, b32, c32 = (x.astype(np.float32) for x in (ops.a, ops.b, ops.c))
     ik = accumulation_chunk_k(cfg, prob, plan)
     t = plan.tile
     half = prob.accumulate == "fp16"
-    d = tiled_gemm_fp32(a32, b32, ops.c.astype(np.float32), t.m, t.n, t.k, ik, half)
+    if plan.split_k > 1:
+        d = split_k_gemm_fp32(a32, b32, c32, t.m, t.n, t.k, ik, plan.k_slice, half)
+    else:
+        d = tiled_gemm_fp32(a32, b32, c32, t.m, t.n, t.k, ik, half)
     ref = a32.astype(np.float64) @ b32.astype(np.float64) + ops.c.astype(np.float64)
-    bound = accumulation_error_bound(a32, b32, ops.c, ik, 2.0**-11 if half else 2.0**-24)
+    u = 2.0**-11 if half else 2.0**-24
+    bound = accumulation_error_bound(a32, b32, ops.c, ik, u, plan.split_k, plan.k_slice)
     err = np.abs(d.astype(np.float64) - ref)
     if not np.all(err <= bound):
         raise SimulationError(f"layer {prob.layer!r}: functional GEMM exceeds its error bound")

@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "accumulation_error_bound",
+    "split_k_gemm_fp32",
     "round_fp16",
     "tiled_gemm_fp32",
     "tiled_gemm_int32",
@@ -85,12 +86,47 @@ def tiled_gemm_int32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return d
 
 
+def split_k_gemm_fp32(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    tm: int,
+    tn: int,
+    tk: int,
+    ik: int,
+    k_slice: int,
+    fp16_accumulate: bool = False,
+) -> np.ndarray:
+    """Split-K ``A @ B + C``: each ``k_slice`` of K is accumulated from zero as
+    :func:`tiled_gemm_fp32` does and stored as an FP32 partial; the reduction kernel then adds
+    C and the partials in slice order in FP32 and rounds once to FP16 with ``fp16_accumulate``."""
+    m, k = a.shape
+    zero = np.zeros((m, b.shape[1]), dtype=np.float32)
+    d = c.astype(np.float32)
+    for k0 in range(0, k, k_slice):
+        sa = np.ascontiguousarray(a[:, k0 : k0 + k_slice])
+        sb = np.ascontiguousarray(b[k0 : k0 + k_slice])
+        d = d + tiled_gemm_fp32(sa, sb, zero, tm, tn, tk, ik, fp16_accumulate)
+    # NumPy's float16 conversion rounds to nearest even, as round_fp16 does
+    return d.astype(np.float16).astype(np.float32) if fp16_accumulate else d
+
+
 def accumulation_error_bound(
-    a: np.ndarray, b: np.ndarray, c: np.ndarray, ik: int, unit_roundoff: float
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    ik: int,
+    unit_roundoff: float,
+    split_k: int = 1,
+    k_slice: int | None = None,
 ) -> np.ndarray:
     """Forward error bound of the chunked accumulation: ``gamma * (|C| + |A| |B|)`` with
-    ``gamma = (2 ceil(k / ik) + 2) * u`` (two roundings per MMA chunk, C's and the last)."""
-    k = a.shape[1]
-    steps = 2 * -(-k // ik) + 2
+    ``gamma = (2 ceil(ks / ik) + 2) u`` (two roundings per MMA chunk, C's and the last; ``ks``
+    = K, or the slice length under split-K), plus ``(split_k + 1) 2**-24`` for the FP32
+    reduction of split-K partials."""
+    k = a.shape[1] if split_k == 1 or k_slice is None else k_slice
+    gamma = (2 * -(-k // ik) + 2) * unit_roundoff
+    if split_k > 1:
+        gamma += (split_k + 1) * 2.0**-24
     mag = np.abs(c.astype(np.float64)) + np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    return steps * unit_roundoff * mag * 1.0001
+    return gamma * mag * 1.0001

@@ -188,7 +188,9 @@ def test_cli_writes_outputs_and_prints_the_front(tmp_path, capsys):
     (out / "sweep.json").write_text("{}")
     assert main(["report", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "sweep.json: not a sweep.json written by `archsim sweep`" in err and "Traceback" not in err
+    assert (
+        "sweep.json: not a sweep.json written by `archsim sweep`" in err and "Traceback" not in err
+    )
 
 
 def test_unreachable_scheduler_fails_fast(tmp_path, capsys):

@@ -181,3 +181,25 @@ def test_cli_unsupported_precision_exits_2_with_one_line(tmp_path, capsys) -> No
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "precision 'int8' is not supported by v100" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_split_k_reduces_fp32_partials_in_slice_order(half: bool) -> None:
+    """Each slice accumulates from zero; the reduction adds C, then the partials, in FP32."""
+    from archsim.datapath.gemm_kernels import split_k_gemm_fp32, tiled_gemm_fp32
+
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((24, 96), (96, 20), (24, 20)))
+    zero = np.zeros_like(c)
+
+    def kernel(lo: int, hi: int) -> np.ndarray:
+        return tiled_gemm_fp32(a[:, lo:hi].copy(), b[lo:hi].copy(), zero, 16, 16, 32, 4, half)
+
+    def out(x: np.ndarray) -> np.ndarray:
+        return x.astype(np.float16).astype(np.float32) if half else x
+
+    assert np.array_equal(
+        split_k_gemm_fp32(a, b, c, 16, 16, 32, 4, 96, half), out(c + kernel(0, 96))
+    )
+    want = out(((c + kernel(0, 32)) + kernel(32, 64)) + kernel(64, 96))
+    assert np.array_equal(split_k_gemm_fp32(a, b, c, 16, 16, 32, 4, 32, half), want)
