@@ -175,12 +175,17 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
             "--dask: dask.distributed is not installed; allowed: pip install 'archsim[dask]'"
         ) from None
     if address == "local":
-        cluster = LocalCluster(
-            n_workers=jobs,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-        )
+        import dask
+
+        # the sweep places every chunk itself (see schedule.py); Dask's own stealing would
+        # move queued chunks away from the worker that holds their memoised preparation
+        with dask.config.set({"distributed.scheduler.work-stealing": False}):
+            cluster = LocalCluster(
+                n_workers=jobs,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+            )
         return Client(cluster), cluster
     if "://" not in address and ":" not in address:
         raise ArchsimError(
