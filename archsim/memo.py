@@ -28,6 +28,7 @@ DEFAULT_LIMIT_BYTES = 1 << 30
 _lock = threading.Lock()
 _entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
 _state = {"limit": 0, "bytes": 0, "hits": 0, "misses": 0}
+_computed: dict[str, int] = {}  # misses by kind: the first item of a tuple key
 
 
 def enable(limit_bytes: int = DEFAULT_LIMIT_BYTES) -> None:
@@ -48,6 +49,7 @@ def clear() -> None:
     """Drop every entry (the memo stays on or off as it was)."""
     with _lock:
         _entries.clear()
+        _computed.clear()
         _state.update(bytes=0, hits=0, misses=0)
 
 
@@ -56,10 +58,11 @@ def enabled() -> bool:
     return _state["limit"] > 0
 
 
-def stats() -> dict[str, int]:
-    """Entries, bytes held, hits and misses since the last ``clear``."""
+def stats() -> dict[str, Any]:
+    """Entries, bytes held, hits and misses since the last ``clear``, and ``computed``: the
+    misses by kind (a tuple key's first item, e.g. ``eie.prepared``)."""
     with _lock:
-        return {"entries": len(_entries), **_state}
+        return {"entries": len(_entries), **_state, "computed": dict(_computed)}
 
 
 def memoized(key: Hashable, compute: Callable[[], T]) -> T:
@@ -73,6 +76,8 @@ def memoized(key: Hashable, compute: Callable[[], T]) -> T:
             _state["hits"] += 1
             return hit[0]
         _state["misses"] += 1
+        kind = str(key[0]) if isinstance(key, tuple) and key else "other"
+        _computed[kind] = _computed.get(kind, 0) + 1
     value = compute()
     size = _nbytes(value)
     with _lock:

@@ -26,6 +26,7 @@ import time
 import pandas as pd
 from dask.distributed import Client, LocalCluster
 
+from archsim import memo
 from archsim.explore import SweepStore, plan_sweep, run_plan
 from archsim.explore.executor import chunk_size, default_jobs
 from archsim.explore.schedule import IN_FLIGHT_PER_WORKER
@@ -109,7 +110,8 @@ def main() -> None:
     one, t1 = timed("dask local, 1 worker", plan, n_jobs=1, dask="local")
     two, t2 = timed("dask local, 2 workers", plan, n_jobs=2, dask="local")
     frames = [pool, one, two]
-    walls = {}
+    walls: dict[int, float] = {}
+    prepared: dict[int, list[int]] = {}
     for k in (1, 2):  # a cluster already up (as with --dask ADDRESS): no start-up in the time
         with (
             LocalCluster(
@@ -121,10 +123,19 @@ def main() -> None:
             label = f"dask running cluster, {k} w."
             frame, walls[k] = timed(label, plan, dask=cluster.scheduler_address)
             frames.append(frame)
+            prepared[k] = [
+                st["computed"].get("eie.prepared", 0) for st in client.run(memo.stats).values()
+            ]
     print(
         f"dask speed-up 2 vs 1 workers: {t1 / t2:.2f}x with LocalCluster start-up, "
         f"{walls[1] / walls[2]:.2f}x on a running cluster (goal >= 1.7x)"
     )
+    layers = len(plan.points[0].workload.layers)
+    for k, counts in prepared.items():  # an EIE preparation: one layer for one PE count
+        print(
+            f"EIE preparations on the running cluster, {k} worker(s): {counts} per worker = "
+            f"{sum(counts) / layers:g} PE-count groups of {layers} layers"
+        )
     same = all(pool.equals(f) for f in frames)
     print(f"identical results (pool and the four dask runs): {same}")
     if not same:

@@ -269,10 +269,11 @@ def test_memo_is_bounded_and_off_by_default():
         assert memo.stats()["entries"] == 3 and memo.stats()["bytes"] <= 3000  # LRU dropped
         hit = memo.memoized(("a", 3), lambda: pytest.fail("should be cached"))
         assert hit.shape == (100,)
+        assert memo.stats()["computed"] == {"a": 4} and memo.stats()["hits"] == 1
     finally:
         memo.disable()
         memo.clear()
-    assert memo.stats()["entries"] == 0
+    assert memo.stats()["entries"] == 0 and memo.stats()["computed"] == {}
 
 
 def test_schema_and_list_show_sweeps(capsys):
