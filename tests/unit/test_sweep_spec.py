@@ -261,6 +261,7 @@ def test_memo_is_bounded_and_off_by_default():
     assert memo.memoized("k", lambda: calls.append(1) or 1) == 1
     assert len(calls) == 2  # off: nothing held
     memo.enable(limit_bytes=3000)
+    memo.clear()  # counters from sweeps that ran earlier in this process
     try:
         for i in range(3):
             memo.memoized(("a", i), lambda: np.zeros(100))  # 800 B + overhead each
