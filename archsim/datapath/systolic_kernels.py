@@ -273,6 +273,30 @@ def _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g):
 
 
 @nb.njit(cache=True)
+def _estimate(last_set, a, st):  # pragma: no cover - compiled
+    """SCALE-Sim's CALC-mode read buffer for one requested address ``a``.
+
+    New addresses fill sets of ``st[4]`` words; one is a hit while the set that last took it
+    lies in the active window ``[st[2], min(st[0], st[3] + 1))``, which moves on by ``st[5]``
+    sets each time the set after it fills. Every inserted address is prefetched once:
+    ``st[6]`` counts the DRAM reads. ``st`` = (current set, words in it, window start, window
+    end, words per set, prefetch sets, reads); ``last_set[a]``: the set that last took ``a``.
+    """
+    s = last_set[a]
+    if st[2] <= s < min(st[0], st[3] + 1) or s == st[0]:
+        return
+    last_set[a] = st[0]
+    st[1] += 1
+    st[6] += 1
+    if st[1] == st[4]:
+        st[0] += 1
+        st[1] = 0
+        if st[0] == st[3] + 1:
+            st[2] += st[5]
+            st[3] += st[5]
+
+
+@nb.njit(cache=True)
 def _refill(starts, sets, a, w0, w1, n_sets, prefetch, active, last, n_lines, cycle, off):
     """Slide a read buffer's window until address ``a`` is in it, one prefetch of ``n_lines``
     DRAM lines per slide (SCALE-Sim's read buffer); returns the new
@@ -363,6 +387,11 @@ def _kernel(
     nl0_f = min((act_f + bw_f - 1) // bw_f, rows_f)
     last_i = -1  # the initial prefetch (at the first demand row, cycle 0) ends at cycle -1
     last_f = -1
+    # CALC mode: set-based estimate buffers (half the sets active, half prefetch)
+    est_i = np.array([0, 0, 0, 49, rd_size[0] // 100, 50, 0], np.int64)
+    est_f = np.array([0, 0, 0, 49, rd_size[1] // 100, 50, 0], np.int64)
+    seen_i = np.full(n_ifmap_addr if not user_bw else 0, -1, np.int64)
+    seen_f = np.full(n_filter_addr if not user_bw else 0, -1, np.int64)
     if user_bw:
         out[2] = nl0_i * bw_i
         out[3] = nl0_f * bw_f
@@ -412,6 +441,15 @@ def _kernel(
                         )  # fmt: skip
                         out[3] += fills * nl_f * bw_f
                         out[9] += fills
+                else:
+                    for c in range(in_cols):
+                        a = _demand(df, 0, fr, fc, r, c, R, C, M, N, K, T, g)
+                        if a >= 0:
+                            _estimate(seen_i, a, est_i)
+                    for c in range(f_cols):
+                        a = _demand(df, 1, fr, fc, r, c, R, C, M, N, K, T, g)
+                        if a >= 0:
+                            _estimate(seen_f, a, est_f)
                 # OFMAP writes
                 now = cycle
                 for c in range(C):
@@ -462,6 +500,9 @@ def _kernel(
         w_stop = max(w_stop, drain_end)
         dstart += nd
         t = drain_end + 1
+    if not user_bw:
+        out[2] = est_i[6]
+        out[3] = est_f[6]
     out[0] = last_out
     out[1] = stalls
     out[7] = w_stop
@@ -489,8 +530,9 @@ def scalesim_memory(
     ``geometry`` = (ifmap_h, ifmap_w, filt_h, filt_w, channels, stride, ofmap_h, ofmap_w,
     num_filters) in SCALE-Sim's terms (a GEMM is ifmap M x K, filter 1 x K, 1 channel, N
     filters); SRAM sizes are in words (SCALE-Sim: 1 byte per word, ``kB * 1024``). DRAM read
-    bandwidths only matter with ``user_bandwidth``; without it (CALC mode) reads never stall and
-    the OFMAP drains at ``cols`` words per cycle (pass ``ofmap_words_per_cycle=cols``).
+    bandwidths only matter with ``user_bandwidth``; without it (CALC mode) reads never stall, are
+    counted by SCALE-Sim's set-based estimate buffer (``_estimate``; DRAM start cycles are left
+    at 0) and the OFMAP drains at ``cols`` words per cycle (pass ``ofmap_words_per_cycle=cols``).
     """
     ih, iw, fh, fw, ch, stride, oh, ow, nf = (int(x) for x in geometry)
     window = fh * fw * ch

@@ -138,6 +138,36 @@ def _matrices(df: str, rows: int, cols: int, ifm: np.ndarray, flt: np.ndarray, o
     return pre_i, pre_f, np.concatenate(dem_i), np.concatenate(dem_f), np.concatenate(dem_o)
 
 
+class _EstimateBuffer:
+    """SCALE-Sim 3.0.0's CALC-mode read buffer (``read_buffer_estimate_bw``), literally: new
+    addresses fill sets of words/100 addresses; a hit is membership in one of the active
+    window's sets; each filled set after the window moves it on by the prefetch sets."""
+
+    def __init__(self, words: int) -> None:
+        self.per_set = words // 100
+        self.sets: list[set[int]] = []
+        self.current: set[int] = set()
+        self.start, self.end, self.prefetch = 0, 49, 50
+        self.accesses = 0  # every inserted address is prefetched once
+
+    def service(self, row: np.ndarray) -> None:
+        for a in row:
+            if a == -1:
+                continue
+            a = int(a)
+            window = self.sets[self.start : min(len(self.sets), self.end + 1)]
+            if any(a in s for s in window) or a in self.current:
+                continue
+            self.current.add(a)
+            self.accesses += 1
+            if len(self.current) == self.per_set:
+                self.sets.append(self.current)
+                self.current = set()
+                if len(self.sets) == self.end + 1:
+                    self.start += self.prefetch
+                    self.end += self.prefetch
+
+
 class _ReadBuffer:
     """SCALE-Sim's USER-mode read buffer: sets of addresses, a circular active window."""
 
@@ -284,6 +314,7 @@ def scalesim_memory_reference(
     rb_i = _ReadBuffer(ifmap_sram_words, ifmap_words_per_cycle, pre_i)
     rb_f = _ReadBuffer(filter_sram_words, filter_words_per_cycle, pre_f)
     wb = _WriteBuffer(ofmap_sram_words, ofmap_words_per_cycle)
+    est_i, est_f = _EstimateBuffer(ifmap_sram_words), _EstimateBuffer(filter_sram_words)
     stalls = 0
     out_cycle = 0
     for i in range(dem_o.shape[0]):
@@ -292,14 +323,17 @@ def scalesim_memory_reference(
         if user_bandwidth:
             st_i = rb_i.service(dem_i[i], cycle) - cycle - 1
             st_f = rb_f.service(dem_f[i], cycle) - cycle - 1
+        else:
+            est_i.service(dem_i[i])
+            est_f.service(dem_f[i])
         out_cycle = wb.service(dem_o[i], cycle)
         stalls += max(st_i, st_f, out_cycle - cycle)
     wb.empty_all(out_cycle)
     values = {
         "total_cycles": out_cycle,
         "stall_cycles": stalls,
-        "ifmap_dram_reads": rb_i.accesses if user_bandwidth else 0,
-        "filter_dram_reads": rb_f.accesses if user_bandwidth else 0,
+        "ifmap_dram_reads": (rb_i if user_bandwidth else est_i).accesses,
+        "filter_dram_reads": (rb_f if user_bandwidth else est_f).accesses,
         "ofmap_dram_writes": wb.accesses,
         "ifmap_dram_start": rb_i.first_cycle if user_bandwidth else 0,
         "filter_dram_start": rb_f.first_cycle if user_bandwidth else 0,
