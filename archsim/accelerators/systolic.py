@@ -218,13 +218,6 @@ def _outcome(config: SystolicConfig, spec, g: SystolicGemm, seed: int) -> dict[s
     return {"macs": macs, "extras": extras}
 
 
-#: SCALE-Sim's CALC mode starts its first prefetch from an estimated bandwidth: not modelled
-CALC_PREFETCH_WARNING = (
-    "scalesim interface_bandwidth 'calc': cycles, stalls and DRAM reads and writes are "
-    "SCALE-Sim's; its cycles incl. prefetch are not modelled (DRAM start taken as cycle 0)"
-)
-
-
 def _scalesim_layer(config: SystolicConfig, spec, g: SystolicGemm, seed: int) -> LayerOutcome:
     R, C, df = config.array.rows, config.array.cols, config.array.dataflow
     sc_cfg = config.scalesim
@@ -282,7 +275,7 @@ def _scalesim_layer(config: SystolicConfig, spec, g: SystolicGemm, seed: int) ->
         layer=spec.name, kind=spec.kind, cycles=cycles, start_cycle=0, end_cycle=0,
         macs_dense=spec.macs_dense, macs_effective=base["macs"],
         peak_macs_per_cycle=config.peak_macs_per_cycle, dram_bytes=rd + wr,
-        counts=counts, extras=extras, warnings=() if user else (CALC_PREFETCH_WARNING,),
+        counts=counts, extras=extras,
     )  # fmt: skip
 
 

@@ -297,6 +297,18 @@ def _estimate(last_set, a, st):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
+def _estimate_start(st, first):  # pragma: no cover - compiled
+    """First DRAM read cycle of a CALC-mode buffer: its first prefetch, at 10 words per cycle
+    and a 1-cycle DRAM latency, ends just before the first request (cycle ``first``). It holds
+    the prefetch sets when the active sets filled during the run, else every set at the end."""
+    if st[0] >= st[5]:  # the window moved: prefetched at the first move
+        end, words = first - 2, st[5] * st[4]
+    else:
+        end, words = -2, (st[0] + (1 if st[1] > 0 else 0)) * st[4]
+    return end - (words + 9) // 10 + 2
+
+
+@nb.njit(cache=True)
 def _refill(starts, sets, a, w0, w1, n_sets, prefetch, active, last, n_lines, cycle, off):
     """Slide a read buffer's window until address ``a`` is in it, one prefetch of ``n_lines``
     DRAM lines per slide (SCALE-Sim's read buffer); returns the new
@@ -390,8 +402,10 @@ def _kernel(
     # CALC mode: set-based estimate buffers (half the sets active, half prefetch)
     est_i = np.array([0, 0, 0, 49, rd_size[0] // 100, 50, 0], np.int64)
     est_f = np.array([0, 0, 0, 49, rd_size[1] // 100, 50, 0], np.int64)
-    seen_i = np.full(n_ifmap_addr if not user_bw else 0, -1, np.int64)
-    seen_f = np.full(n_filter_addr if not user_bw else 0, -1, np.int64)
+    seen_i = np.full(n_ifmap_addr if not user_bw else 0, -1, np.int32)
+    seen_f = np.full(n_filter_addr if not user_bw else 0, -1, np.int32)
+    first_i = -1  # cycle of each operand's first request
+    first_f = -1
     if user_bw:
         out[2] = nl0_i * bw_i
         out[3] = nl0_f * bw_f
@@ -445,10 +459,12 @@ def _kernel(
                     for c in range(in_cols):
                         a = _demand(df, 0, fr, fc, r, c, R, C, M, N, K, T, g)
                         if a >= 0:
+                            first_i = cycle if first_i < 0 else first_i
                             _estimate(seen_i, a, est_i)
                     for c in range(f_cols):
                         a = _demand(df, 1, fr, fc, r, c, R, C, M, N, K, T, g)
                         if a >= 0:
+                            first_f = cycle if first_f < 0 else first_f
                             _estimate(seen_f, a, est_f)
                 # OFMAP writes
                 now = cycle
@@ -503,6 +519,8 @@ def _kernel(
     if not user_bw:
         out[2] = est_i[6]
         out[3] = est_f[6]
+        out[5] = _estimate_start(est_i, first_i)
+        out[6] = _estimate_start(est_f, first_f)
     out[0] = last_out
     out[1] = stalls
     out[7] = w_stop

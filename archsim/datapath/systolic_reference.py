@@ -149,12 +149,20 @@ class _EstimateBuffer:
         self.current: set[int] = set()
         self.start, self.end, self.prefetch = 0, 49, 50
         self.accesses = 0  # every inserted address is prefetched once
+        self.first_request: int | None = None
+        self.first_cycle: int | None = None  # first DRAM read: the first prefetch's first cycle
 
-    def service(self, row: np.ndarray) -> None:
+    def _first_prefetch(self, end: int, words: int) -> None:
+        """SCALE-Sim's first prefetch ends at ``end`` at 10 words per cycle; DRAM latency 1."""
+        self.first_cycle = end - math.ceil(words / 10) + 1 + 1
+
+    def service(self, row: np.ndarray, cycle: int) -> None:
         for a in row:
             if a == -1:
                 continue
             a = int(a)
+            if self.first_request is None:
+                self.first_request = cycle
             window = self.sets[self.start : min(len(self.sets), self.end + 1)]
             if any(a in s for s in window) or a in self.current:
                 continue
@@ -164,8 +172,17 @@ class _EstimateBuffer:
                 self.sets.append(self.current)
                 self.current = set()
                 if len(self.sets) == self.end + 1:
+                    if self.first_cycle is None:
+                        assert self.first_request is not None
+                        self._first_prefetch(self.first_request - 2, self.prefetch * self.per_set)
                     self.start += self.prefetch
                     self.end += self.prefetch
+
+    def complete(self) -> None:
+        """The end of the layer: without a window move yet, every set is prefetched now."""
+        if self.first_cycle is None:
+            n_sets = len(self.sets) + (1 if self.current else 0)
+            self._first_prefetch(-2, n_sets * self.per_set)
 
 
 class _ReadBuffer:
@@ -324,19 +341,22 @@ def scalesim_memory_reference(
             st_i = rb_i.service(dem_i[i], cycle) - cycle - 1
             st_f = rb_f.service(dem_f[i], cycle) - cycle - 1
         else:
-            est_i.service(dem_i[i])
-            est_f.service(dem_f[i])
+            est_i.service(dem_i[i], cycle)
+            est_f.service(dem_f[i], cycle)
         out_cycle = wb.service(dem_o[i], cycle)
         stalls += max(st_i, st_f, out_cycle - cycle)
     wb.empty_all(out_cycle)
+    if not user_bandwidth:
+        est_i.complete()
+        est_f.complete()
     values = {
         "total_cycles": out_cycle,
         "stall_cycles": stalls,
         "ifmap_dram_reads": (rb_i if user_bandwidth else est_i).accesses,
         "filter_dram_reads": (rb_f if user_bandwidth else est_f).accesses,
         "ofmap_dram_writes": wb.accesses,
-        "ifmap_dram_start": rb_i.first_cycle if user_bandwidth else 0,
-        "filter_dram_start": rb_f.first_cycle if user_bandwidth else 0,
+        "ifmap_dram_start": (rb_i if user_bandwidth else est_i).first_cycle,
+        "filter_dram_start": (rb_f if user_bandwidth else est_f).first_cycle,
         "ofmap_dram_stop": max(wb.cycles) if wb.cycles else 0,
         "ifmap_prefetches": rb_i.prefetches,
         "filter_prefetches": rb_f.prefetches,

@@ -87,11 +87,8 @@ def test_scalesim_compat_matches_scalesim(name: str) -> None:
         assert ex["systolic_ofmap_dram_writes"] == g["ofmap_dram_writes"]
         assert ex["systolic_ifmap_dram_reads"] == g["ifmap_dram_reads"]
         assert ex["systolic_filter_dram_reads"] == g["filter_dram_reads"]
-        if hw.scalesim.interface_bandwidth == "calc":  # prefetch start not modelled: a warning
-            assert any("incl. prefetch are not modelled" in w for w in res.warnings)
-        else:
-            assert not res.warnings
-            assert ex["systolic_total_cycles_incl_prefetch"] == g["total_cycles_incl_prefetch"]
+        assert ex["systolic_total_cycles_incl_prefetch"] == g["total_cycles_incl_prefetch"]
+        assert not res.warnings
         assert ex["systolic_functional_max_error"] == 0.0
 
 
