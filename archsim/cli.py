@@ -254,18 +254,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     allowed = "allowed: a folder written by `archsim run` or `archsim sweep`"
     if not folder.is_dir():
         raise ArchsimError(f"{folder}: folder not found; {allowed}")
-    if not (folder / "results.json").exists() and (folder / "sweep.json").exists():
-        from archsim.cli_sweep import rebuild_sweep_report
+    try:
+        if not (folder / "results.json").exists() and (folder / "sweep.json").exists():
+            from archsim.cli_sweep import rebuild_sweep_report
 
-        path = rebuild_sweep_report(folder)
-    else:
-        from archsim.report import write_run_report
+            path = rebuild_sweep_report(folder)
+        else:
+            from archsim.report import write_run_report
 
-        result = RunResult.from_json(folder / "results.json")
-        try:
-            path = write_run_report(result, folder / "report.html")
-        except OSError as exc:
-            raise ArchsimError(f"{folder / 'report.html'}: cannot write: {exc.strerror}") from None
+            path = write_run_report(RunResult.from_json(folder / "results.json"), folder)
+    except OSError as exc:
+        raise ArchsimError(f"{folder / 'report.html'}: cannot write: {exc.strerror}") from None
     print(f"wrote {path}")
     return 0
 

@@ -98,7 +98,8 @@ def _write_outputs(out: Path, frame: pd.DataFrame, points: pd.DataFrame, title: 
 
 def rebuild_sweep_report(folder: Path) -> Path:
     """Re-write ``folder/report.html`` from the ``results.parquet`` and ``sweep.json`` that
-    ``archsim sweep`` left there (after a report change, without re-running any point)."""
+    ``archsim sweep`` left there (after a report change, without re-running any point);
+    raises OSError when it cannot write."""
     from archsim.report import write_sweep_report
 
     meta_path, parquet = folder / "sweep.json", folder / "results.parquet"
@@ -115,12 +116,7 @@ def rebuild_sweep_report(folder: Path) -> Path:
             f"{exc}); allowed: re-run the sweep to rewrite it"
         ) from None
     points = totals(pd.read_parquet(parquet))
-    path = folder / "report.html"
-    try:
-        write_sweep_report(points, path, axes=axes, metrics=metrics, title=f"Sweep {name}")
-    except OSError as exc:
-        raise ArchsimError(f"{path}: cannot write: {exc.strerror}") from None
-    return path
+    return write_sweep_report(points, folder, axes=axes, metrics=metrics, title=f"Sweep {name}")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -27,8 +27,8 @@ DEFAULT_LIMIT_BYTES = 1 << 30
 
 _lock = threading.Lock()
 _entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
-_state = {"limit": 0, "bytes": 0, "hits": 0, "misses": 0}
-_computed: dict[str, int] = {}  # misses by kind: the first item of a tuple key
+_state = {"limit": 0, "bytes": 0, "hits": 0}
+_computed: dict[str, int] = {}  # misses by kind (a tuple key's first item)
 
 
 def enable(limit_bytes: int = DEFAULT_LIMIT_BYTES) -> None:
@@ -50,7 +50,7 @@ def clear() -> None:
     with _lock:
         _entries.clear()
         _computed.clear()
-        _state.update(bytes=0, hits=0, misses=0)
+        _state.update(bytes=0, hits=0)
 
 
 def enabled() -> bool:
@@ -62,7 +62,8 @@ def stats() -> dict[str, Any]:
     """Entries, bytes held, hits and misses since the last ``clear``, and ``computed``: the
     misses by kind (a tuple key's first item, e.g. ``eie.prepared``)."""
     with _lock:
-        return {"entries": len(_entries), **_state, "computed": dict(_computed)}
+        misses = sum(_computed.values())
+        return {"entries": len(_entries), **_state, "misses": misses, "computed": dict(_computed)}
 
 
 def memoized(key: Hashable, compute: Callable[[], T]) -> T:
@@ -75,7 +76,6 @@ def memoized(key: Hashable, compute: Callable[[], T]) -> T:
             _entries.move_to_end(key)
             _state["hits"] += 1
             return hit[0]
-        _state["misses"] += 1
         kind = str(key[0]) if isinstance(key, tuple) and key else "other"
         _computed[kind] = _computed.get(kind, 0) + 1
     value = compute()

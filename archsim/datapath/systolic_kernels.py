@@ -280,7 +280,8 @@ def _estimate(last_set, a, st):  # pragma: no cover - compiled
     lies in the active window ``[st[2], min(st[0], st[3] + 1))``, which moves on by ``st[5]``
     sets each time the set after it fills. Every inserted address is prefetched once:
     ``st[6]`` counts the DRAM reads. ``st`` = (current set, words in it, window start, window
-    end, words per set, prefetch sets, reads); ``last_set[a]``: the set that last took ``a``.
+    end, words per set, prefetch sets, reads, first request cycle); ``last_set[a]``: the set
+    that last took ``a``.
     """
     s = last_set[a]
     if st[2] <= s < min(st[0], st[3] + 1) or s == st[0]:
@@ -297,15 +298,28 @@ def _estimate(last_set, a, st):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def _estimate_start(st, first):  # pragma: no cover - compiled
+def _estimate_start(st):  # pragma: no cover - compiled
     """First DRAM read cycle of a CALC-mode buffer: its first prefetch, at 10 words per cycle
-    and a 1-cycle DRAM latency, ends just before the first request (cycle ``first``). It holds
+    and a 1-cycle DRAM latency, ends just before the first request (cycle ``st[7]``). It holds
     the prefetch sets when the active sets filled during the run, else every set at the end."""
     if st[0] >= st[5]:  # the window moved: prefetched at the first move
-        end, words = first - 2, st[5] * st[4]
+        end, words = st[7] - 2, st[5] * st[4]
     else:
         end, words = -2, (st[0] + (1 if st[1] > 0 else 0)) * st[4]
     return end - (words + 9) // 10 + 2
+
+
+@nb.njit(cache=True)
+def _estimate_row(
+    df, op, fr, fc, r, width, R, C, M, N, K, T, g, last_set, st, cycle
+):  # pragma: no cover
+    """Every request of operand ``op`` in one demand row through :func:`_estimate`."""
+    for c in range(width):
+        a = _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g)
+        if a >= 0:
+            if st[7] < 0:
+                st[7] = cycle
+            _estimate(last_set, a, st)
 
 
 @nb.njit(cache=True)
@@ -400,12 +414,10 @@ def _kernel(
     last_i = -1  # the initial prefetch (at the first demand row, cycle 0) ends at cycle -1
     last_f = -1
     # CALC mode: set-based estimate buffers (half the sets active, half prefetch)
-    est_i = np.array([0, 0, 0, 49, rd_size[0] // 100, 50, 0], np.int64)
-    est_f = np.array([0, 0, 0, 49, rd_size[1] // 100, 50, 0], np.int64)
+    est_i = np.array([0, 0, 0, 49, rd_size[0] // 100, 50, 0, -1], np.int64)
+    est_f = np.array([0, 0, 0, 49, rd_size[1] // 100, 50, 0, -1], np.int64)
     seen_i = np.full(n_ifmap_addr if not user_bw else 0, -1, np.int32)
     seen_f = np.full(n_filter_addr if not user_bw else 0, -1, np.int32)
-    first_i = -1  # cycle of each operand's first request
-    first_f = -1
     if user_bw:
         out[2] = nl0_i * bw_i
         out[3] = nl0_f * bw_f
@@ -456,16 +468,12 @@ def _kernel(
                         out[3] += fills * nl_f * bw_f
                         out[9] += fills
                 else:
-                    for c in range(in_cols):
-                        a = _demand(df, 0, fr, fc, r, c, R, C, M, N, K, T, g)
-                        if a >= 0:
-                            first_i = cycle if first_i < 0 else first_i
-                            _estimate(seen_i, a, est_i)
-                    for c in range(f_cols):
-                        a = _demand(df, 1, fr, fc, r, c, R, C, M, N, K, T, g)
-                        if a >= 0:
-                            first_f = cycle if first_f < 0 else first_f
-                            _estimate(seen_f, a, est_f)
+                    _estimate_row(
+                        df, 0, fr, fc, r, in_cols, R, C, M, N, K, T, g, seen_i, est_i, cycle
+                    )
+                    _estimate_row(
+                        df, 1, fr, fc, r, f_cols, R, C, M, N, K, T, g, seen_f, est_f, cycle
+                    )
                 # OFMAP writes
                 now = cycle
                 for c in range(C):
@@ -519,8 +527,8 @@ def _kernel(
     if not user_bw:
         out[2] = est_i[6]
         out[3] = est_f[6]
-        out[5] = _estimate_start(est_i, first_i)
-        out[6] = _estimate_start(est_f, first_f)
+        out[5] = _estimate_start(est_i)
+        out[6] = _estimate_start(est_f)
     out[0] = last_out
     out[1] = stalls
     out[7] = w_stop

@@ -62,8 +62,12 @@ def lower_to_gemm(layer: GemmLayer | FcLayer | LstmLayer | ConvLayer) -> GemmPro
     ``gemm`` layer says otherwise)."""
     wd = float(layer.weight_density) if layer.weight_density is not None else 1.0
     ad = float(layer.activation_density) if layer.activation_density is not None else 1.0
-    common = {"layer": layer.name, "kind": layer.kind, "weight_density": wd}
-    common["activation_density"] = ad
+    common = {
+        "layer": layer.name,
+        "kind": layer.kind,
+        "weight_density": wd,
+        "activation_density": ad,
+    }
     if isinstance(layer, GemmLayer):
         return GemmProblem(
             m=layer.m,
