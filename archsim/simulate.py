@@ -68,8 +68,10 @@ PRICE_LISTS = {
 }
 
 
+@cache
 def archsim_version() -> str:
-    """Installed package version (``0+unknown`` from a bare checkout)."""
+    """Installed package version (``0+unknown`` from a bare checkout); read once per process
+    (``importlib.metadata`` scans the installed distributions on every call)."""
     try:
         return version("archsim")
     except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree

@@ -248,7 +248,7 @@ def _capacity(config: EieConfig, run: EieLayerRun) -> tuple[dict[str, float], li
     ptr_fill = ptr_bytes / config.pointer_sram.size_bytes
     act_words = -(-lay.n_cols // n) + -(-lay.n_rows // n)
     act_fill = act_words * config.arithmetic.data_bits / 8 / config.activation_sram.size_bytes
-    max_ptr_value = int(enc.ptr.max(initial=0))
+    max_ptr_value = int(enc.ptr[:, -1].max(initial=0))  # pointers rise within a PE
     fills = {"eie_spmat_fill": spmat, "eie_pointer_fill": ptr_fill, "eie_activation_fill": act_fill}
     warnings = [
         f"layer {lay.name}: {key[4:-5]} memory needs {v:.2f}x its capacity"

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 import archsim
+from archsim.accelerators.eie import prepare_eie_layer
 from archsim.results import BASE_COLUMNS
+from archsim.workload import materialize_matvec
 
 SMALL = archsim.WorkloadSpec.model_validate(
     {
@@ -141,3 +145,16 @@ def test_engine_counters_equal_layer_counts():
     assert totals["spmat_sram"]["read"] == spmat > 0
     io = sum(o.dram_bytes for o in outcomes)
     assert totals["dram"]["read_bytes"] + totals["dram"]["write_bytes"] == io
+
+
+def test_pointer_width_overflow_is_a_warning_naming_the_largest_pointer():
+    hw = archsim.load_hardware("eie").with_overrides(
+        {"pe_array.num_pes": 2, "encoding.pointer_bits": 8}
+    )
+    result = archsim.simulate(hw, SMALL, seed=0)
+    layer = materialize_matvec(SMALL.layers[0], 0, Path.cwd())
+    enc = prepare_eie_layer(hw, layer).encoded
+    largest = int(enc.ptr.max())  # the pointer memory's largest value, any PE, any column
+    assert largest >= 2**8
+    wanted = f"pointer value {largest} exceeds 8-bit pointers"
+    assert any(wanted in w for w in result.warnings), (wanted, result.warnings)
