@@ -26,7 +26,15 @@ from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.explore.schedule import run_scheduled
 
-__all__ = ["Task", "run_task", "run_chunk", "execute", "default_jobs", "chunk_size"]
+__all__ = [
+    "Task",
+    "run_task",
+    "run_chunk",
+    "execute",
+    "default_jobs",
+    "chunk_size",
+    "LOCAL_CLUSTER_CONFIG",
+]
 
 #: (store key, hardware, workload, seed)
 Task = tuple[str, ArchsimModel, WorkloadSpec, int]
@@ -34,6 +42,11 @@ Task = tuple[str, ArchsimModel, WorkloadSpec, int]
 Record = dict[str, Any]
 
 DASK_CONNECT_TIMEOUT_S = 5
+
+#: Dask settings for the ``LocalCluster`` that ``dask="local"`` starts. The sweep places every
+#: chunk itself (see ``schedule.py``): Dask's own stealing would move queued chunks away from
+#: the worker that holds their memoised preparation.
+LOCAL_CLUSTER_CONFIG: dict[str, Any] = {"distributed.scheduler.work-stealing": False}
 
 
 def default_jobs() -> int:
@@ -177,9 +190,7 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
     if address == "local":
         import dask
 
-        # the sweep places every chunk itself (see schedule.py); Dask's own stealing would
-        # move queued chunks away from the worker that holds their memoised preparation
-        with dask.config.set({"distributed.scheduler.work-stealing": False}):
+        with dask.config.set(LOCAL_CLUSTER_CONFIG):
             cluster = LocalCluster(
                 n_workers=jobs,
                 threads_per_worker=1,

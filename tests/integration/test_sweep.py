@@ -145,7 +145,7 @@ def test_sigkill_loses_nothing_finished(tmp_path):
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path)
     store = out / "store"
     deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and len(list(store.glob("part-*.parquet"))) < 2:
+    while time.monotonic() < deadline and len(list(store.glob("part-*.arrow"))) < 2:
         time.sleep(0.02)
     workers = _children(proc.pid)
     proc.send_signal(signal.SIGKILL)
@@ -273,3 +273,32 @@ def test_a_dead_worker_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(executor, "run_chunk", _die)
     with pytest.raises(ArchsimError, match="a sweep worker died .*run the sweep again"):
         run_plan(plan_sweep(spec), tmp_path / "out", n_jobs=2)
+
+
+def test_store_reads_ipc_and_older_parquet_parts_and_compacts_them(tmp_path):
+    import pyarrow as pa
+
+    from archsim.explore.store import records_to_table
+
+    def part(key: str, cycles: int) -> pa.Table:
+        return records_to_table(
+            [{"point_key": key, "status": "ok", "rows": [{"layer_index": 0, "cycles": cycles}]}]
+        )
+
+    store = SweepStore(tmp_path / "out")
+    # a part as an earlier archsim wrote it (Parquet), then IPC parts; the later "b" wins
+    pq.write_table(part("a", 1), store.parts / "part-00000000000000000001-1-x.parquet")
+    store.append(part("b", 2))
+    store.append(part("b", 3))
+    names = sorted(f.suffix for f in store.parts.iterdir() if f.name.startswith("part-"))
+    assert names == [".arrow", ".arrow", ".parquet"]
+    assert store.finished() == {"a", "b"}
+    store.compact()
+    assert [f.name for f in store.parts.iterdir() if f.name != ".lock"] == ["compacted.parquet"]
+    got = pq.read_table(store.parts / "compacted.parquet").to_pydict()
+    assert dict(zip(got["point_key"], got["cycles"], strict=True)) == {"a": 1, "b": 3}
+    # one new part after a compaction is compacted too: the store always ends as Parquet
+    store.append(part("c", 4))
+    store.compact()
+    assert [f.name for f in store.parts.iterdir() if f.name != ".lock"] == ["compacted.parquet"]
+    assert store.finished() == {"a", "b", "c"}
