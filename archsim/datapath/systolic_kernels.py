@@ -342,6 +342,24 @@ def _refill(starts, sets, a, w0, w1, n_sets, prefetch, active, last, n_lines, cy
 
 
 @nb.njit(cache=True)
+def _refill_row(
+    df, op, fr, fc, r, width, R, C, M, N, K, T, g,
+    starts, sets, w0, w1, n_sets, prefetch, active, last, n_lines, cycle, off,
+):  # fmt: skip  # pragma: no cover
+    """Every request of operand ``op`` in one demand row through :func:`_refill`; returns the
+    buffer's new ``(w0, w1, last, off)`` and the row's prefetches."""
+    slides = 0
+    for c in range(width):
+        a = _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g)
+        if a >= 0:
+            w0, w1, last, off, n = _refill(
+                starts, sets, a, w0, w1, n_sets, prefetch, active, last, n_lines, cycle, off
+            )
+            slides += n
+    return w0, w1, last, off, slides
+
+
+@nb.njit(cache=True)
 def _in_window(starts, sets, a, w0, w1, n_sets):
     """Whether any occurrence of address a lies in the active window [w0, w1) (circular)."""
     for p in range(starts[a], starts[a + 1]):
@@ -447,26 +465,18 @@ def _kernel(
                 off_i = 1
                 off_f = 1
                 if user_bw:
-                    for c in range(in_cols):
-                        a = _demand(df, 0, fr, fc, r, c, R, C, M, N, K, T, g)
-                        if a < 0:
-                            continue
-                        w0_i, w1_i, last_i, off_i, fills = _refill(
-                            st_i, sets_i, a, w0_i, w1_i, ns_i, p_i, a_i, last_i,
-                            nl_i, cycle, off_i,
-                        )  # fmt: skip
-                        out[2] += fills * nl_i * bw_i
-                        out[8] += fills
-                    for c in range(f_cols):
-                        a = _demand(df, 1, fr, fc, r, c, R, C, M, N, K, T, g)
-                        if a < 0:
-                            continue
-                        w0_f, w1_f, last_f, off_f, fills = _refill(
-                            st_f, sets_f, a, w0_f, w1_f, ns_f, p_f, a_f, last_f,
-                            nl_f, cycle, off_f,
-                        )  # fmt: skip
-                        out[3] += fills * nl_f * bw_f
-                        out[9] += fills
+                    w0_i, w1_i, last_i, off_i, fills = _refill_row(
+                        df, 0, fr, fc, r, in_cols, R, C, M, N, K, T, g,
+                        st_i, sets_i, w0_i, w1_i, ns_i, p_i, a_i, last_i, nl_i, cycle, off_i,
+                    )  # fmt: skip
+                    out[2] += fills * nl_i * bw_i
+                    out[8] += fills
+                    w0_f, w1_f, last_f, off_f, fills = _refill_row(
+                        df, 1, fr, fc, r, f_cols, R, C, M, N, K, T, g,
+                        st_f, sets_f, w0_f, w1_f, ns_f, p_f, a_f, last_f, nl_f, cycle, off_f,
+                    )  # fmt: skip
+                    out[3] += fills * nl_f * bw_f
+                    out[9] += fills
                 else:
                     _estimate_row(
                         df, 0, fr, fc, r, in_cols, R, C, M, N, K, T, g, seen_i, est_i, cycle

@@ -142,14 +142,16 @@ class SweepStore:
         os.replace(tmp, final)
         return final
 
-    def compact(self) -> None:
-        """Merge every part into ``compacted.parquet`` and delete the parts it now holds."""
+    def compact(self) -> list[pa.Table]:
+        """Merge every part into ``compacted.parquet``, delete the parts it now holds, and
+        return the stored tables (as ``tables()`` would, without reading them again)."""
         files = self._files()
-        if not files or files == [self.parts / _COMPACTED]:
-            return
-        merged = merge_tables([self._read(f) for f in files])
+        tables = [self._read(f) for f in files]
+        if files == [self.parts / _COMPACTED]:
+            return tables
+        merged = merge_tables(tables)
         if merged is None:
-            return
+            return []
         tmp = self.parts / f".{_COMPACTED}.tmp"
         pq.write_table(merged, tmp)
         os.replace(tmp, self.parts / _COMPACTED)
@@ -158,6 +160,7 @@ class SweepStore:
                 f.unlink(missing_ok=True)
         for stale in self.parts.glob(".part-*.tmp"):  # left by a writer that was killed
             stale.unlink(missing_ok=True)
+        return [merged]
 
     def write_json(self, name: str, payload: Mapping[str, Any]) -> Path:
         """Write ``DIR/name`` atomically."""

@@ -187,8 +187,7 @@ def run_plan(
 
         execute(list(tasks.values()), n_jobs, dask, on_records, _levels(plan, list(tasks)))
         if store is not None:
-            store.compact()
-            tables = store.tables()
+            tables = store.compact()
         else:
             order = {p.key: p.index for p in plan.points}
             tables = sorted(memory, key=lambda t: min(order[k] for k in t["point_key"].to_pylist()))
