@@ -389,6 +389,18 @@ def _push(lines, nlines, dstart, fill):
 
 
 @nb.njit(cache=True)
+def _drain(lines, nlines, dstart, ld, bw_o, at, out):  # pragma: no cover
+    """One OFMAP drain from cycle ``at`` of up to ``ld`` lines from ``dstart`` (the last line
+    may be partly filled): counts its words and itself in ``out``; returns (lines, words,
+    last cycle)."""
+    nd = min(ld, nlines - dstart)
+    data = nd * bw_o - (bw_o - lines[dstart + nd - 1])
+    out[4] += data
+    out[10] += 1
+    return nd, data, at + nd - 1
+
+
+@nb.njit(cache=True)
 def _kernel(
     df, R, C, M, N, K, g, n_ifmap_addr, n_filter_addr,
     user_bw, rd_size, bw_i, bw_f, wr_size, bw_o,
@@ -452,8 +464,6 @@ def _kernel(
     dstart = 0
     free = w_total
     drain_end = 0
-    drained_any = False
-    first_drain = 0
     w_stop = 0
     stalls = 0
     i = 0
@@ -502,14 +512,7 @@ def _kernel(
                         if cur > 0:
                             lines, nlines, dstart = _push(lines, nlines, dstart, cur)
                             cur = 0
-                        nd = min(ld, nlines - dstart)
-                        data = nd * bw_o - (bw_o - lines[dstart + nd - 1])
-                        out[4] += data
-                        out[10] += 1
-                        if not drained_any:
-                            first_drain = now
-                            drained_any = True
-                        drain_end = now + nd - 1
+                        nd, data, drain_end = _drain(lines, nlines, dstart, ld, bw_o, now, out)
                         w_stop = max(w_stop, drain_end)
                         free += data
                         dstart += nd
@@ -522,15 +525,8 @@ def _kernel(
         lines, nlines, dstart = _push(lines, nlines, dstart, cur)
         cur = 0
     t = last_out
-    while (drained_any or nlines > 0) and dstart < nlines:
-        nd = min(ld, nlines - dstart)
-        data = nd * bw_o - (bw_o - lines[dstart + nd - 1])
-        out[4] += data
-        out[10] += 1
-        if not drained_any:
-            first_drain = t
-            drained_any = True
-        drain_end = t + nd - 1
+    while dstart < nlines:
+        nd, _, drain_end = _drain(lines, nlines, dstart, ld, bw_o, t, out)
         w_stop = max(w_stop, drain_end)
         dstart += nd
         t = drain_end + 1
@@ -542,7 +538,6 @@ def _kernel(
     out[0] = last_out
     out[1] = stalls
     out[7] = w_stop
-    _ = first_drain
     return out
 
 
