@@ -102,7 +102,6 @@ class EiePrepared:
     groups: np.ndarray
     lanes: np.ndarray
     n_groups: int
-    col_ptr: np.ndarray  # int32 (cols + 2, N): encoded.ptr transposed, the timing kernel's input
     output_q: np.ndarray  # int64 accumulator values (before ReLU)
 
 
@@ -135,7 +134,7 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
         cols,
         vals,
         n,
-        enc.ptr,
+        enc.col_ptr,
         enc.base,
         enc.local_row,
         enc.code,
@@ -144,8 +143,7 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
         config.arithmetic.accumulator_bits,
         layer.n_rows,
     )
-    col_ptr = np.ascontiguousarray(enc.ptr.T)
-    return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), col_ptr, out)
+    return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), out)
 
 
 def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]:
@@ -157,7 +155,7 @@ def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]
         prep.n_groups,
         config.pe_array.num_pes,
         config.activation_fifo.depth,
-        prep.col_ptr,
+        enc.col_ptr,
         enc.base,
         enc.local_row,
         enc.code,
@@ -182,10 +180,10 @@ def time_eie_layer(
         depth, drain = config.activation_fifo.depth, config.pipeline_stages - 1
         timing_key = ("eie.timing", memo_key, depth, drain)
         cycles, stalls, per_pe = memoized(timing_key, partial(_timing, config, prep))
-        per_line = config.entries_per_line
+        per_line, ptrs = config.entries_per_line, prep.encoded.col_ptr
         lines = memoized(
             ("eie.line_reads", memo_key, per_line),
-            partial(eie_line_reads, prep.cols, config.pe_array.num_pes, prep.encoded.ptr, per_line),
+            partial(eie_line_reads, prep.cols, config.pe_array.num_pes, ptrs, per_line),
         )
         per_pe = per_pe.copy()  # the memoised array is shared
         per_pe[TIMING_FIELDS.index("line_reads")] = lines
@@ -207,10 +205,18 @@ def run_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EieLayerRun:
     return time_eie_layer(config, prepare_eie_layer(config, layer))
 
 
-def functional_errors(run: EieLayerRun) -> tuple[float, float]:
-    """(largest |fixed-point - float| output error, its bound), pre-ReLU."""
+def _largest_error_bound(run: EieLayerRun) -> float:
+    return float(functional_error_bound(run).max(initial=0.0))
+
+
+def functional_errors(run: EieLayerRun, bound: float | None = None) -> tuple[float, float]:
+    """(largest |fixed-point - float| output error, its bound), pre-ReLU.
+
+    ``bound``: the largest of ``functional_error_bound(run)`` when already known; it depends on
+    the layer and its fixed-point formats only, not on the PE count.
+    """
     err = np.abs(run.output_q * 2.0**-run.fixed_point.out_frac - run.layer.reference_output())
-    return float(err.max(initial=0.0)), float(functional_error_bound(run).max(initial=0.0))
+    return float(err.max(initial=0.0)), _largest_error_bound(run) if bound is None else bound
 
 
 def run_eie_reference(
@@ -248,7 +254,7 @@ def _capacity(config: EieConfig, run: EieLayerRun) -> tuple[dict[str, float], li
     ptr_fill = ptr_bytes / config.pointer_sram.size_bytes
     act_words = -(-lay.n_cols // n) + -(-lay.n_rows // n)
     act_fill = act_words * config.arithmetic.data_bits / 8 / config.activation_sram.size_bytes
-    max_ptr_value = int(enc.ptr[:, -1].max(initial=0))  # pointers rise within a PE
+    max_ptr_value = int(enc.col_ptr[-1].max(initial=0))  # pointers rise within a PE
     fills = {"eie_spmat_fill": spmat, "eie_pointer_fill": ptr_fill, "eie_activation_fill": act_fill}
     warnings = [
         f"layer {lay.name}: {key[4:-5]} memory needs {v:.2f}x its capacity"
@@ -345,7 +351,9 @@ def simulate_eie(
         )
         prep = memoized(("eie.prepared", pkey), partial(prepare_eie_layer, config, layer))
         run = time_eie_layer(config, prep, ("eie.prepared", pkey))
-        errors = memoized(("eie.errors", pkey), partial(functional_errors, run))
+        bkey = ("eie.error_bound", lkey, *pkey[-2:])  # the arithmetic widths
+        bound = memoized(bkey, partial(_largest_error_bound, run))
+        errors = memoized(("eie.errors", pkey), partial(functional_errors, run, bound))
         outcomes.append(_outcome(config, spec, run, errors))
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))
     ctx = SimContext(config.clock.frequency_hz)

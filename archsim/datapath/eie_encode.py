@@ -24,12 +24,19 @@ class EieEncoded:
     relative_index_bits: int
     n_cols: int  # logical input columns
     cols_padded: int  # columns padded to a multiple of num_pes; the bias column has this index
-    ptr: np.ndarray  # int32 (num_pes, cols_padded + 2): local entry address of each column start
+    col_ptr: np.ndarray  # int32 (cols_padded + 2, num_pes): PE i's column c starts at [c, i]
     base: np.ndarray  # int64 (num_pes + 1)
     code: np.ndarray  # uint8 per entry (0 = padding)
     z: np.ndarray  # uint8 per entry
     local_row: np.ndarray  # int32 per entry: row cursor within the PE
-    real_cum: np.ndarray  # int64 (entries + 1): prefix count of real (code != 0) entries
+    real_cum: np.ndarray  # int32 (int64 past 2**31 entries), entries + 1: prefix count of real
+    # (code != 0) entries
+
+    @property
+    def ptr(self) -> np.ndarray:
+        """int32 (num_pes, cols_padded + 2): each PE's local entry address of each column start
+        (a transposed view of ``col_ptr``, which keeps one column's pointers adjacent)."""
+        return self.col_ptr.T
 
     @property
     def entries_per_pe(self) -> np.ndarray:
@@ -44,16 +51,22 @@ class EieEncoded:
     def pe_arrays(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(pointers, codes, z) of PE ``k`` as EIE's files store them."""
         lo, hi = int(self.base[k]), int(self.base[k + 1])
-        return self.ptr[k], self.code[lo:hi], self.z[lo:hi]
+        return np.ascontiguousarray(self.col_ptr[:, k]), self.code[lo:hi], self.z[lo:hi]
+
+
+#: entries one PE may hold: its pointers are int32
+MAX_PE_ENTRIES = 2**31 - 1
 
 
 @nb.njit(cache=True)
 def _pointers(
     n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump
 ):  # pragma: no cover
-    """(ptr, base): per PE, the local address where each column's entries start (the entry
-    count of every column, padding entries included, summed in column order)."""
-    ptr = np.zeros((num_pes, cols_padded + 2), dtype=np.int64)
+    """(col_ptr, base): ``col_ptr[c, pe]`` is the local address where column ``c``'s entries
+    start in PE ``pe`` (the entry count of every column, padding entries included, summed in
+    column order); ``base`` is empty when a PE would hold more than ``MAX_PE_ENTRIES``."""
+    col_ptr = np.zeros((cols_padded + 2, num_pes), dtype=np.int32)
+    total = np.zeros(num_pes, dtype=np.int64)
     last = np.full(num_pes, -1, dtype=np.int64)
     for col in range(n_cols + 1):
         if col < n_cols:
@@ -62,20 +75,39 @@ def _pointers(
         else:
             rows = bias_rows
             out_col = cols_padded
+        count = col_ptr[out_col + 1]
         for r in rows:
             pe = r % num_pes
             lr = r // num_pes
-            d = lr - last[pe] - 1
-            ptr[pe, out_col + 1] += d // max_jump + 1
+            step = (lr - last[pe] - 1) // max_jump + 1
+            count[pe] += step
+            total[pe] += step
             last[pe] = lr
         for r in rows:
             last[r % num_pes] = -1
     base = np.zeros(num_pes + 1, dtype=np.int64)
     for pe in range(num_pes):
-        for c in range(1, cols_padded + 2):
-            ptr[pe, c] += ptr[pe, c - 1]
-        base[pe + 1] = base[pe] + ptr[pe, cols_padded + 1]
-    return ptr, base
+        if total[pe] > MAX_PE_ENTRIES:
+            return col_ptr, base[:0]
+        base[pe + 1] = base[pe] + total[pe]
+    for c in range(1, cols_padded + 2):
+        prev = col_ptr[c - 1]
+        row = col_ptr[c]
+        for pe in range(num_pes):
+            row[pe] += prev[pe]
+    return col_ptr, base
+
+
+@nb.njit(cache=True)
+def _real_prefix(code, out):  # pragma: no cover
+    """``out[e + 1]``: real (code != 0) entries among the first ``e + 1``."""
+    run = 0
+    out[0] = 0
+    for e in range(code.size):
+        if code[e] != 0:
+            run += 1
+        out[e + 1] = run
+    return out
 
 
 @nb.njit(cache=True)
@@ -131,13 +163,15 @@ def encode_eie(
     """Encode a CSC weight matrix (rows ascending per column) for ``num_pes`` PEs."""
     max_jump = 1 << relative_index_bits
     cols_padded = -(-n_cols // num_pes) * num_pes
-    bias_rows = np.flatnonzero(bias_codes).astype(np.int64)
+    if n_rows > MAX_PE_ENTRIES:
+        raise OverflowError(f"{n_rows} rows: row indices are int32")
+    bias_rows = np.flatnonzero(bias_codes).astype(np.int32)
     bias_vals = bias_codes[bias_rows].astype(np.uint8)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-    row_idx = np.ascontiguousarray(row_idx, dtype=np.int64)
-    ptr, base = _pointers(n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump)
-    if ptr[:, -1].max(initial=0) >= 2**31:
-        raise OverflowError("more than 2**31 entries in one PE")
+    row_idx = np.ascontiguousarray(row_idx, dtype=np.int32)  # the layers' own dtype: no copy
+    col_ptr, base = _pointers(n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump)
+    if base.size == 0:
+        raise OverflowError(f"more than {MAX_PE_ENTRIES} entries in one PE")
     code, z, local_row = _fill(
         n_cols,
         indptr,
@@ -149,14 +183,14 @@ def encode_eie(
         max_jump,
         base,
     )
-    real_cum = np.zeros(code.size + 1, dtype=np.int64)
-    np.cumsum(code != 0, out=real_cum[1:])
+    wide = code.size > MAX_PE_ENTRIES
+    real_cum = _real_prefix(code, np.empty(code.size + 1, np.int64 if wide else np.int32))
     return EieEncoded(
         num_pes=num_pes,
         relative_index_bits=relative_index_bits,
         n_cols=n_cols,
         cols_padded=cols_padded,
-        ptr=ptr.astype(np.int32),
+        col_ptr=col_ptr,
         base=base,
         code=code,
         z=z,

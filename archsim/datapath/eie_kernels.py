@@ -58,8 +58,8 @@ def eie_timing(
 ):  # pragma: no cover - compiled
     """Return (total_cycles, scanner_stall_cycles, per_pe[7, N]) for one layer.
 
-    ``col_ptr[c, i]`` is PE ``i``'s column pointer ``c`` (the encoder's ``ptr`` transposed, so
-    that one broadcast column's pointers for all PEs are adjacent in memory).
+    ``col_ptr[c, i]`` is PE ``i``'s column pointer ``c`` (the encoder's ``col_ptr``: one
+    broadcast column's pointers for all PEs are adjacent in memory).
     """
     n_items = item_col.size
     per_pe = np.zeros((7, num_pes), dtype=np.int64)
@@ -134,46 +134,61 @@ def eie_timing(
 
 
 @nb.njit(cache=True)
-def eie_line_reads(item_col, num_pes, ptr, entries_per_line):  # pragma: no cover - compiled
+def eie_line_reads(item_col, num_pes, col_ptr, entries_per_line):  # pragma: no cover - compiled
     """SpMat line reads per PE: row ``line_reads`` of :func:`eie_timing`'s ``per_pe``.
 
     They depend on the order in which columns are popped, not on when, so neither on FIFO depth
     nor on pipeline depth: a sweep over line widths re-runs only this, not the timing kernel.
     """
     reads = np.zeros(num_pes, dtype=np.int64)
-    for i in range(num_pes):
-        last_line = -1
-        for k in range(item_col.size):
-            col = item_col[k]
-            a0 = ptr[i, col]
-            n = ptr[i, col + 1] - a0
+    last_line = np.full(num_pes, -1, dtype=np.int64)
+    for k in range(item_col.size):
+        col = item_col[k]
+        start = col_ptr[col]
+        stop = col_ptr[col + 1]
+        for i in range(num_pes):
+            a0 = start[i]
+            n = stop[i] - a0
             if n == 0:
                 continue
             l0 = a0 // entries_per_line
             l1 = (a0 + n - 1) // entries_per_line
-            reads[i] += l1 - l0 + 1 - (1 if l0 == last_line else 0)
-            last_line = l1
+            reads[i] += l1 - l0 + 1 - (1 if l0 == last_line[i] else 0)
+            last_line[i] = l1
     return reads
 
 
 @nb.njit(cache=True)
 def eie_functional(
-    item_col, item_act, num_pes, ptr, base, local_row, code, codebook_q, shift, acc_bits, n_rows
+    item_col,
+    item_act,
+    num_pes,
+    col_ptr,
+    base,
+    local_row,
+    code,
+    codebook_q,
+    shift,
+    acc_bits,
+    n_rows,
 ):  # pragma: no cover - compiled
     """Fixed-point y = W x + b in processing order with a saturating ``acc_bits`` accumulator.
 
     ``codebook_q`` and ``item_act`` are integer Q-format values; each product is rounded
-    (half up) by ``shift`` bits into the accumulator format.
+    (half up) by ``shift`` bits into the accumulator format. A row lives in one PE, so every
+    row accumulates its products in broadcast order, as that PE does.
     """
     lo = -(1 << (acc_bits - 1))
     hi = (1 << (acc_bits - 1)) - 1
     out = np.zeros(n_rows, dtype=np.int64)
     half = (1 << (shift - 1)) if shift > 0 else 0
-    for i in range(num_pes):
-        for k in range(item_col.size):
-            col = item_col[k]
-            a = item_act[k]
-            for e in range(base[i] + ptr[i, col], base[i] + ptr[i, col + 1]):
+    for k in range(item_col.size):
+        col = item_col[k]
+        a = item_act[k]
+        start = col_ptr[col]
+        stop = col_ptr[col + 1]
+        for i in range(num_pes):
+            for e in range(base[i] + start[i], base[i] + stop[i]):
                 c = code[e]
                 if c == 0:
                     continue
