@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 
+import numba as nb
 import numpy as np
 
 from archsim.workload.sparse import QuantizedMatVec
@@ -32,12 +33,27 @@ def _bernoulli_positions(rng: np.random.Generator, total: int, density: float) -
     last = -1
     while True:
         n = int(mean + 6.0 * np.sqrt(mean) + 16)
-        pos = last + np.cumsum(rng.geometric(density, size=n).astype(np.int64))
-        chunks.append(pos[pos < total])
+        pos = np.cumsum(rng.geometric(density, size=n).astype(np.int64, copy=False))
+        pos += last
+        chunks.append(pos[: np.searchsorted(pos, total)])  # positions rise
         if pos[-1] >= total:
             break
         last = int(pos[-1])
-    return np.concatenate(chunks)
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+
+@nb.njit(cache=True)
+def _csc_from_positions(pos, n_rows, n_cols):  # pragma: no cover - compiled
+    """(indptr int64, row indices int32) of column-major positions ``col * n_rows + row``."""
+    indptr = np.zeros(n_cols + 1, dtype=np.int64)
+    rows = np.empty(pos.size, dtype=np.int32)
+    for k in range(pos.size):
+        col = pos[k] // n_rows
+        rows[k] = pos[k] - col * n_rows
+        indptr[col + 1] += 1
+    for c in range(n_cols):
+        indptr[c + 1] += indptr[c]
+    return indptr, rows
 
 
 def quantize_to_codebook(
@@ -62,7 +78,8 @@ def quantize_to_codebook(
         centroids.sort()
     # keep 0 reserved for zero weights: nudge an exactly-zero centroid
     centroids[centroids == 0.0] = 1e-6
-    codes = (_nearest(values.astype(np.float32), centroids) + 1).astype(np.uint8)
+    values = values.astype(np.float32, copy=False)
+    codes = _codes(values, ((centroids[1:] + centroids[:-1]) / 2.0).astype(np.float32))
     codebook = np.concatenate([[0.0], centroids]).astype(np.float32)
     return codebook, codes
 
@@ -76,6 +93,14 @@ def _nearest(values: np.ndarray, sorted_centroids: np.ndarray) -> np.ndarray:
     for m in mids:  # a few vectorised passes beat searchsorted's per-element overhead
         idx += values > m
     return idx.astype(np.int64) if idx.dtype != np.int64 else idx
+
+
+def _codes(values: np.ndarray, sorted_mids: np.ndarray) -> np.ndarray:
+    """``1 +`` the index of the nearest centroid (as ``_nearest``), straight into uint8."""
+    out = np.ones(values.shape, dtype=np.uint8)
+    for m in sorted_mids:
+        out += values > m
+    return out
 
 
 def synthetic_matvec(
@@ -96,18 +121,15 @@ def synthetic_matvec(
     """
     rng = layer_rng(seed, name)
     pos = _bernoulli_positions(rng, n_rows * n_cols, weight_density)
-    cols = pos // n_rows
-    rows = (pos - cols * n_rows).astype(np.int32)
-    indptr = np.zeros(n_cols + 1, dtype=np.int64)
-    np.cumsum(np.bincount(cols, minlength=n_cols), out=indptr[1:])
+    indptr, rows = _csc_from_positions(pos, n_rows, n_cols)
     scale = 1.0 / np.sqrt(max(n_cols, 1))
-    weights = rng.standard_normal(pos.size, dtype=np.float32) * np.float32(scale)
     n_bias = n_rows if bias else 0
-    bias_vals = rng.standard_normal(n_bias, dtype=np.float32) * np.float32(scale)
-    if pos.size + n_bias > 0:
-        codebook, all_codes = quantize_to_codebook(
-            np.concatenate([weights, bias_vals]), codebook_entries, rng
-        )
+    values = np.empty(pos.size + n_bias, dtype=np.float32)  # weights, then the bias
+    rng.standard_normal(dtype=np.float32, out=values[: pos.size])
+    rng.standard_normal(dtype=np.float32, out=values[pos.size :])
+    values *= np.float32(scale)
+    if values.size > 0:
+        codebook, all_codes = quantize_to_codebook(values, codebook_entries, rng)
     else:
         codebook = np.zeros(codebook_entries, dtype=np.float32)
         all_codes = np.zeros(0, dtype=np.uint8)
