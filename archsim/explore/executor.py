@@ -6,6 +6,8 @@ share (the materialised workload, EIE's encoding for a PE count); each worker wo
 own contiguous range of the plan and steals from the others when done (``schedule.py``). Every
 point runs ``simulate(hardware, workload, seed)`` and nothing else, so results are bit-identical
 whichever executor runs them. A point that raises becomes an ``error`` record; the sweep goes on.
+A worker sends back each chunk as one Arrow table (``store.records_to_table``): the parent only
+saves it, and Arrow's buffers travel without per-row pickling.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from typing import Any
 
+import pyarrow as pa
+
 from archsim import memo
 from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.explore.schedule import run_scheduled
+from archsim.explore.store import records_to_table
 
 __all__ = [
     "Task",
@@ -88,11 +93,12 @@ def run_task(task: Task) -> Record:
     }
 
 
-def run_chunk(tasks: Sequence[Task]) -> list[Record]:
-    """Run consecutive points in one worker, with the per-process memo switched on."""
+def run_chunk(tasks: Sequence[Task]) -> pa.Table:
+    """Run consecutive points in one worker, with the per-process memo switched on: one row
+    per point and layer (``store.records_to_table``)."""
     if not memo.enabled():
         memo.enable()
-    return [run_task(t) for t in tasks]
+    return records_to_table([run_task(t) for t in tasks])
 
 
 def _exit_with_parent() -> None:
@@ -122,21 +128,21 @@ def chunk_size(n: int, workers: int) -> int:
     return max(1, min(8, math.ceil(n / (workers * 4))))
 
 
-def _serial(tasks: Sequence[Task]) -> Iterator[list[Record]]:
+def _serial(tasks: Sequence[Task]) -> Iterator[pa.Table]:
     was_on = memo.enabled()
     if not was_on:
         memo.enable()
     try:
         size = chunk_size(len(tasks), 1)
         for i in range(0, len(tasks), size):
-            yield [run_task(t) for t in tasks[i : i + size]]
+            yield run_chunk(tasks[i : i + size])
     finally:
         if not was_on:
             memo.disable()
 
 
-def _result(fut: Any) -> list[Record]:
-    """A chunk's records; a worker that died (killed, out of memory) is one clear error."""
+def _result(fut: Any) -> pa.Table:
+    """A chunk's table; a worker that died (killed, out of memory) is one clear error."""
     try:
         return fut.result()
     except ArchsimError:
@@ -153,7 +159,7 @@ def _first_done(futures: list[Any]) -> list[Any]:
     return list(wait(futures, return_when=FIRST_COMPLETED).done)
 
 
-def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterator[list[Record]]:
+def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterator[pa.Table]:
     """One single-process executor per worker, so that chunks can go to a chosen worker."""
     threads = max(1, default_jobs() // jobs)
     pools = [
@@ -215,7 +221,7 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
 
 def _dask(
     tasks: list[Task], address: str, jobs: int, levels: Sequence[int] | None
-) -> Iterator[list[Record]]:
+) -> Iterator[pa.Table]:
     from dask.distributed import wait as dask_wait
 
     client, cluster = _dask_client(address, jobs)
@@ -251,10 +257,11 @@ def execute(
     tasks: Sequence[Task],
     jobs: int | None = None,
     dask: str | None = None,
-    on_records: Callable[[list[Record]], None] | None = None,
+    on_table: Callable[[pa.Table], None] | None = None,
     levels: Sequence[int] | None = None,
 ) -> None:
-    """Run ``tasks``; ``on_records`` receives each finished chunk's records as it arrives.
+    """Run ``tasks``; ``on_table`` receives each finished chunk's table as it arrives (one
+    row per point and layer, one row for a point that failed; see ``run_chunk``).
 
     ``jobs``: worker processes (default: the CPUs available; 1 runs in this process).
     ``dask``: ``"local"`` for a ``LocalCluster`` of ``jobs`` single-threaded worker processes,
@@ -273,6 +280,6 @@ def execute(
         stream = _serial(tasks)
     else:
         stream = _pool(tasks, min(jobs, len(tasks)), levels)
-    for records in stream:
-        if on_records is not None:
-            on_records(records)
+    for table in stream:
+        if on_table is not None:
+            on_table(table)

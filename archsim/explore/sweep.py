@@ -10,16 +10,17 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import ValidationError
 
 from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.io import load_hardware, load_sweep, load_workload
 from archsim.config.sweep import DEFAULT_METRICS, SweepSpec
 from archsim.config.workload import WorkloadSpec
-from archsim.explore.executor import Record, Task, execute
+from archsim.explore.executor import Task, execute
 from archsim.explore.frame import assemble
 from archsim.explore.plan import SweepPlan, build_plan
-from archsim.explore.store import SweepStore, merge_tables, records_to_table
+from archsim.explore.store import SweepStore, merge_tables
 from archsim.simulate import archsim_version, model_fingerprint
 
 __all__ = ["sweep", "run_plan", "plan_sweep"]
@@ -173,19 +174,20 @@ def run_plan(
         if progress is not None:
             progress(state["done"], total)
 
-        def on_records(records: list[Record]) -> None:
-            table = records_to_table(records)
+        def on_table(table: pa.Table) -> None:
             if store is not None:
                 store.append(table)
             else:
                 memory.append(table)
-            state["done"] += len(records)
-            counts["ran"] += len(records)
-            counts["errors"] += sum(r["status"] != "ok" for r in records)
+            points = pc.count_distinct(table["point_key"]).as_py()
+            state["done"] += points
+            counts["ran"] += points
+            failed = pc.sum(pc.not_equal(table["status"], "ok")).as_py()  # one row each
+            counts["errors"] += failed or 0
             if progress is not None:
                 progress(state["done"], total)
 
-        execute(list(tasks.values()), n_jobs, dask, on_records, _levels(plan, list(tasks)))
+        execute(list(tasks.values()), n_jobs, dask, on_table, _levels(plan, list(tasks)))
         if store is not None:
             tables = store.compact()
         else:
