@@ -31,7 +31,7 @@ from dask.distributed import Client, LocalCluster
 
 from archsim import memo
 from archsim.explore import SweepStore, plan_sweep, run_plan
-from archsim.explore.executor import LOCAL_CLUSTER_CONFIG, chunk_size, default_jobs
+from archsim.explore.executor import chunk_size, default_jobs, local_cluster_config
 from archsim.explore.schedule import IN_FLIGHT_PER_WORKER
 
 
@@ -118,7 +118,7 @@ def main() -> None:
     prepared: dict[int, list[int]] = {}
     for k in (1, 2):  # a cluster already up (as with --dask ADDRESS): no start-up in the time
         with (
-            dask.config.set(LOCAL_CLUSTER_CONFIG),  # what `--dask local` starts
+            dask.config.set(local_cluster_config()),  # what `--dask local` starts
             LocalCluster(
                 n_workers=k, threads_per_worker=1, processes=True, dashboard_address=":0"
             ) as cluster,

@@ -76,6 +76,21 @@ def test_frame_matches_simulate_and_executors_agree(tmp_path):
     assert sorted(stored["point_key"].unique()) == sorted(points["point_key"])
 
 
+def test_local_cluster_keeps_freed_memory_and_dask_does_not_steal_chunks():
+    import dask
+
+    from archsim.explore.executor import local_cluster_config
+
+    base = {"OMP_NUM_THREADS": 1, "MALLOC_TRIM_THRESHOLD_": 65536, "MY_VAR": "x"}
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": base}):
+        config = local_cluster_config()
+    assert config == {
+        "distributed.scheduler.work-stealing": False,
+        "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "MY_VAR": "x"},
+    }
+    assert base["MALLOC_TRIM_THRESHOLD_"] == 65536  # the user's config is not modified
+
+
 def test_resume_runs_only_new_points_and_errors_are_recorded(tmp_path):
     spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 4]\n")
     seen = []
