@@ -33,7 +33,8 @@ def _bernoulli_positions(rng: np.random.Generator, total: int, density: float) -
     last = -1
     while True:
         n = int(mean + 6.0 * np.sqrt(mean) + 16)
-        pos = np.cumsum(rng.geometric(density, size=n).astype(np.int64, copy=False))
+        pos = rng.geometric(density, size=n).astype(np.int64, copy=False)
+        np.cumsum(pos, out=pos)
         pos += last
         chunks.append(pos[: np.searchsorted(pos, total)])  # positions rise
         if pos[-1] >= total:
@@ -97,8 +98,10 @@ def _nearest(values: np.ndarray, sorted_centroids: np.ndarray) -> np.ndarray:
 
 def _codes(values: np.ndarray, sorted_mids: np.ndarray) -> np.ndarray:
     """``1 +`` the index of the nearest centroid (as ``_nearest``), straight into uint8."""
+    if sorted_mids.size > 32:
+        return (np.searchsorted(sorted_mids, values) + 1).astype(np.uint8)
     out = np.ones(values.shape, dtype=np.uint8)
-    for m in sorted_mids:
+    for m in sorted_mids:  # a few vectorised passes beat searchsorted's per-element overhead
         out += values > m
     return out
 

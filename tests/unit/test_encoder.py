@@ -78,3 +78,14 @@ def test_padding_rule_matches_paper_example():
     assert code.tolist() == [1, 2, 0, 3]
     assert z.tolist() == [2, 0, 15, 2]
     assert ptr.tolist() == [0, 4, 4]
+
+
+def test_pointer_table_is_one_int32_column_major_array():
+    layer = synthetic_matvec("cm", 97, 53, 0.2, 0.5, True, seed=5)
+    enc = _encode(layer, 7)
+    assert enc.col_ptr.dtype == np.int32 and enc.col_ptr.flags.c_contiguous
+    assert enc.col_ptr.shape == (enc.cols_padded + 2, 7)
+    assert np.shares_memory(enc.ptr, enc.col_ptr) and np.array_equal(enc.ptr, enc.col_ptr.T)
+    assert np.array_equal(enc.ptr[:, -1], enc.entries_per_pe)  # last pointer: the PE's entries
+    assert enc.real_cum.dtype == np.int32
+    assert np.array_equal(enc.real_cum, np.r_[0, np.cumsum(enc.code != 0)])
