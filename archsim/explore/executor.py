@@ -245,21 +245,24 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
 def _dask(
     tasks: list[Task], address: str, jobs: int, levels: Sequence[int] | None
 ) -> Iterator[pa.Table]:
-    from dask.distributed import wait as dask_wait
+    from dask.distributed import as_completed
 
     client, cluster = _dask_client(address, jobs)
     try:
         client.wait_for_workers(1, timeout=60)
         workers = sorted(client.scheduler_info()["workers"])
+        finished = as_completed()  # fed as chunks are submitted: no wait() call per chunk
 
         def submit(chunk: list[Task], w: int) -> Any:
             # a loose restriction: the chosen worker, or another one if it has gone
-            return client.submit(
+            fut = client.submit(
                 run_chunk, chunk, pure=False, workers=[workers[w]], allow_other_workers=True
             )
+            finished.add(fut)
+            return fut
 
-        def first_done(futures: list[Any]) -> list[Any]:
-            return list(dask_wait(futures, return_when="FIRST_COMPLETED").done)
+        def first_done(futures: list[Any]) -> list[Any]:  # every future in flight is in it
+            return finished.next_batch(block=True)
 
         yield from run_scheduled(
             tasks,

@@ -149,10 +149,14 @@ def _alive(pid: int) -> bool:
 
 
 def test_sigkill_loses_nothing_finished(tmp_path):
-    # 40 PE counts: every point re-encodes; two workers, chunks of ceil(40 / 8) = 5 points;
+    # 40 PE counts: every point re-encodes a 2,048 x 2,048 layer (tens of ms), so the sweep is
+    # still running when the kill comes; two workers, chunks of ceil(40 / 8) = 5 points;
     # the kill comes once two chunks are stored
+    workload = WORKLOAD.replace("inputs: 160, outputs: 96", "inputs: 2048, outputs: 2048")
     spec = write_spec(
-        tmp_path, "axes:\n  pe_array.num_pes: {low: 1, high: 40, num: 40, integer: true}\n"
+        tmp_path,
+        "axes:\n  pe_array.num_pes: {low: 1, high: 40, num: 40, integer: true}\n",
+        workload=workload,
     )
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
