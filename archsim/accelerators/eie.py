@@ -342,17 +342,12 @@ def simulate_eie(
         cb = config.encoding.codebook_entries
         lkey = ("eie.layer", spec.model_dump_json(), seed, str(workload.base_dir), cb)
         layer = memoized(lkey, partial(materialize_matvec, spec, seed, workload.base_dir, cb))
-        pkey = (
-            lkey,
-            config.pe_array.num_pes,
-            config.encoding.relative_index_bits,
-            config.arithmetic.data_bits,
-            config.arithmetic.accumulator_bits,
-        )
+        widths = (config.arithmetic.data_bits, config.arithmetic.accumulator_bits)
+        pkey = (lkey, config.pe_array.num_pes, config.encoding.relative_index_bits, *widths)
         prep = memoized(("eie.prepared", pkey), partial(prepare_eie_layer, config, layer))
         run = time_eie_layer(config, prep, ("eie.prepared", pkey))
-        bkey = ("eie.error_bound", lkey, *pkey[-2:])  # the arithmetic widths
-        bound = memoized(bkey, partial(_largest_error_bound, run))
+        # the bound depends on the layer and its fixed-point formats, not on the PE count
+        bound = memoized(("eie.error_bound", lkey, *widths), partial(_largest_error_bound, run))
         errors = memoized(("eie.errors", pkey), partial(functional_errors, run, bound))
         outcomes.append(_outcome(config, spec, run, errors))
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))

@@ -79,31 +79,23 @@ def quantize_to_codebook(
         centroids.sort()
     # keep 0 reserved for zero weights: nudge an exactly-zero centroid
     centroids[centroids == 0.0] = 1e-6
-    values = values.astype(np.float32, copy=False)
-    codes = _codes(values, ((centroids[1:] + centroids[:-1]) / 2.0).astype(np.float32))
+    codes = _nearest(values.astype(np.float32, copy=False), centroids, 1, np.uint8)
     codebook = np.concatenate([[0.0], centroids]).astype(np.float32)
     return codebook, codes
 
 
-def _nearest(values: np.ndarray, sorted_centroids: np.ndarray) -> np.ndarray:
-    """Index of the nearest centroid: count of midpoints below each value (ties go down)."""
+def _nearest(
+    values: np.ndarray, sorted_centroids: np.ndarray, first: int = 0, dtype: type = np.int64
+) -> np.ndarray:
+    """``first`` + index of the nearest centroid, as ``dtype``: the count of midpoints below
+    each value (ties go down)."""
     mids = ((sorted_centroids[1:] + sorted_centroids[:-1]) / 2.0).astype(values.dtype)
     if mids.size > 32:
-        return np.searchsorted(mids, values).astype(np.int64)
-    idx = np.zeros(values.shape, dtype=np.int64 if values.size <= 65536 else np.uint8)
+        return (np.searchsorted(mids, values) + first).astype(dtype)
+    idx = np.full(values.shape, first, dtype=dtype)
     for m in mids:  # a few vectorised passes beat searchsorted's per-element overhead
         idx += values > m
-    return idx.astype(np.int64) if idx.dtype != np.int64 else idx
-
-
-def _codes(values: np.ndarray, sorted_mids: np.ndarray) -> np.ndarray:
-    """``1 +`` the index of the nearest centroid (as ``_nearest``), straight into uint8."""
-    if sorted_mids.size > 32:
-        return (np.searchsorted(sorted_mids, values) + 1).astype(np.uint8)
-    out = np.ones(values.shape, dtype=np.uint8)
-    for m in sorted_mids:  # a few vectorised passes beat searchsorted's per-element overhead
-        out += values > m
-    return out
+    return idx
 
 
 def synthetic_matvec(
