@@ -95,9 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild DIR/report.html from DIR/results.json (run) or results.parquet (sweep)",
     )
     rep.add_argument("dir", help="a folder written by `archsim run` or `archsim sweep`")
+    from archsim.cli_system import add_parsers as add_system_parsers
     from archsim.validation.command import add_parser as add_validate_parser
 
     add_validate_parser(sub)
+    add_system_parsers(sub)
     return p
 
 
@@ -282,6 +284,8 @@ _COMMANDS = {
     "schema": _cmd_schema,
     "report": _cmd_report,
     "validate": _cmd_validate,
+    "collective": lambda a: __import__("archsim.cli_system").cli_system.cmd_collective(a),
+    "train": lambda a: __import__("archsim.cli_system").cli_system.cmd_train(a),
 }
 
 

@@ -120,6 +120,12 @@ def simulate(
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError("<api>", "seed", f"must be a non-negative integer (got {seed!r})")
     acc = hw.accelerator  # type: ignore[attr-defined]
+    if acc == "system":
+        raise SimulationError(
+            f"{hw.name!r} is a multi-GPU system: simulate one of its GPUs (hardware "  # type: ignore[attr-defined]
+            f"{hw.gpu!r}), or use `archsim train` / archsim.train_step and "  # type: ignore[attr-defined]
+            "`archsim collective` / archsim.collective"
+        )
     if acc not in REGISTRY:
         raise SimulationError(
             f"no simulator for accelerator {acc!r} in this version; available: "

@@ -14,6 +14,7 @@ from archsim.config.eie import EieConfig
 from archsim.config.gpu import GpuConfig
 from archsim.config.scnn import DcnnConfig, ScnnConfig
 from archsim.config.sweep import SweepSpec
+from archsim.config.system import SystemConfig
 from archsim.config.systolic import SystolicConfig
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
@@ -38,9 +39,10 @@ HARDWARE_MODELS: dict[str, type[ArchsimModel]] = {
     "dcnn": DcnnConfig,
     "tensor_core": GpuConfig,
     "systolic": SystolicConfig,
+    "system": SystemConfig,
 }
 
-HardwareConfig = EieConfig | ScnnConfig | DcnnConfig | GpuConfig | SystolicConfig
+HardwareConfig = EieConfig | ScnnConfig | DcnnConfig | GpuConfig | SystolicConfig | SystemConfig
 
 _KINDS = {"hardware": "hw_configs", "workload": "workloads", "sweep": "sweeps"}
 

@@ -10,6 +10,7 @@ import pandas as pd
 
 from archsim.validation.claims import Claim, ClaimUnavailable
 from archsim.validation.eie import EIE_CLAIMS
+from archsim.validation.multigpu import MULTIGPU_CLAIMS
 from archsim.validation.runs import Runs
 from archsim.validation.scnn import SCNN_CLAIMS
 from archsim.validation.tensor_core import TENSOR_CORE_CLAIMS
@@ -21,6 +22,7 @@ CLAIMS: dict[str, tuple[Claim, ...]] = {
     "eie": EIE_CLAIMS,
     "scnn": SCNN_CLAIMS,
     "tensor_core": TENSOR_CORE_CLAIMS,
+    "multigpu": MULTIGPU_CLAIMS,
 }
 MODELS = tuple(CLAIMS)
 #: Columns of the frame :func:`validate` returns, in order.

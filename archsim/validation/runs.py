@@ -88,6 +88,7 @@ class Runs:
         self.eie_data = Path(eie_data) if eie_data is not None else None
         self._progress = progress
         self._results: dict[tuple[str, str, str], RunResult] = {}
+        self._memo: dict[tuple, object] = {}
 
     @property
     def simulations(self) -> int:
@@ -106,6 +107,14 @@ class Runs:
                 self._progress(f"simulating {_label(hw)} on {wl.name}")
             self._results[key] = simulate(hw, wl, seed=self.seed)
         return self._results[key]
+
+    def memo(self, key: tuple, compute: Callable[[], object]) -> object:
+        """``compute()`` once per ``key`` (for results that are not one ``simulate`` call)."""
+        if key not in self._memo:
+            if self._progress is not None:
+                self._progress(f"computing {' '.join(map(str, key))}")
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def alex8_real(self) -> RunResult:
         """EIE (preset) on the real AlexNet FC8 layer; ``ClaimUnavailable`` without the data."""

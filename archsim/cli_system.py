@@ -1,0 +1,170 @@
+"""``archsim collective`` (nccl-tests' table) and ``archsim train`` (a DDP training step)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from archsim.errors import ArchsimError
+
+__all__ = ["add_parsers", "cmd_collective", "cmd_train"]
+
+_OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Register ``collective`` and ``train``."""
+    c = sub.add_parser(
+        "collective",
+        help="NCCL collective on a multi-GPU system: nccl-tests' size/time/algbw/busbw table",
+        description="Time an NCCL collective over a range of sizes on a system preset "
+        "(dgx1_v100, dgx_a100, dgx_h100, pcie4_v100, pcie8_v100) and print nccl-tests' table; "
+        "writes results.csv, results.json and report.html (bandwidth vs size).",
+    )
+    c.add_argument("op", nargs="?", default="all_reduce", choices=_OPS, help="collective")
+    c.add_argument("--system", default="dgx_h100", help="system preset or YAML (dgx_h100)")
+    c.add_argument("--sizes", default="8:8G", help="MIN:MAX[:FACTOR] as nccl-tests -b -e -f")
+    c.add_argument("--gpus", type=int, help="GPUs used (default: all of the system)")
+    c.add_argument("--algo", choices=("ring", "tree", "nvls"), help="force NCCL_ALGO")
+    c.add_argument("--proto", choices=("LL", "LL128", "Simple"), help="force NCCL_PROTO")
+    _common(c)
+    t = sub.add_parser(
+        "train",
+        help="one data-parallel training step (PyTorch DDP) of a network on a multi-GPU system",
+        description="Simulate one DDP training step of WORKLOAD on SYSTEM at each GPU count: "
+        "compute, exposed and overlapped all-reduce, optimizer, samples/s, scaling efficiency, "
+        "energy. Writes results.csv, results.json and report.html (scaling curve, timeline).",
+    )
+    t.add_argument("system", help="system preset or YAML, e.g. dgx_a100")
+    t.add_argument("workload", help="workload preset or YAML, e.g. resnet50")
+    t.add_argument("--gpus", default="1,2,4,8", help="GPU counts, comma separated (1,2,4,8)")
+    t.add_argument("--precision", default="amp_fp16",
+                   choices=("amp_fp16", "amp_bf16", "tf32", "fp32"))  # fmt: skip
+    t.add_argument("--batch", type=int, default=256, help="samples per GPU (256)")
+    t.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"))
+    t.add_argument("--topk", type=float, help="gradient compression: fraction of gradients sent")
+    _common(t)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--out", default="archsim-out", help="output folder (archsim-out)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a system field, e.g. --set nodes=8")  # fmt: skip
+    p.add_argument("-q", "--quiet", action="store_true", help="no table on stdout")
+
+
+def _system(args: argparse.Namespace):
+    from archsim.cli import parse_overrides
+    from archsim.system import load_system
+
+    cfg = load_system(args.system)
+    if args.overrides:
+        cfg = cfg.with_overrides(parse_overrides(args.overrides), source="--set")
+    return cfg
+
+
+def _atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _out_dir(arg: str) -> Path:
+    if not str(arg).strip():
+        raise ArchsimError("-o: empty output folder; allowed: a folder path")
+    out = Path(arg)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ArchsimError(f"{out}: cannot create the output folder: {exc.strerror}") from None
+    return out
+
+
+def cmd_collective(args: argparse.Namespace) -> int:
+    """Run ``archsim collective``."""
+    from archsim.report.system_report import write_collective_report
+    from archsim.system.api import collective
+
+    cfg = _system(args)
+    frame = collective(cfg, args.op, args.sizes, args.gpus, args.algo, args.proto)
+    out = _out_dir(args.out)
+    _atomic(out / "results.csv", frame.to_csv(index=False))
+    meta: dict[str, Any] = {"system": cfg.model_dump(mode="json"), "op": args.op}
+    _atomic(out / "results.json", json.dumps(
+        {**meta, "rows": frame.to_dict(orient="records")}, indent=1))  # fmt: skip
+    write_collective_report(frame, out)
+    if not args.quiet:
+        print(f"# {args.op} on {cfg.name}: {int(frame['gpus'].iloc[0])} GPUs, "
+              f"{cfg.nodes} node(s); busbw = algbw x nccl-tests' bus factor")  # fmt: skip
+        print(_table(frame))
+        print(f"wrote {out / 'results.csv'}, results.json, report.html")
+    return 0
+
+
+def _table(frame) -> str:
+    head = (f"{'size (B)':>14} {'count':>12} {'type':>6} {'time (us)':>11} "
+            f"{'algbw GB/s':>11} {'busbw GB/s':>11}  algorithm")  # fmt: skip
+    lines = [head]
+    for r in frame.itertuples():
+        lines.append(
+            f"{r.size_bytes:>14,} {r.count:>12,} {r.type:>6} {r.time_us:>11.2f} "
+            f"{r.algbw_gb_s:>11.2f} {r.busbw_gb_s:>11.2f}  {r.algorithm}/{r.protocol}"
+        )
+    return "\n".join(lines)
+
+
+def _gpu_counts(text: str) -> list[int]:
+    try:
+        counts = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise ArchsimError(f"--gpus {text!r}; allowed: positive integers, e.g. 1,2,4,8")
+    return sorted(set(counts))
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Run ``archsim train``."""
+    from archsim.report.system_report import write_training_report
+    from archsim.system.training import StepOptions, run_step
+
+    cfg = _system(args)
+    results = [
+        run_step(cfg, args.workload, StepOptions(g, args.precision, args.batch,
+                                                   args.optimizer, args.topk))
+        for g in _gpu_counts(args.gpus)
+    ]  # fmt: skip
+    out = _out_dir(args.out)
+    rows = []
+    for r in results:
+        s = {k: v for k, v in r.metadata["train_step"].items() if k != "timeline"}
+        rows.append(s)
+    import pandas as pd
+
+    _atomic(out / "results.csv", pd.DataFrame(rows).to_csv(index=False))
+    _atomic(out / "results.json", json.dumps(
+        {"system": cfg.model_dump(mode="json"), "workload": args.workload, "steps": rows,
+         "timeline": results[-1].metadata["train_step"]["timeline"]}, indent=1))  # fmt: skip
+    write_training_report(results, out)
+    if not args.quiet:
+        print(f"# {args.workload} on {cfg.name}, {args.precision}, batch {args.batch}/GPU")
+        print(f"{'GPUs':>5} {'step ms':>9} {'compute':>9} {'exposed':>9} {'overlap':>9} "
+              f"{'samples/s':>11} {'speed-up':>9} {'eff.':>6}")  # fmt: skip
+        for s in rows:
+            print(
+                f"{s['gpus']:>5} {s['step_s'] * 1e3:>9.2f} {s['compute_s'] * 1e3:>9.2f} "
+                f"{s['exposed_communication_s'] * 1e3:>9.3f} "
+                f"{s['overlapped_communication_s'] * 1e3:>9.3f} {s['samples_per_s']:>11.1f} "
+                f"{s['speedup_vs_1_gpu']:>8.2f}x {100 * s['scaling_efficiency']:>5.1f}%"
+            )
+        print(f"wrote {out / 'results.csv'}, results.json, report.html")
+    return 0

@@ -1,0 +1,227 @@
+"""Multi-GPU systems: a GPU preset, nodes of GPUs joined by links, switches and NICs, as data.
+
+A node's GPUs are named ``gpu0`` .. ``gpu{n-1}``; any other endpoint (an NVSwitch, a PCIe switch,
+a CPU root complex) is declared in ``topology.switches``. Links are undirected and full-duplex:
+``bandwidth_bytes_per_s`` is per direction, per physical link, and ``count`` parallel links join
+the two ends. Nodes are identical and join a network through ``nic`` (one NIC per ``gpus_per_nic``
+GPUs). NCCL's cost-model constants live in ``nccl`` (each field cites ``src/graph/tuning.cc`` or
+``topo.h``), DDP's bucket defaults in ``ddp``, energy prices per bit in ``energy``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
+
+from archsim.config.base import ArchsimModel
+
+__all__ = [
+    "DdpConfig",
+    "LinkKindConfig",
+    "LinkSpec",
+    "NcclConfig",
+    "NicConfig",
+    "SystemConfig",
+    "SystemEnergyConfig",
+    "TopologyConfig",
+    "TrainingConfig",
+]
+
+LinkKind = Literal["nvlink", "pcie", "qpi"]
+
+
+class LinkKindConfig(ArchsimModel):
+    """Bandwidth and latency of one physical link of a kind."""
+
+    bandwidth_bytes_per_s: PositiveFloat = Field(
+        description="Raw signalling bandwidth of one link, per direction, bytes/s."
+    )
+    nccl_bandwidth_bytes_per_s: PositiveFloat = Field(
+        description="Payload bandwidth NCCL achieves on one link, per direction, bytes/s "
+        "(NCCL's own link model, src/graph/topo.h: protocol and packet overheads)."
+    )
+
+
+class LinkSpec(ArchsimModel):
+    """``count`` parallel links of ``kind`` between endpoints ``a`` and ``b``."""
+
+    a: str = Field(description="Endpoint: gpuN or a name from topology.switches.")
+    b: str = Field(description="Endpoint: gpuN or a name from topology.switches.")
+    kind: LinkKind = Field(description="Link kind; its bandwidth is in topology.link_kinds.")
+    count: PositiveInt = Field(default=1, description="Parallel links (e.g. NV2 = 2).")
+
+
+class TopologyConfig(ArchsimModel):
+    """The links of one node."""
+
+    switches: list[str] = Field(
+        default=[], description="Non-GPU endpoints: NVSwitch, PCIe switches, CPU root complexes."
+    )
+    nvswitch_reduction: bool = Field(
+        default=False,
+        description="The NVSwitch reduces in the switch (NVLink SHARP, NVLS: H100 NVSwitch 3).",
+    )
+    link_kinds: dict[LinkKind, LinkKindConfig] = Field(description="Bandwidths per link kind.")
+    links: list[LinkSpec] = Field(min_length=1, description="Undirected full-duplex links.")
+
+
+class NicConfig(ArchsimModel):
+    """The network adapters of one node."""
+
+    count: PositiveInt = Field(description="NICs per node.")
+    bandwidth_bytes_per_s: PositiveFloat = Field(description="Line rate per NIC and direction.")
+    nccl_bandwidth_bytes_per_s: PositiveFloat = Field(
+        description="Per NIC and direction as NCCL models it (topo.h NET_BW: 12 GB/s per 100 Gbit)."
+    )
+
+
+class NcclConfig(ArchsimModel):
+    """NCCL's tuning model (``src/graph/tuning.cc`` at HEAD 5067397 unless a field says)."""
+
+    base_latency_us: dict[str, tuple[float, float, float]] = Field(
+        default={"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)},
+        description="baseLatencies[algo] for (LL, LL128, Simple), us (tuning.cc).",
+    )
+    hw_latency_us: dict[str, dict[str, tuple[float, float, float]]] = Field(
+        default={
+            "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0, 0, 25.0)},
+            "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0, 0, 0)},
+            "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0, 0, 18.0)},
+        },
+        description="hwLatencies[hw][algo] per hop for (LL, LL128, Simple), us (tuning.cc).",
+    )
+    ll_max_bandwidth_bytes_per_s: PositiveFloat = Field(
+        description="llMaxBws for this GPU generation on one node, bytes/s (tuning.cc)."
+    )
+    ring_ll128_channel_max_bytes_per_s: PositiveFloat = Field(
+        description="perChMaxRingLL128Bws for this generation, bytes/s per channel (tuning.cc)."
+    )
+    tree_channel_max_bytes_per_s: PositiveFloat = Field(
+        description="perChMaxTreeBws for this generation (2+ nodes), bytes/s per channel."
+    )
+    nvls_efficiency: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="nvlsEfficiency (Hopper 0.85; 0 disables NVLS)."
+    )
+    nvls_channels: PositiveInt = Field(
+        default=16, description="NVLS channels (NCCL_NVLS_NCHANNELS default on Hopper: 16)."
+    )
+    ll128: bool = Field(default=True, description="LL128 protocol enabled (NVLink systems).")
+    ring_plateau_factor: PositiveFloat = Field(
+        default=1.4,
+        description="Ring/Simple multi-node latency factor (1.4 for sm80+, 1.9 before).",
+    )
+    net_overhead_us: NonNegativeFloat = Field(
+        default=1.0, description="Network post overhead per step, us (x3 for Simple)."
+    )
+    max_channels: PositiveInt = Field(default=32, description="Rings NCCL may build (MAXCHANNELS).")
+    sm_per_channel: PositiveInt = Field(
+        default=1, description="SMs one NCCL channel occupies (one CTA per channel)."
+    )
+
+
+class DdpConfig(ArchsimModel):
+    """PyTorch DDP gradient bucketing (torch/csrc/distributed/c10d/reducer.hpp)."""
+
+    first_bucket_bytes: PositiveInt = Field(
+        default=1024 * 1024, description="kDefaultFirstBucketBytes = 1 MiB."
+    )
+    bucket_bytes: PositiveInt = Field(
+        default=25 * 1024 * 1024, description="kDefaultBucketBytesCap = 25 MiB (bucket_cap_mb)."
+    )
+
+
+class TrainingConfig(ArchsimModel):
+    """What a framework runs besides the GEMMs of a training step (PyTorch eager, cuDNN BN).
+
+    Passes are full reads or writes of a conv layer's output tensor (counted from the kernels
+    PyTorch launches: batch-norm forward reads the tensor twice (statistics, normalise) and writes
+    it once, ReLU reads and writes it; backward: ReLU reads the gradient and the output and writes
+    a gradient, batch-norm reads the gradient and the input twice (reductions, then the input
+    gradient) and writes once). Optimizer bytes are per parameter, FP32 (PyTorch's SGD with
+    momentum reads w, g, m and writes w, m; Adam reads w, g, m, v and writes w, m, v; mixed
+    precision also writes the 16-bit copy of w).
+    """
+
+    conv_forward_passes: int = Field(default=5, ge=0, description="BN (3) + ReLU (2) passes.")
+    conv_backward_passes: int = Field(default=8, ge=0, description="ReLU (3) + BN (5) passes.")
+    conv_forward_kernels: int = Field(default=2, ge=0, description="Kernels (BN, ReLU) forward.")
+    conv_backward_kernels: int = Field(default=2, ge=0, description="Kernels backward.")
+    sgd_bytes_per_param: PositiveInt = Field(default=20, description="SGD-momentum, 5 x 4 B.")
+    adam_bytes_per_param: PositiveInt = Field(default=28, description="Adam, 7 x 4 B.")
+    elementwise_launch_s: NonNegativeFloat = Field(
+        default=3.0e-6,
+        description="Shortest elementwise kernel, back to back on a stream, s (H100 measured "
+        "2.5-3 us per kernel in a CUDA graph: shared/data/h100 README, gemm_square.csv 128^3).",
+    )
+
+
+class SystemEnergyConfig(ArchsimModel):
+    """Energy per bit moved over each kind of interconnect, pJ/bit."""
+
+    nvlink_pj_per_bit: NonNegativeFloat = Field(description="NVLink/NVSwitch, pJ per bit.")
+    pcie_pj_per_bit: NonNegativeFloat = Field(description="PCIe, pJ per bit.")
+    nic_pj_per_bit: NonNegativeFloat = Field(description="Network (NIC + cable), pJ per bit.")
+
+
+class SystemConfig(ArchsimModel):
+    """Nodes of identical GPUs with their links, NICs and NCCL/DDP settings."""
+
+    schema_version: Literal[1]
+    accelerator: Literal["system"]
+    name: str = Field(min_length=1, description="Preset name.")
+    description: str = Field(default="", description="What the system is, with sources.")
+    gpu: str = Field(min_length=1, description="GPU hardware preset name or YAML path.")
+    gpus_per_node: PositiveInt = Field(description="GPUs in one node.")
+    nodes: PositiveInt = Field(default=1, description="Nodes joined by the network.")
+    topology: TopologyConfig
+    nic: NicConfig
+    nccl: NcclConfig
+    ddp: DdpConfig = DdpConfig()
+    training: TrainingConfig = TrainingConfig()
+    energy: SystemEnergyConfig
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in the whole system."""
+        return self.gpus_per_node * self.nodes
+
+    @model_validator(mode="after")
+    def _check_topology(self) -> SystemConfig:
+        gpus = {f"gpu{i}" for i in range(self.gpus_per_node)}
+        ends = gpus | set(self.topology.switches)
+        allowed = f"gpu0..gpu{self.gpus_per_node - 1}" + "".join(
+            f", {s}" for s in self.topology.switches
+        )
+        adj: dict[str, set[str]] = {e: set() for e in ends}
+        for i, link in enumerate(self.topology.links):
+            for side in ("a", "b"):
+                end = getattr(link, side)
+                if end not in ends:
+                    raise ValueError(
+                        f"link end {end!r} does not exist (link {i}, side {side}); "
+                        f"allowed: {allowed}"
+                    )
+            if link.a == link.b:
+                raise ValueError(f"link {i} joins {link.a!r} to itself; allowed: two ends")
+            if link.kind not in self.topology.link_kinds:
+                have = ", ".join(self.topology.link_kinds) or "(none)"
+                raise ValueError(
+                    f"link kind {link.kind!r} (link {i}) has no entry in topology.link_kinds; "
+                    f"defined: {have}"
+                )
+            adj[link.a].add(link.b)
+            adj[link.b].add(link.a)
+        seen, todo = {"gpu0"}, deque(["gpu0"])
+        while todo:
+            for nxt in adj[todo.popleft()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        cut = sorted(gpus - seen, key=lambda g: int(g[3:]))
+        if cut:
+            raise ValueError(
+                f"the topology is disconnected: {', '.join(repr(c) for c in cut)} cannot reach "
+                "gpu0 over topology.links; allowed: links that join every GPU"
+            )
+        return self

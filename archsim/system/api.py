@@ -1,0 +1,106 @@
+"""Public entry points of the multi-GPU model: ``collective`` (nccl-tests table) and sizes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archsim.config.system import SystemConfig
+from archsim.errors import ArchsimError
+from archsim.system import load_system
+from archsim.system.collectives import bus_factor, collective_time
+from archsim.system.subsystem import subsystem
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["COLLECTIVE_COLUMNS", "collective", "parse_size", "size_range"]
+
+#: nccl-tests' table, plus the algorithm and protocol NCCL's tuning picks
+COLLECTIVE_COLUMNS = (
+    "size_bytes", "count", "type", "time_us", "algbw_gb_s", "busbw_gb_s", "algorithm",
+    "protocol", "channels", "gpus", "nodes",
+)  # fmt: skip
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+_MAX_POINTS = 10_000
+
+
+def parse_size(text: str) -> int:
+    """``"8"``, ``"64K"``, ``"8G"`` (powers of 1024, as nccl-tests reads them) -> bytes."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ArchsimError(
+            f"size {text!r} is not a byte count; allowed: an integer with an optional K, M, G "
+            "or T suffix (powers of 1024), e.g. 8, 64K, 8G"
+        )
+    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+
+
+def size_range(spec: str) -> list[int]:
+    """nccl-tests' ``-b MIN -e MAX -f FACTOR`` as ``MIN:MAX[:FACTOR]`` (factor 2 by default)."""
+    parts = str(spec).split(":")
+    if not 1 <= len(parts) <= 3:
+        raise ArchsimError(f"sizes {spec!r}; allowed: SIZE or MIN:MAX[:FACTOR], e.g. 8:8G:2")
+    lo = parse_size(parts[0])
+    hi = parse_size(parts[1]) if len(parts) > 1 else lo
+    try:
+        factor = int(parts[2]) if len(parts) > 2 else 2
+    except ValueError:
+        factor = 0
+    if factor < 2:
+        raise ArchsimError(f"sizes {spec!r}: bad factor; allowed: an integer >= 2")
+    if lo < 1 or hi < lo:
+        raise ArchsimError(
+            f"sizes {spec!r}: got MIN {lo} and MAX {hi} bytes; allowed: 1 <= MIN <= MAX"
+        )
+    out = [lo]
+    while out[-1] * factor <= hi:
+        out.append(out[-1] * factor)
+        if len(out) > _MAX_POINTS:
+            raise ArchsimError(f"sizes {spec!r}: more than {_MAX_POINTS} sizes")
+    return out
+
+
+def collective(
+    system: SystemConfig | str | Path,
+    op: str = "all_reduce",
+    sizes: list[int] | str = "8:8G",
+    gpus: int | None = None,
+    algorithm: str | None = None,
+    protocol: str | None = None,
+    dtype_bytes: int = 4,
+) -> pd.DataFrame:
+    """One row per size: nccl-tests' columns (size, count, type, time, algbw, busbw) + choice.
+
+    ``sizes`` is a list of byte counts or nccl-tests' ``MIN:MAX[:FACTOR]``; elements are
+    ``float`` (4 bytes) as nccl-tests' default. busbw follows nccl-tests' definitions
+    (all-reduce ``2(n-1)/n``, reduce-scatter/all-gather ``(n-1)/n``, broadcast/reduce 1).
+    """
+    import pandas as pd
+
+    cfg = subsystem(load_system(system), gpus)
+    sizes = size_range(sizes) if isinstance(sizes, str) else list(sizes)
+    rows: list[dict[str, Any]] = []
+    for nbytes in sizes:
+        c = collective_time(cfg, op, int(nbytes), algorithm, protocol)
+        rows.append(
+            {
+                "size_bytes": c.bytes,
+                "count": c.bytes // dtype_bytes,
+                "type": "float",
+                "time_us": c.time_s * 1e6,
+                "algbw_gb_s": c.algbw_bytes_per_s / 1e9,
+                "busbw_gb_s": c.algbw_bytes_per_s * bus_factor(op, c.ranks) / 1e9,
+                "algorithm": c.algorithm,
+                "protocol": c.protocol,
+                "channels": c.channels,
+                "gpus": cfg.gpus,
+                "nodes": cfg.nodes,
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(COLLECTIVE_COLUMNS))
+    frame.attrs.update({"system": cfg.name, "op": op})
+    return frame

@@ -1,0 +1,228 @@
+"""NCCL collectives on a system: algorithm and protocol choice, time, algbw and busbw.
+
+The time of one collective follows NCCL's own tuning model (``src/graph/tuning.cc``; constants in
+the system's ``nccl`` block): ``time = latency + bytes / algbw`` for every enabled (algorithm,
+protocol) pair, and the fastest pair is chosen, as NCCL does.
+
+* **Ring** (reduce-scatter + all-gather for all-reduce, ``2(n-1)`` steps): latency = base +
+  per-hop latency of each step (NVLink/PCIe hops inside a node, network hops between nodes);
+  bus bandwidth = the rings' bandwidth inside a node (``topology.find_rings``), capped by the NICs
+  across nodes, scaled per protocol (LL: half and ``llMaxBw``; LL128: 0.92 and a per-channel cap).
+* **Tree** (all-reduce only; a chain inside each node, a double binary tree across nodes):
+  latency ``base + 2((n/nodes - 1) intra + log2(nodes) inter)``, bandwidth 0.92 of the rings'
+  (capped per channel), times NCCL's tree correction factor for the message size, halved into
+  algbw (each byte goes up and down the tree).
+* **NVLS** (all-reduce on an NVSwitch that reduces in the switch, one node): each GPU's links carry
+  the buffer once each way (in for the reduction, out for the multicast), so algbw = the links'
+  bandwidth x ``nvls_efficiency`` x ``(channels-1)/channels``; latency is NCCL's NVLS hop latency.
+
+``busbw`` uses nccl-tests' definitions (``doc/PERFORMANCE.md``): all-reduce ``2(n-1)/n``,
+reduce-scatter and all-gather ``(n-1)/n``, broadcast and reduce 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from archsim.config.system import SystemConfig
+from archsim.errors import SimulationError
+from archsim.system.topology import Rings, find_rings
+
+__all__ = [
+    "ALGORITHMS",
+    "OPS",
+    "PROTOCOLS",
+    "CollectiveTime",
+    "bus_factor",
+    "collective_time",
+]
+
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
+ALGORITHMS = ("ring", "tree", "nvls")
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+#: NCCL's treeCorrectionFactor[protocol][log2(bytes / 64)] (tuning.cc, HEAD 5067397)
+_TREE_CORRECTION = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0,
+           1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9,
+              .9, .9, 1.0, 1.0, 1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7,
+               .8, .9, .9, .9),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CollectiveTime:
+    """One collective: the chosen algorithm/protocol and its time and bandwidths."""
+
+    op: str
+    bytes: int
+    ranks: int
+    algorithm: str
+    protocol: str
+    channels: int
+    latency_s: float
+    time_s: float
+    intra_bytes: float  # bytes moved GPU to GPU inside nodes, all GPUs together
+    inter_bytes: float  # bytes moved across the network, all nodes together
+
+    @property
+    def algbw_bytes_per_s(self) -> float:
+        """nccl-tests algbw: bytes / time."""
+        return self.bytes / self.time_s if self.time_s else math.inf
+
+    @property
+    def busbw_bytes_per_s(self) -> float:
+        """nccl-tests busbw: algbw x the operation's bus factor."""
+        return self.algbw_bytes_per_s * bus_factor(self.op, self.ranks)
+
+
+def bus_factor(op: str, n: int) -> float:
+    """nccl-tests' busbw / algbw for ``op`` on ``n`` ranks."""
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in ("reduce_scatter", "all_gather"):
+        return (n - 1) / n
+    return 1.0
+
+
+def _steps(op: str, n: int, nodes: int) -> tuple[int, int]:
+    """(ring steps, of which network steps) as NCCL counts them."""
+    if op == "all_reduce":
+        return 2 * (n - 1), 2 * (nodes - 1)
+    if op in ("reduce_scatter", "all_gather"):
+        return n - 1, nodes - 1
+    return n, nodes - 1
+
+
+@dataclass(frozen=True)
+class _Fabric:
+    ranks: int
+    nodes: int
+    rings: Rings
+    bandwidth: float  # ring bus bandwidth, NICs included, bytes/s
+    channels: int
+
+
+def _fabric(cfg: SystemConfig) -> _Fabric:
+    rings = find_rings(cfg)
+    bw = rings.bandwidth_bytes_per_s
+    if cfg.nodes > 1:
+        bw = min(bw, cfg.nic.count * cfg.nic.nccl_bandwidth_bytes_per_s)
+    return _Fabric(cfg.gpus, cfg.nodes, rings, bw, min(rings.count, cfg.nccl.max_channels))
+
+
+def _ring(cfg: SystemConfig, f: _Fabric, op: str, nbytes: int, p: int) -> tuple[float, float]:
+    """(latency s, algbw bytes/s) of a ring with protocol index ``p``."""
+    nc = cfg.nccl
+    nsteps, inter_steps = _steps(op, f.ranks, f.nodes)
+    intra = nc.hw_latency_us[f.rings.kind]["ring"][p]
+    inter = nc.hw_latency_us["net"]["ring"][p]
+    if f.nodes > 1:
+        intra = max(intra, nc.net_overhead_us * (3 if p == 2 else 1))
+    lat = nc.base_latency_us["ring"][p] + (nsteps - inter_steps) * intra + inter_steps * inter
+    if op == "all_reduce" and p == 2 and f.nodes > 1 and nbytes / (f.channels * f.ranks) >= 64:
+        lat *= nc.ring_plateau_factor
+    bus = f.bandwidth
+    if p == 0:
+        bus = min(nc.ll_max_bandwidth_bytes_per_s, bus * 0.5)
+    elif p == 1:
+        bus = min(bus * 0.92, f.channels * nc.ring_ll128_channel_max_bytes_per_s)
+    return lat * 1e-6, bus * f.ranks / nsteps
+
+
+def _tree(cfg: SystemConfig, f: _Fabric, nbytes: int, p: int) -> tuple[float, float]:
+    nc = cfg.nccl
+    intra = nc.hw_latency_us[f.rings.kind]["tree"][p]
+    inter = nc.hw_latency_us["net"]["tree"][p]
+    per_node = f.ranks // f.nodes
+    lat = nc.base_latency_us["tree"][p] + 2 * ((per_node - 1) * intra + math.log2(f.nodes) * inter)
+    bus = f.bandwidth
+    cap = f.channels * nc.tree_channel_max_bytes_per_s
+    if p == 0:
+        bus = min(bus / 3.8, nc.ll_max_bandwidth_bytes_per_s)
+    elif p == 1:
+        bus = min(bus * (7 / 9 if f.nodes == 1 else 120 / 128), cap)
+    else:
+        bus = min(bus * 0.92, cap)
+    idx = min(max(int(math.log2(max(nbytes >> 6, 1))), 0), 23)
+    bus *= _TREE_CORRECTION[PROTOCOLS[p]][idx]
+    return lat * 1e-6, bus * 0.5
+
+
+def _nvls(cfg: SystemConfig, f: _Fabric) -> tuple[float, float]:
+    nc = cfg.nccl
+    ch = nc.nvls_channels
+    bw = f.rings.bandwidth_bytes_per_s * nc.nvls_efficiency * (ch - 1) / ch
+    return nc.hw_latency_us["nvlink"]["nvls"][2] * 1e-6, bw
+
+
+def _candidates(cfg: SystemConfig, f: _Fabric, op: str) -> list[tuple[str, int]]:
+    protos = [0, 1, 2] if cfg.nccl.ll128 and f.rings.kind == "nvlink" else [0, 2]
+    out = [("ring", p) for p in protos]
+    if op == "all_reduce":
+        out += [("tree", p) for p in protos]
+        nvls = cfg.topology.nvswitch_reduction and cfg.nccl.nvls_efficiency > 0
+        if nvls and f.nodes == 1 and f.ranks > 1:
+            out.append(("nvls", 2))
+    return out
+
+
+def _check(cfg: SystemConfig, op: str, nbytes: int, algorithm: str | None, protocol: str | None):
+    if op not in OPS:
+        raise SimulationError(f"collective {op!r} is unknown; allowed: {', '.join(OPS)}")
+    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
+        raise SimulationError(f"collective size {nbytes!r} bytes; allowed: an integer >= 1")
+    if algorithm is not None and algorithm not in ALGORITHMS:
+        raise SimulationError(f"algorithm {algorithm!r}; allowed: {', '.join(ALGORITHMS)}")
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise SimulationError(f"protocol {protocol!r}; allowed: {', '.join(PROTOCOLS)}")
+
+
+def collective_time(
+    cfg: SystemConfig,
+    op: str,
+    nbytes: int,
+    algorithm: str | None = None,
+    protocol: str | None = None,
+) -> CollectiveTime:
+    """Time of ``op`` on ``nbytes`` (nccl-tests' size) across every GPU of ``cfg``.
+
+    ``algorithm``/``protocol`` force NCCL_ALGO/NCCL_PROTO; by default the fastest is chosen.
+    """
+    _check(cfg, op, nbytes, algorithm, protocol)
+    f = _fabric(cfg)
+    n = f.ranks
+    if n == 1:
+        return CollectiveTime(op, nbytes, 1, "none", "none", 0, 0.0, 0.0, 0.0, 0.0)
+    cands = [
+        (a, p)
+        for a, p in _candidates(cfg, f, op)
+        if (algorithm is None or a == algorithm) and (protocol is None or PROTOCOLS[p] == protocol)
+    ]
+    if not cands:
+        raise SimulationError(
+            f"{cfg.name}: {op} cannot use algorithm={algorithm or 'any'} with "
+            f"protocol={protocol or 'any'}; allowed here: "
+            + ", ".join(f"{a}/{PROTOCOLS[p]}" for a, p in _candidates(cfg, f, op))
+        )
+    best = None
+    for a, p in cands:
+        if a == "ring":
+            lat, algbw = _ring(cfg, f, op, nbytes, p)
+        elif a == "tree":
+            lat, algbw = _tree(cfg, f, nbytes, p)
+        else:
+            lat, algbw = _nvls(cfg, f)
+        t = lat + nbytes / algbw
+        if best is None or t < best[0]:
+            best = (t, lat, a, p)
+    t, lat, a, p = best  # type: ignore[misc]
+    moved = nbytes * (1.0 if a == "nvls" else bus_factor(op, n)) * n
+    _, inter_steps = _steps(op, n, f.nodes)
+    nsteps, _ = _steps(op, n, f.nodes)
+    inter = moved * inter_steps / nsteps if f.nodes > 1 else 0.0
+    channels = cfg.nccl.nvls_channels if a == "nvls" else f.channels
+    return CollectiveTime(op, nbytes, n, a, PROTOCOLS[p], channels, lat, t, moved - inter, inter)

@@ -1,0 +1,55 @@
+"""The part of a system a job uses (its first ``gpus`` GPUs), and the system's GPU config."""
+
+from __future__ import annotations
+
+from archsim.config.gpu import GpuConfig
+from archsim.config.io import load_hardware
+from archsim.config.system import SystemConfig
+from archsim.errors import ConfigError, SimulationError
+
+__all__ = ["gpu_config", "subsystem"]
+
+
+def gpu_config(system: SystemConfig) -> GpuConfig:
+    """The GPU preset the system names in ``gpu``."""
+    gpu = load_hardware(system.gpu)
+    if not isinstance(gpu, GpuConfig):
+        raise ConfigError(
+            system.name, "gpu", f"{system.gpu!r} is not a GPU preset; allowed: v100, a100, h100 "
+            "or a YAML file with accelerator: tensor_core"
+        )  # fmt: skip
+    return gpu
+
+
+def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
+    """``system`` cut to its first ``gpus`` GPUs: part of one node, or whole nodes."""
+    if gpus is None or gpus == system.gpus:
+        return system
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+        raise SimulationError(f"gpus={gpus!r}; allowed: an integer from 1 to {system.gpus}")
+    if gpus > system.gpus:
+        raise SimulationError(
+            f"{system.name} has {system.gpus} GPUs ({system.nodes} node(s) x "
+            f"{system.gpus_per_node}); asked for {gpus}; allowed: 1 to {system.gpus} "
+            "(more nodes: --set nodes=N)"
+        )
+    per = system.gpus_per_node
+    if gpus > per:
+        if gpus % per:
+            raise SimulationError(
+                f"gpus={gpus} is not whole nodes of {per}; allowed: 1 to {per}, or a multiple "
+                f"of {per} up to {system.gpus}"
+            )
+        return system.model_copy(update={"nodes": gpus // per})
+    keep = {f"gpu{i}" for i in range(gpus)}
+    links = [
+        link
+        for link in system.topology.links
+        if (link.a in keep or not link.a.startswith("gpu"))
+        and (link.b in keep or not link.b.startswith("gpu"))
+    ]
+    data = system.model_dump()
+    data["gpus_per_node"] = gpus
+    data["nodes"] = 1
+    data["topology"]["links"] = [link.model_dump() for link in links]
+    return SystemConfig.model_validate(data)

@@ -1,0 +1,410 @@
+"""One data-parallel training step (PyTorch DDP) on a multi-GPU system, on the SimPy engine.
+
+Every GPU runs the same kernels (the single-GPU Tensor Core model times each GEMM): the forward
+pass layer by layer (GEMM, then the layer's elementwise passes), then the backward pass in
+reverse (elementwise, data gradient, weight gradient). When a layer's weight gradient is done its
+gradients are ready; DDP packs parameters in reverse layer order into buckets (the first capped at
+``ddp.first_bucket_bytes``, the rest at ``ddp.bucket_bytes``) and all-reduces each bucket, in
+order, on one NCCL stream as soon as every gradient in it is ready. The NCCL kernels occupy SMs
+(one CTA per channel), so compute that overlaps an all-reduce runs at ``(SMs - channels) / SMs``
+of its speed (the compute process is re-rated whenever a collective starts or ends). After the
+backward pass and the last all-reduce, the optimizer updates every parameter (memory-bound).
+
+Step results: compute, exposed and overlapped communication, optimizer, images per second,
+scaling efficiency against one GPU of the same system, energy per step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from archsim.config.gpu import GpuConfig
+from archsim.config.io import load_workload
+from archsim.config.system import DdpConfig, SystemConfig
+from archsim.config.workload import ConvLayer, WorkloadSpec
+from archsim.energy.pricing_gpu import gpu_price_list
+from archsim.errors import SimulationError
+from archsim.results import LayerResult, RunResult
+from archsim.simulate import archsim_version, model_fingerprint, simulate
+from archsim.system.collectives import collective_time
+from archsim.system.subsystem import gpu_config, subsystem
+from archsim.system.workload import PRECISIONS, TrainLayer, gemm_workload, training_layers
+
+__all__ = ["OPTIMIZERS", "StepOptions", "run_step", "train_step"]
+
+OPTIMIZERS = ("sgd", "adam")
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How the step is run: GPUs, precision, per-GPU batch, optimizer, gradient compression."""
+
+    gpus: int | None = None  # None: every GPU of the system
+    precision: str = "amp_fp16"
+    batch_per_gpu: int = 256
+    optimizer: str = "sgd"
+    topk_density: float | None = None  # gradient compression: fraction of gradients sent
+
+    def check(self, system: SystemConfig) -> None:
+        """One-line errors for options the system or the model cannot take."""
+        if self.precision not in PRECISIONS:
+            raise SimulationError(f"precision {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise SimulationError(f"optimizer {self.optimizer!r}; allowed: sgd, adam")
+        if self.topk_density is not None and not 0 < self.topk_density <= 1:
+            raise SimulationError(
+                f"top-k density {self.topk_density}; allowed: a fraction in (0, 1]"
+            )
+
+
+@dataclass
+class _Stream:
+    """Timeline of one step: (stream, name, start s, end s) and the running collectives."""
+
+    events: list[tuple[str, str, float, float]] = field(default_factory=list)
+    comm_active: int = 0
+
+
+def _elementwise(
+    layers: list[TrainLayer],
+    spec: WorkloadSpec,
+    system: SystemConfig,
+    act: int,
+    hbm_bytes_per_s: float,
+) -> tuple[list[float], list[float], int]:
+    """(forward s, backward s per layer, bytes moved) of the elementwise passes."""
+    t = system.training
+    fwd, bwd, moved = [], [], 0
+    for tl, ls in zip(layers, spec.layers, strict=True):
+        is_conv = isinstance(ls, ConvLayer)
+        pf = t.conv_forward_passes if is_conv else 0
+        pb = t.conv_backward_passes if is_conv else 0
+        kf = t.conv_forward_kernels if is_conv else 0
+        kb = t.conv_backward_kernels if is_conv else 0
+        bf, bb = tl.outputs * act * pf, tl.outputs * act * pb
+        fwd.append(max(bf / hbm_bytes_per_s, kf * t.elementwise_launch_s))
+        bwd.append(max(bb / hbm_bytes_per_s, kb * t.elementwise_launch_s))
+        moved += bf + bb
+    return fwd, bwd, moved
+
+
+def _buckets(layers: list[TrainLayer], system: SystemConfig, grad_bytes: int) -> list[list[int]]:
+    """Layer indices of each DDP bucket, in all-reduce order (reverse layer order)."""
+    out: list[list[int]] = []
+    size, cap = 0, system.ddp.first_bucket_bytes
+    for i in reversed(range(len(layers))):
+        b = layers[i].params * grad_bytes
+        if out and size + b <= cap:
+            out[-1].append(i)
+            size += b
+        else:
+            if out:
+                cap = system.ddp.bucket_bytes
+            out.append([i])
+            size = b
+    return out
+
+
+def _gemm_times(gpu: GpuConfig, layers: list[TrainLayer], precision: str, name: str):
+    """Per-phase GEMM results of the single-GPU model, keyed ``<layer>/<phase>``."""
+    run = simulate(gpu, gemm_workload(layers, precision, name))
+    return {lr.layer: lr for lr in run.layers}
+
+
+@dataclass(frozen=True)
+class _Work:
+    """What every GPU computes, independent of how many GPUs share the step."""
+
+    gpu: GpuConfig
+    workload: WorkloadSpec
+    layers: list[TrainLayer]
+    gemms: dict[str, LayerResult]
+    ew_f: list[float]
+    ew_b: list[float]
+    hbm_bytes: int  # elementwise + optimizer bytes per GPU
+    opt_s: float
+    grad_bytes: int
+
+
+def _work(system: SystemConfig, wl: WorkloadSpec, opts: StepOptions) -> _Work:
+    gpu = gpu_config(system)
+    _, _, act, grad = PRECISIONS[opts.precision]
+    layers = training_layers(wl, opts.batch_per_gpu)
+    gemms = _gemm_times(gpu, layers, opts.precision, wl.name)
+    hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
+    ew_f, ew_b, ew_bytes = _elementwise(layers, wl, system, act, hbm)
+    t = system.training
+    per_param = t.sgd_bytes_per_param if opts.optimizer == "sgd" else t.adam_bytes_per_param
+    opt_bytes = sum(tl.params for tl in layers) * (per_param + (2 if act == 2 else 0))
+    opt_s = opt_bytes / hbm + t.elementwise_launch_s
+    return _Work(gpu, wl, layers, gemms, ew_f, ew_b, ew_bytes + opt_bytes, opt_s, grad)
+
+
+def train_step(
+    system: SystemConfig | str,
+    workload: WorkloadSpec | str,
+    gpus: int | None = None,
+    precision: str = "amp_fp16",
+    batch_per_gpu: int = 256,
+    optimizer: str = "sgd",
+    topk_density: float | None = None,
+) -> RunResult:
+    """Simulate one data-parallel training step; see the module docstring.
+
+    ``gpus``: GPUs used (default all of ``system``); ``precision``: amp_fp16, amp_bf16 (FP32
+    master weights and gradients), tf32 or fp32; ``batch_per_gpu``: samples per GPU;
+    ``optimizer``: sgd (momentum) or adam; ``topk_density``: send only this fraction of the
+    gradients (top-k values + indices, all-gathered) instead of all-reducing them.
+    ``metadata["train_step"]`` holds the step's summary and timeline.
+    """
+    from archsim.system import load_system
+
+    opts = StepOptions(gpus, precision, batch_per_gpu, optimizer, topk_density)
+    return run_step(load_system(system), workload, opts)
+
+
+def run_step(system: SystemConfig, workload: WorkloadSpec | str, opts: StepOptions) -> RunResult:
+    """:func:`train_step` with its options as one :class:`StepOptions`."""
+    opts.check(system)
+    sysn = subsystem(system, opts.gpus)
+    work = _work(sysn, load_workload(workload), opts)
+    _check_buckets(sysn, work)
+    summary, rows = _step(sysn, work, opts)
+    if sysn.gpus > 1:
+        single, _ = _step(subsystem(system, 1), work, opts)
+        summary["single_gpu_samples_per_s"] = single["samples_per_s"]
+    else:
+        summary["single_gpu_samples_per_s"] = summary["samples_per_s"]
+    summary["speedup_vs_1_gpu"] = summary["samples_per_s"] / summary["single_gpu_samples_per_s"]
+    summary["scaling_efficiency"] = summary["speedup_vs_1_gpu"] / sysn.gpus
+    return _result(sysn, work, summary, rows)
+
+
+def _check_buckets(sysn: SystemConfig, work: _Work) -> None:
+    """A bucket size the user set must not exceed the model's gradients (PyTorch's defaults
+    may: a small model then has one bucket)."""
+    if sysn.ddp == DdpConfig():
+        return
+    total = sum(tl.params for tl in work.layers) * work.grad_bytes
+    for name in ("bucket_bytes", "first_bucket_bytes"):
+        value = getattr(sysn.ddp, name)
+        if value > total:
+            raise SimulationError(
+                f"{sysn.name}: ddp.{name}={value} is larger than the model's gradients "
+                f"({total} bytes of {work.workload.name}); allowed: 1 to {total}"
+            )
+
+
+def _comms(sysn: SystemConfig, work: _Work, buckets: list[list[int]], opts: StepOptions):
+    out = []
+    for idx in buckets:
+        nbytes = sum(work.layers[i].params for i in idx) * work.grad_bytes
+        if sysn.gpus == 1:
+            out.append(None)
+        elif opts.topk_density is None:
+            out.append(collective_time(sysn, "all_reduce", nbytes))
+        else:  # top-k values + int32 indices of every GPU, gathered by all
+            send = max(1, math.ceil(nbytes / work.grad_bytes * opts.topk_density))
+            out.append(
+                collective_time(sysn, "all_gather", send * (work.grad_bytes + 4) * sysn.gpus)
+            )
+    return out
+
+
+def _kernels(work: _Work) -> list[tuple[str, float, int | None]]:
+    """(name, seconds at full speed, layer whose gradients it completes) in stream order."""
+    out: list[tuple[str, float, int | None]] = []
+    for i, tl in enumerate(work.layers):
+        out.append((f"{tl.name}/fwd", work.gemms[f"{tl.name}/fwd"].time_s, None))
+        out.append((f"{tl.name}/elementwise_fwd", work.ew_f[i], None))
+    for i in reversed(range(len(work.layers))):
+        tl = work.layers[i]
+        out.append((f"{tl.name}/elementwise_bwd", work.ew_b[i], None))
+        if tl.dgrad is not None:
+            out.append((f"{tl.name}/dgrad", work.gemms[f"{tl.name}/dgrad"].time_s, None))
+        out.append((f"{tl.name}/wgrad", work.gemms[f"{tl.name}/wgrad"].time_s, i))
+    return out
+
+
+def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
+    """Run the step's two streams in SimPy; (summary, rows)."""
+    buckets = _buckets(work.layers, sysn, work.grad_bytes)
+    bucket_of = {i: b for b, idx in enumerate(buckets) for i in idx}
+    comms = _comms(sysn, work, buckets, opts)
+    env = simpy.Environment()
+    st = _Stream()
+    ready = [env.event() for _ in buckets]
+    left = [len(idx) for idx in buckets]
+    sms = work.gpu.sms
+    channels = max((c.channels for c in comms if c is not None), default=0)
+    slow = max(1, sms - channels * sysn.nccl.sm_per_channel) / sms
+    marks: dict[str, float] = {}
+    waiting = {"timeout": False}
+
+    def compute() -> Generator[Any, Any, None]:
+        for name, dur, done_layer in _kernels(work):
+            start, left_s = env.now, dur
+            while left_s > 0:
+                rate = slow if st.comm_active else 1.0
+                t0 = env.now
+                waiting["timeout"] = True
+                try:
+                    yield env.timeout(left_s / rate)
+                    left_s = 0.0
+                except simpy.Interrupt:
+                    left_s = max(0.0, left_s - (env.now - t0) * rate)
+                waiting["timeout"] = False
+            st.events.append(("compute", name, start, env.now))
+            if done_layer is not None:
+                b = bucket_of[done_layer]
+                left[b] -= 1
+                if left[b] == 0:
+                    ready[b].succeed()
+        marks["backward_end"] = env.now
+
+    proc = env.process(compute())
+
+    def rerate() -> None:
+        if proc.is_alive and waiting["timeout"]:
+            proc.interrupt()
+
+    def comm() -> Generator[Any, Any, None]:
+        for b, c in enumerate(comms):
+            yield ready[b]
+            if c is None:
+                continue
+            start = env.now
+            st.comm_active += 1
+            rerate()
+            yield env.timeout(c.time_s)
+            st.comm_active -= 1
+            rerate()
+            st.events.append(("nccl", f"bucket{b}/{c.algorithm}/{c.protocol}", start, env.now))
+        marks["comm_end"] = env.now
+
+    cproc = env.process(comm())
+    env.run(simpy.AllOf(env, [proc, cproc]))
+    opt_start = env.now
+    env.run(env.timeout(work.opt_s))
+    st.events.append(("compute", "optimizer", opt_start, env.now))
+    step_s = env.now
+    compute_s = marks["backward_end"]
+    comm_total = sum(c.time_s for c in comms if c is not None)
+    exposed = max(0.0, marks["comm_end"] - compute_s)
+    summary: dict[str, Any] = {
+        "system": sysn.name,
+        "gpus": sysn.gpus,
+        "nodes": sysn.nodes,
+        "precision": opts.precision,
+        "batch_per_gpu": opts.batch_per_gpu,
+        "optimizer": opts.optimizer,
+        "topk_density": opts.topk_density,
+        "step_s": step_s,
+        "compute_s": compute_s,
+        "communication_s": comm_total,
+        "exposed_communication_s": exposed,
+        "overlapped_communication_s": comm_total - exposed,
+        "optimizer_s": work.opt_s,
+        "samples_per_s": opts.batch_per_gpu * sysn.gpus / step_s,
+        "buckets": len(buckets),
+        "timeline": st.events,
+    }
+    return summary, _comm_rows(sysn, work, comms, buckets)
+
+
+def _comm_rows(sysn, work, comms, buckets) -> list[LayerResult]:
+    """One row per all-reduced bucket, priced per bit on the links it crosses."""
+    e = sysn.energy
+    intra_pj = (e.nvlink_pj_per_bit if _nvlink(sysn) else e.pcie_pj_per_bit) * 8
+    clock = work.gpu.clock.frequency_hz
+    rows = []
+    for b, (c, idx) in enumerate(zip(comms, buckets, strict=True)):
+        if c is None:
+            continue
+        pj = c.intra_bytes * intra_pj + c.inter_bytes * e.nic_pj_per_bit * 8
+        extras = {
+            "comm_bytes": c.bytes,
+            "comm_algorithm": c.algorithm,
+            "comm_protocol": c.protocol,
+            "comm_layers": len(idx),
+            "comm_busbw_gb_s": c.busbw_bytes_per_s / 1e9,
+        }
+        rows.append(_row(f"bucket{b}", c.op, c.time_s, clock, 0, pj, extras))
+    return rows
+
+
+def _result(
+    sysn: SystemConfig, work: _Work, summary: dict[str, Any], comm_rows: list[LayerResult]
+) -> RunResult:
+    """The RunResult: one row per layer (all GPUs), per bucket and for the optimizer."""
+    gpu = work.gpu
+    clock = gpu.clock.frequency_hz
+    hbm_pj = gpu_price_list(gpu).energy_pj["hbm"]["read_bytes"]
+    rows = []
+    for i, tl in enumerate(work.layers):
+        phases = [
+            work.gemms[k]
+            for k in (f"{tl.name}/{p}" for p in ("fwd", "dgrad", "wgrad"))
+            if k in work.gemms
+        ]
+        t = sum(p.time_s for p in phases) + work.ew_f[i] + work.ew_b[i]
+        pj = sum(p.energy_pj for p in phases) * sysn.gpus
+        macs = sum(p.macs_dense for p in phases) * sysn.gpus
+        extras = {
+            "train_fwd_s": phases[0].time_s,
+            "train_elementwise_s": work.ew_f[i] + work.ew_b[i],
+        }
+        rows.append(_row(tl.name, "train_layer", t, clock, macs, pj, extras))
+    rows += comm_rows
+    rows.append(
+        _row(
+            "optimizer_and_elementwise",
+            "optimizer",
+            work.opt_s,
+            clock,
+            0,
+            work.hbm_bytes * hbm_pj * sysn.gpus,
+            {},
+        )
+    )
+    summary["energy_j"] = math.fsum(r.energy_pj for r in rows) * 1e-12
+    meta = {
+        "archsim_version": archsim_version(),
+        "model_fingerprint": model_fingerprint(),
+        "deterministic": "results depend only on (system, workload, options)",
+        "workload_source": work.workload.source,
+        "hardware_config": sysn.model_dump(mode="json"),
+        "train_step": summary,
+    }
+    return RunResult(
+        accelerator="system",
+        hardware=sysn.name,
+        workload=work.workload.name,
+        seed=0,
+        clock_hz=clock,
+        total_cycles=round(summary["step_s"] * clock),
+        layers=tuple(rows),
+        area_mm2={},
+        metadata=meta,
+    )
+
+
+def _nvlink(cfg: SystemConfig) -> bool:
+    return "nvlink" in cfg.topology.link_kinds
+
+
+def _row(
+    name: str, kind: str, t: float, clock: float, macs: int, pj: float, extras: dict[str, Any]
+) -> LayerResult:
+    cycles = round(t * clock)
+    return LayerResult(
+        layer=name, kind=kind, cycles=cycles, time_s=t, macs_dense=macs, macs_effective=macs,
+        utilization=0.0, energy_pj=pj, power_w=pj * 1e-12 / t if t else 0.0, dram_bytes=0,
+        start_cycle=0, end_cycle=cycles, energy_by_component_pj={kind: pj}, counts={},
+        extras=extras,
+    )  # fmt: skip

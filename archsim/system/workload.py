@@ -1,0 +1,102 @@
+"""A network's training work per GPU: forward, data-gradient and weight-gradient GEMMs,
+elementwise passes, parameters.
+
+Every MAC-carrying layer (conv, fc, lstm, gemm) becomes three GEMMs, as cuDNN/cuBLAS run them:
+forward ``Y = X W`` (m = output pixels x batch, n = filters, k = C R S per group), the data
+gradient ``dX = dY W^T`` (m, C R S, filters; skipped for the first layer, whose input needs none)
+and the weight gradient ``dW = X^T dY`` (C R S, filters, m). Groups are a batch of GEMMs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, LstmLayer, WorkloadSpec
+from archsim.errors import SimulationError
+
+__all__ = ["PRECISIONS", "TrainLayer", "training_layers", "gemm_workload"]
+
+#: training precision -> (GEMM operand precision, accumulator, activation bytes, gradient bytes)
+PRECISIONS: dict[str, tuple[str, str, int, int]] = {
+    "amp_fp16": ("fp16", "fp32", 2, 4),  # autocast fp16, fp32 master weights and gradients
+    "amp_bf16": ("bf16", "fp32", 2, 4),
+    "tf32": ("tf32", "fp32", 4, 4),
+    "fp32": ("fp32", "fp32", 4, 4),
+}
+
+
+@dataclass(frozen=True)
+class TrainLayer:
+    """One layer's GEMM shapes (m, n, k, batch) per phase, its outputs and its parameters."""
+
+    name: str
+    forward: tuple[int, int, int, int]
+    dgrad: tuple[int, int, int, int] | None
+    wgrad: tuple[int, int, int, int]
+    outputs: int  # output activation elements per GPU (for elementwise passes)
+    params: int  # weights
+
+
+def _layer(spec: object, batch: int, first: bool) -> TrainLayer:
+    if isinstance(spec, ConvLayer):
+        g = spec.groups
+        m = batch * spec.out_h * spec.out_w
+        n = spec.k // g
+        k = spec.c // g * spec.r * spec.s
+        outputs = batch * spec.k * spec.out_h * spec.out_w
+        params = spec.k * (spec.c // g) * spec.r * spec.s
+    elif isinstance(spec, FcLayer | LstmLayer):
+        shape = spec.matrix_shape
+        if shape is None:
+            raise SimulationError(
+                f"layer {spec.name!r}: training needs inputs and outputs (a data: folder "
+                "gives no shape here); allowed: fc layers with inputs and outputs"
+            )
+        g, m, (n, k) = 1, batch, shape
+        outputs, params = batch * n, n * k
+    elif isinstance(spec, GemmLayer):
+        g, m, n, k = spec.batch, spec.m, spec.n, spec.k
+        outputs, params = spec.batch * spec.m * spec.n, spec.batch * spec.k * spec.n
+    else:  # pragma: no cover - the workload union has no other kinds
+        raise SimulationError(f"layer {getattr(spec, 'name', '?')!r}: cannot be trained")
+    return TrainLayer(
+        name=spec.name,  # type: ignore[attr-defined]
+        forward=(m, n, k, g),
+        dgrad=None if first else (m, k, n, g),
+        wgrad=(k, n, m, g),
+        outputs=outputs,
+        params=params,
+    )
+
+
+def training_layers(workload: WorkloadSpec, batch_per_gpu: int) -> list[TrainLayer]:
+    """The workload's layers at ``batch_per_gpu`` (conv layers: images; fc/lstm: rows)."""
+    if batch_per_gpu < 1:
+        raise SimulationError(f"batch per GPU {batch_per_gpu}; allowed: >= 1")
+    return [_layer(s, batch_per_gpu, i == 0) for i, s in enumerate(workload.layers)]
+
+
+def gemm_workload(layers: list[TrainLayer], precision: str, name: str) -> WorkloadSpec:
+    """Every phase's GEMM as a ``gemm`` layer named ``<layer>/<phase>`` (for the GPU model)."""
+    prec, acc, _, _ = PRECISIONS[precision]
+    out = []
+    for tl in layers:
+        for phase, shape in (("fwd", tl.forward), ("dgrad", tl.dgrad), ("wgrad", tl.wgrad)):
+            if shape is None:
+                continue
+            m, n, k, b = shape
+            out.append(
+                {
+                    "name": f"{tl.name}/{phase}",
+                    "kind": "gemm",
+                    "m": m,
+                    "n": n,
+                    "k": k,
+                    "batch": b,
+                    "precision": prec,
+                    "accumulate": acc,
+                }
+            )
+    return WorkloadSpec.model_validate(
+        {"schema_version": 1, "name": name, "source": "archsim training lowering", "layers": out}
+    )

@@ -1,0 +1,93 @@
+"""Multi-GPU claims: published nccl-tests bus bandwidths and NVIDIA's ResNet-50 training
+throughputs (DeepLearningExamples), against the collective and training-step models."""
+
+from __future__ import annotations
+
+from archsim.validation.claims import Claim
+from archsim.validation.runs import Runs
+
+__all__ = ["MULTIGPU_CLAIMS"]
+
+_NCCL_212 = (
+    "NVIDIA/nccl-tests issue 212, S. Jeaugey (NCCL maintainer), 2024-05-06: DGX H100, 8 GPUs"
+)
+_NCCL_290 = "NVIDIA/nccl-tests issue 290, AddyLaddy (NVIDIA), 2025-03-03: single H100 node"
+_DLE = (
+    "NVIDIA DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5/README.md, "
+    "Training performance (pytorch-21.03 NGC container)"
+)
+_BIG = 8 << 30
+
+
+def _busbw(system: str, algorithm: str | None, nbytes: int = _BIG):
+    def value(runs: Runs) -> float:
+        from archsim.system import load_system
+        from archsim.system.collectives import collective_time
+
+        c = runs.memo(
+            ("all_reduce", system, algorithm, nbytes),
+            lambda: collective_time(load_system(system), "all_reduce", nbytes, algorithm),
+        )
+        return c.busbw_bytes_per_s / 1e9  # type: ignore[attr-defined]
+
+    return value
+
+
+def _step(system: str, precision: str, what: str):
+    """A figure of the 8-GPU step (which also carries its single-GPU throughput)."""
+
+    def value(runs: Runs) -> float:
+        from archsim.system.training import train_step
+
+        run = runs.memo(
+            ("train", system, "resnet50", precision, 8),
+            lambda: train_step(system, "resnet50", gpus=8, precision=precision),
+        )
+        return float(run.metadata["train_step"][what])  # type: ignore[attr-defined]
+
+    return value
+
+
+_BW_REASON = (
+    "Large-message bus bandwidth is the links' payload bandwidth as NCCL models it (topo.h per "
+    "link x links) times the algorithm's efficiency; 10 % is the issue's goal."
+)
+_TRAIN_REASON = (
+    "Per-GPU work comes from the single-GPU model (GEMMs) plus elementwise and optimizer memory "
+    "passes; the published figure also carries data loading (DALI), host launch overhead and "
+    "ResNet-50 v1.5's stride placement (about 5 % slower than v1, which the preset models), "
+    "none of which is simulated. 15 % is the issue's goal."
+)
+_SCALE_REASON = (
+    "The model's speed-up loses only exposed all-reduce time and the SMs NCCL takes from "
+    "overlapped compute; NVIDIA's 8-GPU runs also lose host-side time (8 processes sharing the "
+    "CPUs for data loading and launches), which is not modelled. 0.4x is the issue's goal."
+)
+
+
+def _claims() -> tuple[Claim, ...]:
+    out = [
+        Claim("multigpu", "DGX H100 all-reduce busbw, NVLS, 8 GB", _NCCL_212, 480.0, "GB/s",
+              0.10, "relative", _BW_REASON, _busbw("dgx_h100", None)),
+        Claim("multigpu", "DGX H100 all-reduce busbw, NVLS, 8 GB", _NCCL_290, 476.0, "GB/s",
+              0.10, "relative", _BW_REASON, _busbw("dgx_h100", None)),
+        Claim("multigpu", "DGX H100 all-reduce busbw, ring (NCCL_ALGO=RING), 8 GB", _NCCL_212,
+              370.0, "GB/s", 0.10, "relative", _BW_REASON, _busbw("dgx_h100", "ring")),
+    ]  # fmt: skip
+    table = (  # system, precision, published 1-GPU img/s, published 8-GPU img/s
+        ("dgx1_v100", "amp_fp16", 1200.0, 8322.0, "DGX-1 16GB, mixed precision"),
+        ("dgx1_v100", "fp32", 367.0, 2855.0, "DGX-1 16GB, FP32"),
+        ("dgx_a100", "amp_fp16", 2470.0, 16621.0, "DGX A100 80GB, mixed precision"),
+        ("dgx_a100", "tf32", 938.0, 7248.0, "DGX A100 80GB, TF32"),
+    )
+    for system, prec, one, eight, label in table:
+        out.append(Claim("multigpu", f"ResNet-50 training, 1 GPU img/s ({label})", _DLE, one,
+                         "img/s", 0.15, "relative", _TRAIN_REASON,
+                         _step(system, prec, "single_gpu_samples_per_s")))  # fmt: skip
+        out.append(Claim("multigpu", f"ResNet-50 training, 8 GPU speed-up ({label})", _DLE,
+                         round(eight / one, 2), "x", 0.4, "absolute", _SCALE_REASON,
+                         _step(system, prec, "speedup_vs_1_gpu")))  # fmt: skip
+    return tuple(out)
+
+
+MULTIGPU_CLAIMS = _claims()

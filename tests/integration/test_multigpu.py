@@ -1,0 +1,273 @@
+"""Multi-GPU systems: topology, NCCL collectives (against a literal SimPy ring), DDP steps."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import pytest
+
+from archsim.cli import main
+from archsim.config.system import SystemConfig
+from archsim.errors import ArchsimError, ConfigError, SimulationError
+from archsim.system import load_system
+from archsim.system.api import collective, size_range
+from archsim.system.collectives import bus_factor, collective_time
+from archsim.system.ring_reference import (
+    pipelined_broadcast_time,
+    ring_all_reduce_time,
+    seeds_broadcast_time,
+)
+from archsim.system.topology import find_rings
+from archsim.system.training import StepOptions, run_step
+
+SYSTEMS = ("dgx1_v100", "dgx_a100", "dgx_h100", "pcie4_v100", "pcie8_v100")
+
+
+def _ideal(name: str) -> SystemConfig:
+    """``name`` with every NCCL latency zero (the seeds' idealised ring)."""
+    cfg = load_system(name)
+    zero = {
+        "nccl.base_latency_us": {a: (0.0, 0.0, 0.0) for a in ("tree", "ring", "nvls")},
+        "nccl.hw_latency_us": {
+            hw: {a: (0.0, 0.0, 0.0) for a in ("tree", "ring", "nvls")}
+            for hw in ("nvlink", "pcie", "net")
+        },
+    }
+    return cfg.with_overrides(zero)
+
+
+@pytest.mark.parametrize("k,s", [(2, 1), (3, 5), (4, 3), (8, 16), (5, 7), (7, 2)])
+def test_seeds_pipelined_ring_formula_is_exact(k: int, s: int) -> None:
+    n, b = 3.0e6, 12.0e9
+    sim = pipelined_broadcast_time(k, n, s, b)
+    assert sim == pytest.approx(seeds_broadcast_time(k, n, s, b), rel=1e-12)
+    assert seeds_broadcast_time(k, n, 10**9, b) == pytest.approx(n / b, rel=1e-6)  # -> N / B
+
+
+@pytest.mark.parametrize("name", ["pcie4_v100", "dgx_a100", "dgx1_v100"])
+def test_model_ring_all_reduce_equals_simpy_ring_without_latency(name: str) -> None:
+    cfg = _ideal(name)
+    rings = find_rings(cfg)
+    for nbytes in (1 << 20, 3 << 24):
+        c = collective_time(cfg, "all_reduce", nbytes, "ring", "Simple")
+        b = rings.bandwidth_bytes_per_s
+        sim = ring_all_reduce_time(cfg.gpus, nbytes, 4, b)
+        assert c.time_s == pytest.approx(sim, rel=1e-12), (name, nbytes)
+        assert c.busbw_bytes_per_s == pytest.approx(b, rel=1e-12)
+        bc = collective_time(cfg, "broadcast", nbytes, "ring", "Simple")
+        assert bc.time_s == pytest.approx(nbytes / b, rel=1e-12)  # the seeds' N / B limit
+
+
+def test_bus_factors_follow_nccl_tests() -> None:
+    assert bus_factor("all_reduce", 8) == pytest.approx(14 / 8)
+    assert bus_factor("reduce_scatter", 8) == bus_factor("all_gather", 8) == pytest.approx(7 / 8)
+    assert bus_factor("broadcast", 8) == bus_factor("reduce", 8) == 1.0
+
+
+def test_dgx1_rings_are_hamiltonian_cycles_within_link_counts() -> None:
+    cfg = load_system("dgx1_v100")
+    rings = find_rings(cfg)
+    assert rings.count == 6 and rings.kind == "nvlink"
+    use: dict[tuple[int, int], int] = {}
+    for order in rings.orders:
+        assert sorted(order) == list(range(8))
+        for u, v in itertools.pairwise((*order, order[0])):
+            use[(u, v)] = use.get((u, v), 0) + 1
+    count = {}
+    for link in cfg.topology.links:
+        if link.kind == "nvlink":
+            a, b = int(link.a[3:]), int(link.b[3:])
+            count[(a, b)] = count[(b, a)] = link.count
+    assert all(n <= count.get(e, 0) for e, n in use.items()), use
+    assert rings.bandwidth_bytes_per_s == pytest.approx(6 * 20e9)
+
+
+@pytest.mark.parametrize(
+    "name,count,bw", [("dgx_a100", 12, 20e9), ("dgx_h100", 18, 20.6e9), ("pcie8_v100", 1, 12e9)]
+)
+def test_ring_bandwidth_per_system(name: str, count: int, bw: float) -> None:
+    rings = find_rings(load_system(name))
+    assert (rings.count, rings.ring_bandwidth_bytes_per_s) == (count, pytest.approx(bw))
+
+
+def test_shared_pcie_uplink_divides_the_ring() -> None:
+    """Two GPUs on one switch whose uplink the ring crosses twice each way: half bandwidth."""
+    data = load_system("pcie4_v100").model_dump()
+    data["topology"]["switches"] = ["pcie0", "pcie1", "cpu0"]
+    data["topology"]["links"] = [
+        {"a": "gpu0", "b": "pcie0", "kind": "pcie", "count": 1},
+        {"a": "gpu1", "b": "pcie1", "kind": "pcie", "count": 1},
+        {"a": "gpu2", "b": "pcie0", "kind": "pcie", "count": 1},
+        {"a": "gpu3", "b": "pcie1", "kind": "pcie", "count": 1},
+        {"a": "pcie0", "b": "cpu0", "kind": "pcie", "count": 1},
+        {"a": "pcie1", "b": "cpu0", "kind": "pcie", "count": 1},
+    ]
+    rings = find_rings(SystemConfig.model_validate(data))
+    assert rings.ring_bandwidth_bytes_per_s == pytest.approx(6e9)  # 12 GB/s over 2 hops
+
+
+def test_nccl_choice_by_size() -> None:
+    h100 = load_system("dgx_h100")
+    small = collective_time(h100, "all_reduce", 8 << 10)
+    big = collective_time(h100, "all_reduce", 1 << 30)
+    assert small.protocol == "LL" and big.algorithm == "nvls"
+    assert (
+        big.busbw_bytes_per_s
+        > collective_time(h100, "all_reduce", 1 << 30, "ring").busbw_bytes_per_s
+    )
+    a100 = load_system("dgx_a100")
+    assert collective_time(a100, "all_reduce", 1 << 30).algorithm == "ring"  # no NVLS on A100
+    times = [collective_time(a100, "all_reduce", 1 << p).time_s for p in range(10, 34)]
+    assert times == sorted(times)  # more bytes never take less time
+
+
+def test_multinode_ring_is_capped_by_the_nics() -> None:
+    two = load_system("dgx_a100").with_overrides({"nodes": 2})
+    c = collective_time(two, "all_reduce", 8 << 30, "ring", "Simple")
+    assert c.ranks == 16 and c.inter_bytes > 0
+    assert c.busbw_bytes_per_s == pytest.approx(8 * 24e9, rel=0.02)  # 8 HDR NICs as NCCL models
+
+
+def test_collective_table_and_sizes() -> None:
+    assert size_range("8:64") == [8, 16, 32, 64]
+    assert size_range("1K:1M:32") == [1024, 32768, 1048576]
+    frame = collective("dgx_h100", "all_gather", "1M:8M")
+    assert list(frame["size_bytes"]) == [1 << 20, 1 << 21, 1 << 22, 1 << 23]
+    algbw = frame["size_bytes"] / (frame["time_us"] * 1e-6) / 1e9
+    assert (frame["algbw_gb_s"] - algbw).abs().max() < 1e-9
+    assert (frame["busbw_gb_s"] - frame["algbw_gb_s"] * 7 / 8).abs().max() < 1e-9
+
+
+@pytest.mark.parametrize(
+    "change,needle",
+    [
+        (
+            {"topology.links": [{"a": "gpu0", "b": "gpu9", "kind": "nvlink"}]},
+            "'gpu9' does not exist",
+        ),
+        ({"topology.links": [{"a": "gpu0", "b": "gpu1", "kind": "nvlink"}]}, "disconnected"),
+        ({"topology.link_kinds.nvlink.bandwidth_bytes_per_s": 0}, "greater than 0"),
+        ({"topology.link_kinds.nvlink.nccl_bandwidth_bytes_per_s": -5}, "greater than 0"),
+        ({"nodes": 0}, "greater than 0"),
+    ],
+)
+def test_bad_systems_are_one_line_config_errors(change: dict, needle: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_system("dgx_a100").with_overrides(change)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_bad_collective_requests() -> None:
+    h100 = load_system("dgx_h100")
+    with pytest.raises(SimulationError, match="size 0 bytes; allowed: an integer >= 1"):
+        collective_time(h100, "all_reduce", 0)
+    with pytest.raises(SimulationError, match="has 8 GPUs"):
+        collective(h100, "all_reduce", [1024], gpus=9)
+    with pytest.raises(SimulationError, match="nvls"):
+        collective_time(load_system("dgx_a100"), "all_reduce", 1024, "nvls")
+    with pytest.raises(ArchsimError, match="not a byte count"):
+        size_range("8:lots")
+
+
+def _tiny_workload(tmp_path):
+    path = tmp_path / "mlp.yaml"
+    layers = [
+        {"name": "fc1", "kind": "fc", "inputs": 1024, "outputs": 4096, "weight_density": 1.0,
+         "activation_density": 1.0},
+        {"name": "fc2", "kind": "fc", "inputs": 4096, "outputs": 4096, "weight_density": 1.0,
+         "activation_density": 1.0},
+        {"name": "fc3", "kind": "fc", "inputs": 4096, "outputs": 1024, "weight_density": 1.0,
+         "activation_density": 1.0},
+    ]  # fmt: skip
+    path.write_text(json.dumps({"schema_version": 1, "name": "mlp", "source": "test",
+                                "layers": layers}))  # fmt: skip
+    return str(path)
+
+
+def test_training_step_accounts_for_every_second(tmp_path) -> None:
+    wl = _tiny_workload(tmp_path)
+    sysm = load_system("pcie8_v100")
+    run = run_step(sysm, wl, StepOptions(gpus=8, batch_per_gpu=64))
+    s = run.metadata["train_step"]
+    assert s["gpus"] == 8 and s["buckets"] >= 2
+    assert s["step_s"] == pytest.approx(s["compute_s"] + s["exposed_communication_s"]
+                                        + s["optimizer_s"], rel=1e-9)  # fmt: skip
+    assert s["overlapped_communication_s"] + s["exposed_communication_s"] == pytest.approx(
+        s["communication_s"], rel=1e-9
+    )
+    assert s["exposed_communication_s"] > 0  # PCIe: the last bucket cannot hide
+    assert 0 < s["scaling_efficiency"] < 1
+    one = run_step(sysm, wl, StepOptions(gpus=1, batch_per_gpu=64)).metadata["train_step"]
+    assert one["communication_s"] == 0 and one["scaling_efficiency"] == 1.0
+    assert s["single_gpu_samples_per_s"] == pytest.approx(one["samples_per_s"], rel=1e-12)
+    nccl = [e for e in s["timeline"] if e[0] == "nccl"]
+    assert len(nccl) == s["buckets"] and all(b[2] >= a[3] for a, b in itertools.pairwise(nccl))
+
+
+def test_faster_links_and_compression_shrink_exposed_communication(tmp_path) -> None:
+    wl = _tiny_workload(tmp_path)
+    base = load_system("pcie8_v100")
+    fast = base.with_overrides({"topology.link_kinds.pcie.nccl_bandwidth_bytes_per_s": 1.2e12})
+    opts = StepOptions(gpus=8, batch_per_gpu=64)
+    slow_s = run_step(base, wl, opts).metadata["train_step"]
+    fast_s = run_step(fast, wl, opts).metadata["train_step"]
+    topk = run_step(base, wl, StepOptions(8, batch_per_gpu=64, topk_density=0.01))
+    assert fast_s["exposed_communication_s"] < slow_s["exposed_communication_s"]
+    assert fast_s["scaling_efficiency"] > slow_s["scaling_efficiency"]
+    assert topk.metadata["train_step"]["communication_s"] < slow_s["communication_s"]
+
+
+def test_ddp_buckets_follow_pytorch_caps(tmp_path) -> None:
+    from archsim.config.io import load_workload
+    from archsim.system.training import _buckets
+    from archsim.system.workload import training_layers
+
+    layers = training_layers(load_workload(_tiny_workload(tmp_path)), 64)
+    sysm = load_system("dgx_a100")
+    buckets = _buckets(layers, sysm, 4)
+    assert [b[0] for b in buckets][0] == 2  # reverse layer order: fc3 first
+    assert sorted(i for b in buckets for i in b) == [0, 1, 2]
+    small = sysm.with_overrides({"ddp.bucket_bytes": 1, "ddp.first_bucket_bytes": 1})
+    assert len(_buckets(layers, small, 4)) == 3
+
+
+def test_train_errors(tmp_path) -> None:
+    wl = _tiny_workload(tmp_path)
+    h100 = load_system("dgx_h100")
+    with pytest.raises(SimulationError, match="allowed: 1 to 8"):
+        run_step(h100, wl, StepOptions(gpus=16))
+    with pytest.raises(SimulationError, match="precision 'fp64'"):
+        run_step(h100, wl, StepOptions(precision="fp64"))
+    big = h100.with_overrides({"ddp.bucket_bytes": 1 << 40})
+    with pytest.raises(SimulationError, match="ddp.bucket_bytes"):
+        run_step(big, wl, StepOptions(gpus=2, batch_per_gpu=8))
+
+
+def test_cli_collective_and_train(tmp_path, capsys) -> None:
+    out = tmp_path / "coll"
+    assert main(["collective", "--system", "dgx_a100", "--sizes", "1M:4M", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "busbw" in text and "ring/" in text
+    for name in ("results.csv", "results.json", "report.html"):
+        assert (out / name).stat().st_size > 0
+    assert "<svg" in (out / "report.html").read_text()
+    assert main(["collective", "--sizes", "0", "-o", str(tmp_path / "x")]) == 2
+    assert "allowed" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    wl = _tiny_workload(tmp_path)
+    tout = tmp_path / "train"
+    assert main(["train", "pcie4_v100", wl, "--gpus", "1,4", "--batch", "32", "-o", str(tout)]) == 0
+    rows = json.loads((tout / "results.json").read_text())["steps"]
+    assert [r["gpus"] for r in rows] == [1, 4]
+    assert main(["train", "pcie4_v100", wl, "--gpus", "8", "-o", str(tmp_path / "y")]) == 2
+    assert "has 4 GPUs" in capsys.readouterr().err
+
+
+def test_simulate_refuses_a_system_with_a_pointer() -> None:
+    import archsim
+
+    with pytest.raises(SimulationError, match="archsim train"):
+        archsim.simulate("dgx_h100", "deepbench_gemm")
+    assert math.isfinite(collective_time(load_system("dgx1_v100"), "reduce", 1 << 20).time_s)

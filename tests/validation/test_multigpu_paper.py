@@ -1,0 +1,28 @@
+"""Published multi-GPU figures: nccl-tests bus bandwidths and NVIDIA's ResNet-50 training."""
+
+from __future__ import annotations
+
+import pytest
+
+from archsim.validation.multigpu import MULTIGPU_CLAIMS
+
+_BY_NAME = {(c.name, c.source): c for c in MULTIGPU_CLAIMS}
+_BANDWIDTH = [c for c in MULTIGPU_CLAIMS if "busbw" in c.name]
+
+
+@pytest.mark.parametrize("claim", _BANDWIDTH, ids=lambda c: f"{c.name} [{c.paper:g}]")
+def test_nccl_tests_bus_bandwidth(claim, check_claim) -> None:
+    check_claim(claim)
+
+
+def _training(label: str, what: str):
+    return next(c for c in MULTIGPU_CLAIMS if label in c.name and what in c.name)
+
+
+def test_resnet50_dgx1_mixed_precision_single_gpu(check_claim) -> None:
+    check_claim(_training("DGX-1 16GB, mixed precision", "1 GPU"))
+
+
+def test_resnet50_dgx1_mixed_precision_speedup_is_a_known_gap(check_claim) -> None:
+    """Documented FAIL: NVIDIA's 6.93x carries host-side losses the model does not simulate."""
+    check_claim(_training("DGX-1 16GB, mixed precision", "speed-up"), known_gap=1.2)
