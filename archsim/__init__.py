@@ -15,6 +15,9 @@ from archsim.errors import ArchsimError, ConfigError, SimulationError, WorkloadE
 from archsim.explore import pareto, sweep, totals
 from archsim.results import LayerResult, RunResult
 from archsim.simulate import archsim_version, simulate
+from archsim.system import load_system
+from archsim.system.api import collective
+from archsim.system.training import train_step
 
 __version__ = archsim_version()
 
@@ -29,13 +32,16 @@ __all__ = [
     "WorkloadError",
     "WorkloadSpec",
     "__version__",
+    "collective",
     "json_schema",
     "list_presets",
     "load_hardware",
     "load_sweep",
+    "load_system",
     "load_workload",
     "pareto",
     "simulate",
     "sweep",
     "totals",
+    "train_step",
 ]
