@@ -116,6 +116,12 @@ class NcclConfig(ArchsimModel):
         default=1.0, description="Network post overhead per step, us (x3 for Simple)."
     )
     max_channels: PositiveInt = Field(default=32, description="Rings NCCL may build (MAXCHANNELS).")
+    algorithm: Literal["ring", "tree", "nvls"] | None = Field(
+        default=None, description="Force an algorithm (NCCL_ALGO); null: NCCL's choice by size."
+    )
+    protocol: Literal["LL", "LL128", "Simple"] | None = Field(
+        default=None, description="Force a protocol (NCCL_PROTO); null: NCCL's choice by size."
+    )
     sm_per_channel: PositiveInt = Field(
         default=1, description="SMs one NCCL channel occupies (one CTA per channel)."
     )

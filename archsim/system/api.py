@@ -15,12 +15,12 @@ from archsim.system.subsystem import subsystem
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["COLLECTIVE_COLUMNS", "collective", "parse_size", "size_range"]
+__all__ = ["COLLECTIVE_COLUMNS", "collective", "parse_size", "size_range", "train_sweep"]
 
 #: nccl-tests' table, plus the algorithm and protocol NCCL's tuning picks
 COLLECTIVE_COLUMNS = (
     "size_bytes", "count", "type", "time_us", "algbw_gb_s", "busbw_gb_s", "algorithm",
-    "protocol", "channels", "gpus", "nodes",
+    "protocol", "channels", "gpus", "nodes", "energy_j",
 )  # fmt: skip
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -99,8 +99,42 @@ def collective(
                 "channels": c.channels,
                 "gpus": cfg.gpus,
                 "nodes": cfg.nodes,
+                "energy_j": c.energy_pj(cfg) * 1e-12,
             }
         )
     frame = pd.DataFrame(rows, columns=list(COLLECTIVE_COLUMNS))
     frame.attrs.update({"system": cfg.name, "op": op})
     return frame
+
+
+def train_sweep(
+    system: SystemConfig | str | Path,
+    workload: str | Path,
+    axes: dict[str, list[Any]],
+    **step: Any,
+) -> pd.DataFrame:
+    """One training step per point of the grid ``axes`` (first axis slowest): one row each.
+
+    Axes are dotted system fields (``topology.link_kinds.nvlink.nccl_bandwidth_bytes_per_s``,
+    ``ddp.bucket_bytes``, ``nccl.algorithm``, ``nodes``) or ``gpus`` / ``precision`` /
+    ``batch_per_gpu`` / ``optimizer`` / ``topk_density`` (the :func:`train_step` options);
+    ``step`` gives fixed options.
+    """
+    import itertools
+
+    import pandas as pd
+
+    from archsim.system.training import train_step
+
+    base = load_system(system)
+    options = {"gpus", "precision", "batch_per_gpu", "optimizer", "topk_density"}
+    names = list(axes)
+    rows = []
+    for values in itertools.product(*(axes[n] for n in names)):
+        point = dict(zip(names, values, strict=True))
+        fields = {k: v for k, v in point.items() if k not in options}
+        cfg = base.with_overrides(fields, source="axes") if fields else base
+        opts = {**step, **{k: v for k, v in point.items() if k in options}}
+        s = train_step(cfg, workload, **opts).metadata["train_step"]
+        rows.append({**point, **{k: v for k, v in s.items() if k != "timeline"}})
+    return pd.DataFrame(rows)

@@ -78,6 +78,12 @@ class CollectiveTime:
         """nccl-tests busbw: algbw x the operation's bus factor."""
         return self.algbw_bytes_per_s * bus_factor(self.op, self.ranks)
 
+    def energy_pj(self, cfg: SystemConfig) -> float:
+        """Energy of the bytes moved: NVLink or PCIe inside nodes, the network between them."""
+        e = cfg.energy
+        intra = e.nvlink_pj_per_bit if "nvlink" in cfg.topology.link_kinds else e.pcie_pj_per_bit
+        return 8 * (self.intra_bytes * intra + self.inter_bytes * e.nic_pj_per_bit)
+
 
 def bus_factor(op: str, n: int) -> float:
     """nccl-tests' busbw / algbw for ``op`` on ``n`` ranks."""
@@ -190,8 +196,11 @@ def collective_time(
 ) -> CollectiveTime:
     """Time of ``op`` on ``nbytes`` (nccl-tests' size) across every GPU of ``cfg``.
 
-    ``algorithm``/``protocol`` force NCCL_ALGO/NCCL_PROTO; by default the fastest is chosen.
+    ``algorithm``/``protocol`` force NCCL_ALGO/NCCL_PROTO (default: the system's
+    ``nccl.algorithm``/``nccl.protocol``, and when those are null the fastest is chosen).
     """
+    algorithm = algorithm or cfg.nccl.algorithm
+    protocol = protocol or cfg.nccl.protocol
     _check(cfg, op, nbytes, algorithm, protocol)
     f = _fabric(cfg)
     n = f.ranks

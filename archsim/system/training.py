@@ -319,14 +319,12 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
 
 def _comm_rows(sysn, work, comms, buckets) -> list[LayerResult]:
     """One row per all-reduced bucket, priced per bit on the links it crosses."""
-    e = sysn.energy
-    intra_pj = (e.nvlink_pj_per_bit if _nvlink(sysn) else e.pcie_pj_per_bit) * 8
     clock = work.gpu.clock.frequency_hz
     rows = []
     for b, (c, idx) in enumerate(zip(comms, buckets, strict=True)):
         if c is None:
             continue
-        pj = c.intra_bytes * intra_pj + c.inter_bytes * e.nic_pj_per_bit * 8
+        pj = c.energy_pj(sysn)
         extras = {
             "comm_bytes": c.bytes,
             "comm_algorithm": c.algorithm,
@@ -392,10 +390,6 @@ def _result(
         area_mm2={},
         metadata=meta,
     )
-
-
-def _nvlink(cfg: SystemConfig) -> bool:
-    return "nvlink" in cfg.topology.link_kinds
 
 
 def _row(

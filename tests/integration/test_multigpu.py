@@ -271,3 +271,21 @@ def test_simulate_refuses_a_system_with_a_pointer() -> None:
     with pytest.raises(SimulationError, match="archsim train"):
         archsim.simulate("dgx_h100", "deepbench_gemm")
     assert math.isfinite(collective_time(load_system("dgx1_v100"), "reduce", 1 << 20).time_s)
+
+
+def test_train_sweep_over_link_bandwidth_and_algorithm(tmp_path) -> None:
+    from archsim.system.api import train_sweep
+
+    frame = train_sweep(
+        "pcie4_v100",
+        _tiny_workload(tmp_path),
+        {"topology.link_kinds.pcie.nccl_bandwidth_bytes_per_s": [6e9, 24e9], "gpus": [2, 4]},
+        batch_per_gpu=32,
+    )
+    assert len(frame) == 4 and list(frame["gpus"]) == [2, 4, 2, 4]
+    slow, fast = frame[frame["gpus"] == 4]["communication_s"]
+    assert slow == pytest.approx(4 * fast, rel=0.05)  # bandwidth-bound buckets
+    ring = load_system("dgx_h100").with_overrides({"nccl.algorithm": "ring"})
+    assert collective_time(ring, "all_reduce", 1 << 30).algorithm == "ring"
+    c = collective_time(load_system("dgx_h100"), "all_reduce", 1 << 30)
+    assert c.energy_pj(load_system("dgx_h100")) == pytest.approx(8 * c.intra_bytes * 11.0)
