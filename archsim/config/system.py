@@ -122,6 +122,12 @@ class NcclConfig(ArchsimModel):
     protocol: Literal["LL", "LL128", "Simple"] | None = Field(
         default=None, description="Force a protocol (NCCL_PROTO); null: NCCL's choice by size."
     )
+    hbm_passes_per_byte: NonNegativeFloat = Field(
+        default=3.0,
+        description="HBM accesses per byte a collective moves on the bus: a ring step reads the "
+        "local chunk and the received one and writes the result (memory-bound compute that "
+        "overlaps a collective loses this share of HBM bandwidth).",
+    )
     sm_per_channel: PositiveInt = Field(
         default=1, description="SMs one NCCL channel occupies (one CTA per channel)."
     )

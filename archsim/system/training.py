@@ -216,18 +216,23 @@ def _comms(sysn: SystemConfig, work: _Work, buckets: list[list[int]], opts: Step
     return out
 
 
-def _kernels(work: _Work) -> list[tuple[str, float, int | None]]:
-    """(name, seconds at full speed, layer whose gradients it completes) in stream order."""
-    out: list[tuple[str, float, int | None]] = []
+def _kernels(work: _Work) -> list[tuple[str, float, bool, int | None]]:
+    """(name, seconds at full speed, memory-bound?, layer whose gradients it completes)."""
+    out: list[tuple[str, float, bool, int | None]] = []
+
+    def gemm(tl: TrainLayer, phase: str, done: int | None) -> None:
+        lr = work.gemms[f"{tl.name}/{phase}"]
+        out.append((f"{tl.name}/{phase}", lr.time_s, lr.extras.get("tc_bound") == "memory", done))
+
     for i, tl in enumerate(work.layers):
-        out.append((f"{tl.name}/fwd", work.gemms[f"{tl.name}/fwd"].time_s, None))
-        out.append((f"{tl.name}/elementwise_fwd", work.ew_f[i], None))
+        gemm(tl, "fwd", None)
+        out.append((f"{tl.name}/elementwise_fwd", work.ew_f[i], True, None))
     for i in reversed(range(len(work.layers))):
         tl = work.layers[i]
-        out.append((f"{tl.name}/elementwise_bwd", work.ew_b[i], None))
+        out.append((f"{tl.name}/elementwise_bwd", work.ew_b[i], True, None))
         if tl.dgrad is not None:
-            out.append((f"{tl.name}/dgrad", work.gemms[f"{tl.name}/dgrad"].time_s, None))
-        out.append((f"{tl.name}/wgrad", work.gemms[f"{tl.name}/wgrad"].time_s, i))
+            gemm(tl, "dgrad", None)
+        gemm(tl, "wgrad", i)
     return out
 
 
@@ -243,14 +248,21 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
     sms = work.gpu.sms
     channels = max((c.channels for c in comms if c is not None), default=0)
     slow = max(1, sms - channels * sysn.nccl.sm_per_channel) / sms
+    hbm = work.gpu.hbm.bandwidth_bytes_per_s * work.gpu.hbm_achievable_fraction
+    # HBM bytes NCCL moves per second while a collective runs (busbw x its passes per byte)
+    nccl_hbm = max(
+        (c.busbw_bytes_per_s * sysn.nccl.hbm_passes_per_byte for c in comms if c is not None),
+        default=0.0,
+    )
+    slow_mem = min(slow, max(0.05, 1 - nccl_hbm / hbm))
     marks: dict[str, float] = {}
     waiting = {"timeout": False}
 
     def compute() -> Generator[Any, Any, None]:
-        for name, dur, done_layer in _kernels(work):
+        for name, dur, mem_bound, done_layer in _kernels(work):
             start, left_s = env.now, dur
             while left_s > 0:
-                rate = slow if st.comm_active else 1.0
+                rate = (slow_mem if mem_bound else slow) if st.comm_active else 1.0
                 t0 = env.now
                 waiting["timeout"] = True
                 try:
