@@ -47,6 +47,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--batch", type=int, default=256, help="samples per GPU (256)")
     t.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"))
     t.add_argument("--topk", type=float, help="gradient compression: fraction of gradients sent")
+    t.add_argument("--tensor", type=int, default=1, help="tensor-parallel GPUs (Megatron split)")
+    t.add_argument("--pipeline", type=int, default=1, help="pipeline stages (GPipe)")
+    t.add_argument("--micro-batches", type=int, default=1, help="micro-batches per pipeline")
     _common(t)
 
 
@@ -138,6 +141,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from archsim.system.training import StepOptions, run_step
 
     cfg = _system(args)
+    if args.tensor > 1 or args.pipeline > 1:
+        return _cmd_parallel(args, cfg)
     results = [
         run_step(cfg, args.workload, StepOptions(g, args.precision, args.batch,
                                                    args.optimizer, args.topk))
@@ -167,4 +172,43 @@ def cmd_train(args: argparse.Namespace) -> int:
                 f"{s['speedup_vs_1_gpu']:>8.2f}x {100 * s['scaling_efficiency']:>5.1f}%"
             )
         print(f"wrote {out / 'results.csv'}, results.json, report.html")
+    return 0
+
+
+def _cmd_parallel(args: argparse.Namespace, cfg) -> int:
+    """``archsim train --tensor T --pipeline P``: model parallelism inside one node."""
+    import pandas as pd
+
+    from archsim.system.parallel import parallel_step
+
+    rows = [
+        parallel_step(cfg, args.workload, g, args.tensor, args.pipeline, args.micro_batches,
+                      args.precision, args.batch, args.optimizer)
+        for g in _gpu_counts(args.gpus)
+    ]  # fmt: skip
+    out = _out_dir(args.out)
+    _atomic(out / "results.csv", pd.DataFrame(rows).to_csv(index=False))
+    _atomic(
+        out / "results.json",
+        json.dumps(
+            {"system": cfg.model_dump(mode="json"), "workload": args.workload, "steps": rows},
+            indent=1,
+        ),
+    )
+    if not args.quiet:
+        print(
+            f"# {args.workload} on {cfg.name}: tensor {args.tensor} x pipeline {args.pipeline}"
+            f" x data, {args.micro_batches} micro-batches of {args.batch} samples per replica"
+        )
+        print(
+            f"{'GPUs':>5} {'data':>5} {'step ms':>9} {'bubble':>7} {'allreduce ms':>13} "
+            f"{'samples/s':>11}"
+        )
+        for r in rows:
+            print(
+                f"{r['gpus']:>5} {r['data']:>5} {r['step_s'] * 1e3:>9.2f} "
+                f"{100 * r['bubble_fraction']:>6.1f}% {r['data_allreduce_s'] * 1e3:>13.3f} "
+                f"{r['samples_per_s']:>11.1f}"
+            )
+        print(f"wrote {out / 'results.csv'}, results.json")
     return 0

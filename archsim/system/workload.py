@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, LstmLayer, WorkloadSpec
 from archsim.errors import SimulationError
 
-__all__ = ["PRECISIONS", "TrainLayer", "training_layers", "gemm_workload"]
+__all__ = ["PRECISIONS", "TrainLayer", "gemm_workload", "split_tensor", "training_layers"]
 
 #: training precision -> (GEMM operand precision, accumulator, activation bytes, gradient bytes)
 PRECISIONS: dict[str, tuple[str, str, int, int]] = {
@@ -100,3 +100,25 @@ def gemm_workload(layers: list[TrainLayer], precision: str, name: str) -> Worklo
     return WorkloadSpec.model_validate(
         {"schema_version": 1, "name": name, "source": "archsim training lowering", "layers": out}
     )
+
+
+def split_tensor(layers: list[TrainLayer], ways: int) -> list[TrainLayer]:
+    """Each layer's output features (filters, fc outputs) split over ``ways`` GPUs (Megatron's
+    column split): every GEMM's N (weight gradient: its N too) shrinks to ``ceil(n / ways)``."""
+    if ways == 1:
+        return layers
+    out = []
+    for tl in layers:
+        m, n, k, b = tl.forward
+        ns = -(-n // ways)
+        out.append(
+            TrainLayer(
+                name=tl.name,
+                forward=(m, ns, k, b),
+                dgrad=None if tl.dgrad is None else (m, k, ns, b),
+                wgrad=(k, ns, m, b),
+                outputs=-(-tl.outputs // ways),
+                params=-(-tl.params // ways),
+            )
+        )
+    return out

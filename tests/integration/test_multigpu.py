@@ -21,6 +21,7 @@ from archsim.system.ring_reference import (
 )
 from archsim.system.topology import find_rings
 from archsim.system.training import StepOptions, run_step
+from archsim.system.workload import training_layers
 
 SYSTEMS = ("dgx1_v100", "dgx_a100", "dgx_h100", "pcie4_v100", "pcie8_v100")
 
@@ -289,3 +290,45 @@ def test_train_sweep_over_link_bandwidth_and_algorithm(tmp_path) -> None:
     assert collective_time(ring, "all_reduce", 1 << 30).algorithm == "ring"
     c = collective_time(load_system("dgx_h100"), "all_reduce", 1 << 30)
     assert c.energy_pj(load_system("dgx_h100")) == pytest.approx(8 * c.intra_bytes * 11.0)
+
+
+def _uniform(tmp_path, n: int = 8):
+    path = tmp_path / "uniform.yaml"
+    fc = {
+        "kind": "fc",
+        "inputs": 2048,
+        "outputs": 2048,
+        "weight_density": 1.0,
+        "activation_density": 1.0,
+    }
+    layers = [{"name": f"fc{i}", **fc} for i in range(n)]
+    path.write_text(json.dumps({"schema_version": 1, "name": "u", "source": "t", "layers": layers}))
+    return str(path)
+
+
+def test_pipeline_bubble_and_tensor_split(tmp_path) -> None:
+    from archsim.system.parallel import _stages, parallel_step
+
+    assert _stages([1, 1, 1, 1, 4], 2) == [[0, 1, 2, 3], [4]]
+    wl = _uniform(tmp_path)
+    ideal = lambda p, m: (p - 1) / (m + p - 1)  # noqa: E731
+    for p, m in ((4, 1), (4, 8), (8, 16)):
+        s = parallel_step("dgx_h100", wl, gpus=p, pipeline=p, micro_batches=m, batch_per_replica=64)
+        # the sends between stages add a little idle time to the ideal GPipe bubble
+        assert ideal(p, m) <= s["bubble_fraction"] < ideal(p, m) + 0.08, (p, m, s)
+        assert len(s["stages"]) == p and all(len(st) == 8 // p for st in s["stages"])
+    from archsim.config.io import load_workload
+    from archsim.system.workload import split_tensor
+
+    layers = training_layers(load_workload(wl), 64)
+    split = split_tensor(layers, 4)
+    assert split[1].forward == (64, 512, 2048, 1) and split[1].dgrad == (64, 2048, 512, 1)
+    assert split[1].wgrad == (2048, 512, 64, 1) and split[1].params * 4 == layers[1].params
+    tp = parallel_step("dgx_h100", wl, gpus=4, tensor=4, batch_per_replica=64)
+    assert tp["data"] == 1 and tp["bubble_fraction"] == 0.0
+    dp = parallel_step("dgx_h100", wl, gpus=4, batch_per_replica=64)
+    assert dp["data"] == 4 and dp["data_allreduce_s"] > 0
+    with pytest.raises(SimulationError, match="does not divide"):
+        parallel_step("dgx_h100", wl, gpus=8, tensor=3)
+    with pytest.raises(SimulationError, match="inside one node"):
+        parallel_step(load_system("dgx_h100").with_overrides({"nodes": 2}), wl, gpus=16)
