@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
 from archsim.errors import ArchsimError, ConfigError, WorkloadError
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     from archsim.validation.command import add_parser as add_validate_parser
 
     add_validate_parser(sub)
+    add_doctor_parser(sub)
     return p
 
 
@@ -191,6 +193,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         baseline = load_hardware(args.baseline) if args.baseline else None
         steps = len(wl.layers) * (2 if baseline else 1)
+        announce_compile(hw.accelerator, quiet=not progress_enabled(args.quiet))
         with progress_bar(steps, "simulating", progress_enabled(args.quiet)) as advance:
             result = simulate(
                 hw, wl, seed=args.seed, baseline=baseline, progress=layer_progress(advance)
@@ -282,6 +285,7 @@ _COMMANDS = {
     "schema": _cmd_schema,
     "report": _cmd_report,
     "validate": _cmd_validate,
+    "doctor": cmd_doctor,
 }
 
 
