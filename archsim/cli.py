@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
 from archsim.errors import ArchsimError, ConfigError, WorkloadError
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_validate_parser(sub)
     add_system_parsers(sub)
+    add_doctor_parser(sub)
     return p
 
 
@@ -193,6 +195,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         baseline = load_hardware(args.baseline) if args.baseline else None
         steps = len(wl.layers) * (2 if baseline else 1)
+        announce_compile(hw.accelerator, quiet=not progress_enabled(args.quiet))
         with progress_bar(steps, "simulating", progress_enabled(args.quiet)) as advance:
             result = simulate(
                 hw, wl, seed=args.seed, baseline=baseline, progress=layer_progress(advance)
@@ -286,6 +289,7 @@ _COMMANDS = {
     "validate": _cmd_validate,
     "collective": lambda a: __import__("archsim.cli_system").cli_system.cmd_collective(a),
     "train": lambda a: __import__("archsim.cli_system").cli_system.cmd_train(a),
+    "doctor": cmd_doctor,
 }
 
 

@@ -12,12 +12,12 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from archsim.errors import ArchsimError
-from archsim.explore import pareto, plan_sweep, run_plan, totals
+
+if TYPE_CHECKING:  # pandas and the sweep engine load when a sweep runs, not for `--help`
+    import pandas as pd
 
 __all__ = ["add_sweep_parser", "cmd_sweep", "format_points", "rebuild_sweep_report"]
 
@@ -87,6 +87,8 @@ def _write_outputs(out: Path, frame: pd.DataFrame, points: pd.DataFrame, title: 
 
     atomic("results.parquet", lambda p: frame.to_parquet(p, index=False))
     atomic("points.csv", lambda p: points.to_csv(p, index=False))
+    import pandas as pd
+
     skipped = pd.DataFrame(frame.attrs.get("skipped", []))
     atomic("skipped.csv", lambda p: skipped.to_csv(p, index=False))
     from archsim.report import write_sweep_report
@@ -100,6 +102,9 @@ def rebuild_sweep_report(folder: Path) -> Path:
     """Re-write ``folder/report.html`` from the ``results.parquet`` and ``sweep.json`` that
     ``archsim sweep`` left there (after a report change, without re-running any point);
     raises OSError when it cannot write."""
+    import pandas as pd
+
+    from archsim.explore import totals
     from archsim.report import write_sweep_report
 
     meta_path, parquet = folder / "sweep.json", folder / "results.parquet"
@@ -121,6 +126,8 @@ def rebuild_sweep_report(folder: Path) -> Path:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run the ``sweep`` subcommand; returns the exit code."""
+    from archsim.explore import pareto, plan_sweep, run_plan, totals
+
     plan = plan_sweep(args.spec)
     if args.jobs is not None and args.jobs < 1:
         raise ArchsimError(f"-j: must be >= 1 (got {args.jobs})")

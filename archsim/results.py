@@ -6,12 +6,14 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from pydantic import TypeAdapter, ValidationError
 
 from archsim.errors import ArchsimError
+
+if TYPE_CHECKING:  # pandas loads with the first DataFrame, not with `import archsim`
+    import pandas as pd
 
 __all__ = ["LayerResult", "RunResult", "BASE_COLUMNS", "RESULTS_FORMAT_VERSION"]
 
@@ -111,6 +113,8 @@ class RunResult:
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per layer (see ``BASE_COLUMNS``), plus energy and accelerator columns."""
+        import pandas as pd
+
         return pd.DataFrame([lr.row() for lr in self.layers])
 
     def summary(self) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from archsim.accelerators import REGISTRY
 from archsim.config.base import ArchsimModel
 from archsim.config.io import load_hardware, load_workload
 from archsim.config.workload import WorkloadSpec
@@ -119,6 +118,8 @@ def simulate(
     wl = load_workload(workload)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError("<api>", "seed", f"must be a non-negative integer (got {seed!r})")
+    from archsim.accelerators import REGISTRY  # numba and the kernels load with the first run
+
     acc = hw.accelerator  # type: ignore[attr-defined]
     if acc == "system":
         raise SimulationError(

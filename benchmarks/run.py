@@ -1,18 +1,23 @@
-"""archsim speed: one table per model, with the NumPy floor and peer tools side by side.
+"""archsim speed, every figure beside its peer measured in the same run.
 
     python benchmarks/run.py [--models eie,scnn,dcnn] [--eie-cpp PATH] [--eie-data DIR]
 
 Per model, in two fresh subprocesses sharing a new, empty NUMBA_CACHE_DIR: the first measures
 the first simulate() call with the cache empty (numba compiles), the second the first call with
-the cache filled (load only), then wall time per layer and per network, simulated cycles and
-effective MACs per wall second, and its peak resident memory. "floor s" is the time NumPy takes
-to compute the same layer's output functionally (materialisation not timed; archsim's wall time
-includes its own materialisation, encoding, timing, functional check and energy pricing);
-"x floor" = archsim / floor. Wall times are best of --repeat for calls under a second.
+the cache filled (load only). Then every row times archsim and its peer ALTERNATELY (a, b, a,
+b, ... at least 3 rounds, see ``floors.alternate``) and prints min and median of each and the
+ratio archsim / peer of both. Peers: the NumPy floor (the layer's output computed functionally
+from the same materialised inputs, nothing cached between calls; archsim's time includes its own
+materialisation, encoding, timing, functional check and pricing), and with --eie-cpp the EIE
+authors' C++ simulator (whole process) on the real Alex-8 layer, against archsim in-process
+(memo off and on) and against a whole `archsim run` process. A start-up table compares
+`import archsim` and `archsim --help` with a bare interpreter.
+
+The machine may be shared: the load average is printed with every table; compare ratios.
 
 A model is a ``BenchModel`` in MODELS: hardware preset, the workload shown layer by layer, the
 workloads timed whole, speed goals from the issues. A model whose accelerator has no simulator
-in this archsim (``gpu`` until the tensor_core simulator lands) is reported as skipped.
+in this archsim is reported as skipped.
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from floors import best_time, conv_floor, gemm_floor, matvec_floor
+from floors import alternate, best_method, conv_floor, gemm_floor, matvec_floor, stats
 
 import archsim
+from archsim import memo
 from archsim.accelerators import REGISTRY
 from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
 from archsim.validation import default_eie_data
@@ -61,35 +67,35 @@ MODELS = {
     # the GEMM floor is float32 NumPy matmul; runs once simulate() supports tensor_core
     "gpu": BenchModel("v100", _GEMM_ANCHORS, (_GEMM_ANCHORS,)),
 }
-GOAL_ALEX8_REAL_S = 0.2
+#: issue 18 goals, as ratios to the EIE authors' C++ simulator (whole process)
+GOAL_ALEX8_IN_PROCESS_RATIO = 0.1
+GOAL_ALEX8_RUN_RATIO = 3.0
 GOAL_PEAK_RSS_GB = 4.0
 
 
-def _floor(hw, spec, seed: int, base_dir: Path, repeat: int) -> tuple[float, str]:
+def _floor_fns(hw, spec, seed: int, base_dir: Path) -> dict:
     if isinstance(spec, ConvLayer):
-        return conv_floor(materialize_conv(spec, seed), repeat)
+        return conv_floor(materialize_conv(spec, seed))
     if isinstance(spec, GemmLayer):
-        return gemm_floor(spec.m, spec.n, spec.k, repeat)
+        return gemm_floor(spec.m, spec.n, spec.k)
     entries = hw.encoding.codebook_entries if hasattr(hw, "encoding") else 16
-    return matvec_floor(materialize_matvec(spec, seed, base_dir, entries), repeat)
+    return matvec_floor(materialize_matvec(spec, seed, base_dir, entries))
 
 
-def _row(name: str, res: archsim.RunResult, wall: float, floor: tuple[float, str] | None):
+def _paired_row(name: str, fns: dict, peers: list[str], repeat: int, **extra) -> dict:
+    """Time ``fns`` alternately; the row holds every contender's min/median and the peer's."""
+    times = alternate(fns, repeat)
+    peer = best_method(times, peers) if peers else None
+    row = {"name": name, "times": {k: stats(v) for k, v in times.items()}, "peer": peer}
+    return row | extra
+
+
+def _simulate_row(name: str, hw, wl, floors: dict, repeat: int) -> dict:
+    res = archsim.simulate(hw, wl)  # warm-up: the first call may load kernels
     cycles = sum(lr.cycles for lr in res.layers)
     macs = sum(lr.macs_effective for lr in res.layers)
-    row = {"name": name, "wall_s": wall, "cycles": cycles, "macs": macs}
-    if floor is not None:
-        row |= {"floor_s": floor[0], "floor": floor[1]}
-    return row
-
-
-def _time_simulate(hw, wl, repeat: int) -> tuple[archsim.RunResult, float]:
-    t = time.perf_counter()
-    res = archsim.simulate(hw, wl)
-    first = time.perf_counter() - t
-    if first < 1.0 and repeat > 1:
-        first = min(first, best_time(lambda: archsim.simulate(hw, wl), repeat - 1))
-    return res, first
+    fns = {"archsim": lambda: archsim.simulate(hw, wl), **floors}
+    return _paired_row(name, fns, list(floors), repeat, cycles=cycles, macs=macs)
 
 
 def _probe(model: BenchModel) -> dict[str, float]:
@@ -105,36 +111,91 @@ def _probe(model: BenchModel) -> dict[str, float]:
     return out
 
 
+def _cpp_call(exe: Path):
+    """A callable running the EIE authors' C++ simulator (built outside the repo) once; it
+    reads ``data/`` from its folder. Also returns the cycles it printed."""
+    exe = exe.absolute()  # not resolve(): the authors' binary is a link beside data/
+    exe = exe / "simulation" if exe.is_dir() else exe
+
+    def call() -> str:
+        p = subprocess.run([str(exe)], cwd=exe.parent, capture_output=True, text=True, check=True)
+        return p.stdout + p.stderr
+
+    m = re.search(r"cycles:\s*(\d+)", call())
+    return call, int(m.group(1)) if m else 0
+
+
 def _eie_real_rows(args: argparse.Namespace, hw, repeat: int) -> list[dict]:
-    """archsim and, with --eie-cpp, the authors' C++ simulator on the real Alex-8 layer."""
+    """archsim against the authors' C++ simulator (with --eie-cpp) on the real Alex-8 layer."""
     if args.eie_data is None or not Path(args.eie_data).is_dir():
         return [{"name": "Alex-8 real", "skipped": "no --eie-data folder"}]
     wl = alex8_real_workload(args.eie_data)
-    res, wall = _time_simulate(hw, wl, max(repeat, 5))
-    floor = _floor(hw, wl.layers[0], 0, wl.base_dir, repeat)
-    rows = [_row("Alex-8 real", res, wall, floor) | {"goal_s": GOAL_ALEX8_REAL_S}]
-    if args.eie_cpp:
-        rows.append(_cpp_row(Path(args.eie_cpp), repeat) | {"floor_s": floor[0], "floor": floor[1]})
+    floors = _floor_fns(hw, wl.layers[0], 0, wl.base_dir)
+    rows = [_simulate_row("Alex-8 real vs NumPy", hw, wl, floors, max(repeat, 5))]
+    if not args.eie_cpp:
+        return rows
+    cpp, cpp_cycles = _cpp_call(Path(args.eie_cpp))
+    sim = {"archsim simulate()": lambda: archsim.simulate(hw, wl), "EIE C++ process": cpp}
+    rows.append(
+        _paired_row(
+            "Alex-8 real vs C++",
+            sim,
+            ["EIE C++ process"],
+            max(repeat, 5),
+            goal_ratio=GOAL_ALEX8_IN_PROCESS_RATIO,
+            peer_cycles=cpp_cycles,
+        )
+    )
+    memo.enable()  # the per-process cache of built layers, as sweeps use it
+    try:
+        archsim.simulate(hw, wl)
+        memo_sim = {"archsim simulate(), memo": sim["archsim simulate()"], "EIE C++ process": cpp}
+        rows.append(
+            _paired_row(
+                "Alex-8 real, memo on",
+                memo_sim,
+                ["EIE C++ process"],
+                max(repeat, 5),
+                goal_ratio=GOAL_ALEX8_IN_PROCESS_RATIO,
+            )
+        )
+    finally:
+        memo.disable()
+    with tempfile.TemporaryDirectory(prefix="bench-run-") as tmp:
+        spec_path = Path(tmp) / "alex8.yaml"
+        spec_path.write_text(wl.model_dump_json())  # JSON is YAML
+        cmd = [sys.executable, "-m", "archsim", "run", "eie", str(spec_path), "-q", "-o", tmp]
+
+        def whole() -> None:
+            subprocess.run(cmd, check=True, capture_output=True)
+
+        whole()  # warm the numba cache of this process tree
+        rows.append(
+            _paired_row(
+                "Alex-8 real, whole process",
+                {"archsim run": whole, "EIE C++ process": cpp},
+                ["EIE C++ process"],
+                repeat,
+                goal_ratio=GOAL_ALEX8_RUN_RATIO,
+            )
+        )
     return rows
 
 
-def _cpp_row(exe: Path, repeat: int) -> dict:
-    """The EIE authors' C++ simulator (built outside the repo) on its own data/ folder.
+def startup_rows(repeat: int) -> list[dict]:
+    """Fresh interpreters: bare, ``import archsim``, ``archsim --help`` (alternating)."""
 
-    ``exe`` is the built ``simulation`` (or its folder); it reads ``data/`` from its folder.
-    """
-    exe = exe.absolute()  # not resolve(): the authors' binary is a link beside data/
-    exe = exe / "simulation" if exe.is_dir() else exe
-    out: dict[str, str] = {}
+    def proc(code: str):
+        return lambda: subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
-    def call() -> None:
-        p = subprocess.run([str(exe)], cwd=exe.parent, capture_output=True, text=True, check=True)
-        out["log"] = p.stdout + p.stderr
-
-    wall = best_time(call, max(repeat, 5))
-    m = re.search(r"cycles:\s*(\d+)", out["log"])
-    cycles = int(m.group(1)) if m else 0
-    return {"name": "EIE C++ (peer)", "wall_s": wall, "cycles": cycles, "macs": 0}
+    fns = {
+        "python -c pass": proc("pass"),
+        "import archsim": proc("import archsim"),
+        "archsim --help": proc(
+            "from archsim.cli import build_parser; build_parser().format_help()"
+        ),
+    }
+    return [_paired_row("start-up (whole process)", fns, ["python -c pass"], max(repeat, 5))]
 
 
 def worker(args: argparse.Namespace) -> dict:
@@ -150,18 +211,21 @@ def worker(args: argparse.Namespace) -> dict:
     rows = []
     for spec in wl.layers:
         one = wl.model_copy(update={"layers": [spec], "name": spec.name})
-        res, wall = _time_simulate(hw, one, args.repeat)
-        rows.append(_row(spec.name, res, wall, _floor(hw, spec, 0, wl.base_dir, args.repeat)))
+        floors = _floor_fns(hw, spec, 0, wl.base_dir)
+        rows.append(_simulate_row(spec.name, hw, one, floors, args.repeat))
     nets = []
     for net in model.networks:
         nwl = archsim.load_workload(net)
         if args.networks and nwl.name not in args.networks:
             continue
-        res, wall = _time_simulate(hw, nwl, args.repeat)
-        floors = [_floor(hw, s, 0, nwl.base_dir, 1) for s in nwl.layers]
-        methods = {f[1] for f in floors}
-        floor = (sum(f[0] for f in floors), methods.pop() if len(methods) == 1 else "mixed")
-        row = _row(f"network {nwl.name}", res, wall, floor)
+        per_layer = [_floor_fns(hw, s, 0, nwl.base_dir) for s in nwl.layers]
+        picks = [min(f.values(), key=lambda fn: alternate({"f": fn}, 1)["f"][0]) for f in per_layer]
+
+        def floor_all(picks=picks) -> None:
+            for fn in picks:
+                fn()
+
+        row = _simulate_row(f"network {nwl.name}", hw, nwl, {"np floor": floor_all}, args.repeat)
         nets.append(row | {"goal_s": model.goals_s.get(nwl.name)})
     if args.worker == "eie":
         nets += _eie_real_rows(args, hw, args.repeat)
@@ -185,46 +249,58 @@ def _spawn(model: str, phase: str, cache: str, args: argparse.Namespace) -> dict
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def _fmt_row(r: dict) -> str:
+def _fmt_rows(r: dict) -> list[str]:
+    """One line per contender: min, median, n, and (not for the peer) ratios to the peer."""
     if "skipped" in r:
-        return f"{r['name']:<24}skipped: {r['skipped'][:52]}"
-    wall = r["wall_s"]
-    cps = f"{r['cycles'] / wall:.3g}" if r["cycles"] else "-"
-    mps = f"{r['macs'] / wall:.3g}" if r["macs"] else "-"
-    floor = r.get("floor_s")
-    fl = f"{floor:.4f}" if floor else "-"
-    ratio = f"{wall / floor:.0f}" if floor else "-"
-    goal = f"{r['goal_s']:g}" if r.get("goal_s") else ""
-    return (
-        f"{r['name'][:23]:<24}{wall:>8.4f}{cps:>10}{mps:>10}{fl:>9} {r.get('floor', ''):<9}"
-        f"{ratio:>6}{goal:>6}"
-    )
+        return [f"{r['name']:<28}skipped: {r['skipped']}"]
+    peer = r["peer"]
+    p = r["times"][peer] if peer else None
+    lines = []
+    for who, t in r["times"].items():
+        ratio = ""
+        if p and who != peer:
+            ratio = f"{t['min'] / p['min']:>9.2f}x{t['median'] / p['median']:>9.2f}x"
+            if r.get("goal_ratio"):
+                ratio += f"  (goal <= {r['goal_ratio']:g}x)"
+            elif r.get("goal_s"):
+                ratio += f"  (goal {r['goal_s']:g} s)"
+        if who == peer:
+            who = f"{who} (peer)"
+        lines.append(f"  {who[:30]:<31}{t['min']:>9.4f}{t['median']:>9.4f}{t['n']:>4}{ratio}")
+    extra = []
+    if r.get("cycles"):
+        extra.append(f"{r['cycles']:,} cycles")
+    if r.get("peer_cycles"):
+        extra.append(f"peer {r['peer_cycles']:,} cycles")
+    return [f"{r['name']}" + (f" ({', '.join(extra)})" if extra else ""), *lines]
+
+
+HEAD = f"  {'contender':<31}{'min s':>9}{'med s':>9}{'n':>4}{'min/peer':>10}{'med/peer':>10}"
+
+
+def print_rows(title: str, rows: list[dict]) -> None:
+    """A titled table of paired rows."""
+    print(f"\n== {title}; load {os.getloadavg()[0]:.1f}")
+    print(HEAD)
+    print("-" * len(HEAD))
+    for r in rows:
+        print("\n".join(_fmt_rows(r)))
 
 
 def print_model(name: str, cold: dict, warm: dict) -> None:
-    """One model's table."""
+    """One model's tables."""
     if "skipped" in warm:
         print(f"\n== {name}: skipped ({warm['skipped']})")
         return
     cold_p, warm_p = cold["probe"], warm["probe"]
     steady = min(cold_p["steady_s"], warm_p["steady_s"])
-    print(
-        f"\n== {name} ({MODELS[name].hardware}): numba compile {cold_p['first_s'] - steady:.2f} s "
+    print_rows(
+        f"{name} ({MODELS[name].hardware}): numba compile {cold_p['first_s'] - steady:.2f} s "
         f"(empty cache), cache load {max(warm_p['first_s'] - steady, 0.0):.2f} s "
         f"(first call minus warm call of {cold_p['layer']}, {steady:.3f} s); "
-        f"peak RSS {warm['peak_rss_gb']:.2f} GB (goal < {GOAL_PEAK_RSS_GB:g})"
+        f"peak RSS {warm['peak_rss_gb']:.2f} GB (goal < {GOAL_PEAK_RSS_GB:g})",
+        warm["layers"] + warm["networks"],
     )
-    head = (
-        f"{'layer / network':<24}{'wall s':>8}{'cycles/s':>10}{'MACs/s':>10}{'floor s':>9} "
-        f"{'floor':<9}{'x flr':>6}{'goal':>6}"
-    )
-    print(head)
-    print("-" * len(head))
-    for r in warm["layers"]:
-        print(_fmt_row(r))
-    print("-" * len(head))
-    for r in warm["networks"]:
-        print(_fmt_row(r))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -247,7 +323,8 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"unknown model(s) {unknown}; allowed: {', '.join(MODELS)}")
     load = os.getloadavg()[0]
     print(f"archsim {archsim.__version__}; {os.cpu_count()} CPUs; load {load:.1f}", flush=True)
-    everything = {}
+    everything = {"startup": startup_rows(args.repeat)}
+    print_rows("start-up", everything["startup"])
     for name in models:
         with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
             cold = _spawn(name, "cold", cache, args)

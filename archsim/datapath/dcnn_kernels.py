@@ -40,10 +40,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
 from archsim.datapath.fixed_point import frac_bits_for, quantize
+from archsim.numba_cache import nb
 
 __all__ = [
     "FILL_DRAIN_CYCLES",

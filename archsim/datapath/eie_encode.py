@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
+
+from archsim.numba_cache import nb
 
 __all__ = ["EieEncoded", "encode_eie"]
 

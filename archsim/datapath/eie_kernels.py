@@ -23,8 +23,9 @@ max_i P[k-depth, i] + 1)``; ``reach`` follows the group-scan rule above.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from archsim.numba_cache import nb
 
 __all__ = ["eie_timing", "eie_line_reads", "eie_functional", "TIMING_FIELDS"]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 
-import numba as nb
 import numpy as np
+
+from archsim.numba_cache import nb
 
 __all__ = [
     "accumulation_error_bound",

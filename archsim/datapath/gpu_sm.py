@@ -30,8 +30,9 @@ scheduled.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from archsim.numba_cache import nb
 
 __all__ = ["SM_FIELDS", "sm_round", "warp_job_cycles"]
 

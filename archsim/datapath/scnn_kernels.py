@@ -22,8 +22,9 @@ Micro-architecture (the reference twin in ``scnn_reference.py`` steps the same m
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from archsim.numba_cache import nb
 
 __all__ = ["scnn_layer", "SCNN_PE_FIELDS", "ADDR_BITS"]
 

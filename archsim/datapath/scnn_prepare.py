@@ -141,11 +141,12 @@ def compress_weights(w_q: np.ndarray, kc: int, index_bits: int | None = None, ph
     """
     k_n, c_n, r_n, s_n = w_q.shape
     n_groups = -(-k_n // kc)
-    kk, cc, rr, ss = np.nonzero(w_q)
-    g = kk // kc
+    # np.nonzero walks a (group, channel, k, r, s) view in exactly the stream's order: no sort
+    pad = ((0, n_groups * kc - k_n), (0, 0), (0, 0), (0, 0))
+    grouped = np.pad(w_q, pad).reshape(n_groups, kc, c_n, r_n, s_n).transpose(0, 2, 1, 3, 4)
+    g, cc, kl, rr, ss = np.nonzero(grouped)
+    kk = g * kc + kl
     key = g * c_n + cc
-    o = np.lexsort((ss, rr, kk, key))
-    kk, cc, rr, ss, g, key = kk[o], cc[o], rr[o], ss[o], g[o], key[o]
     sub_r, sub_s = -(-r_n // phase), -(-s_n // phase)
     pos = ((kk - g * kc) * sub_r + rr // phase) * sub_s + ss // phase
     ptr, src, real = _placeholders(key, pos, n_groups * c_n, index_bits)

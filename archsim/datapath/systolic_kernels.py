@@ -38,8 +38,9 @@ timing, so they are 0 here).
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from archsim.numba_cache import nb
 
 __all__ = [
     "DATAFLOWS",

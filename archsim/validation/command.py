@@ -11,7 +11,6 @@ import textwrap
 from pathlib import Path
 
 from archsim.errors import ArchsimError
-from archsim.validation.report import format_table, write_html, write_markdown
 from archsim.validation.runner import MODELS, summary_counts, validate
 from archsim.validation.runs import EIE_DATA_RELATIVE, default_eie_data
 
@@ -69,6 +68,8 @@ def _eie_data(arg: str | None) -> Path | None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Implementation of ``archsim validate``; returns the exit code."""
+    from archsim.validation.report import format_table, write_html, write_markdown
+
     if args.seed < 0:
         raise ArchsimError(f"--seed: must be >= 0 (got {args.seed})")
     eie_data = _eie_data(args.eie_data)

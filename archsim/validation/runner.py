@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from archsim.validation.claims import Claim, ClaimUnavailable
 from archsim.validation.eie import EIE_CLAIMS
@@ -14,6 +13,9 @@ from archsim.validation.multigpu import MULTIGPU_CLAIMS
 from archsim.validation.runs import Runs
 from archsim.validation.scnn import SCNN_CLAIMS
 from archsim.validation.tensor_core import TENSOR_CORE_CLAIMS
+
+if TYPE_CHECKING:  # pandas loads when a validation runs, not for `archsim --help`
+    import pandas as pd
 
 __all__ = ["CLAIMS", "MODELS", "COLUMNS", "claims_for", "evaluate", "validate", "summary_counts"]
 
@@ -92,6 +94,8 @@ def validate(
     ``eie_data`` is the real Alex-8 folder (claims that need it are SKIPPED without it);
     pass ``runs`` to share simulations with other calls. Returns one row per claim.
     """
+    import pandas as pd
+
     runs = runs if runs is not None else Runs(seed=seed, eie_data=eie_data, progress=progress)
     rows = [evaluate(c, runs) for c in claims_for(models)]
     return pd.DataFrame(rows, columns=list(COLUMNS))

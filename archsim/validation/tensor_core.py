@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archsim.accelerators import REGISTRY
 from archsim.config.io import load_hardware
 from archsim.config.workload import WorkloadSpec
 from archsim.validation.claims import Claim, ClaimUnavailable
@@ -67,6 +66,8 @@ def gemm_workload(
 
 
 def _require_simulator() -> None:
+    from archsim.accelerators import REGISTRY  # the kernels load when a claim runs
+
     if "tensor_core" not in REGISTRY:
         raise ClaimUnavailable(
             "this archsim has no tensor_core simulator yet (simulate() supports: "

@@ -115,7 +115,9 @@ def read_eie_dir(
     bias_codes = np.zeros(n_rows, dtype=np.uint8)
     bias_codes[rows[is_bias]] = codes[is_bias]
     w_rows, w_cols, w_codes = rows[~is_bias], cols[~is_bias], codes[~is_bias]
-    order = np.lexsort((w_rows, w_cols))
+    # column-major order; each PE's entries are already in it, so a stable sort (timsort)
+    # only merges the PEs' runs
+    order = np.argsort(w_cols * np.int64(max(n_rows, 1)) + w_rows, kind="stable")
     indptr = np.zeros(n_cols + 1, dtype=np.int64)
     np.cumsum(np.bincount(w_cols, minlength=n_cols), out=indptr[1:])
     return QuantizedMatVec(

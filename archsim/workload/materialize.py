@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import zlib
 
-import numba as nb
 import numpy as np
 
 from archsim.workload.sparse import QuantizedMatVec
@@ -43,17 +42,12 @@ def _bernoulli_positions(rng: np.random.Generator, total: int, density: float) -
     return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
 
-@nb.njit(cache=True)
-def _csc_from_positions(pos, n_rows, n_cols):  # pragma: no cover - compiled
-    """(indptr int64, row indices int32) of column-major positions ``col * n_rows + row``."""
-    indptr = np.zeros(n_cols + 1, dtype=np.int64)
-    rows = np.empty(pos.size, dtype=np.int32)
-    for k in range(pos.size):
-        col = pos[k] // n_rows
-        rows[k] = pos[k] - col * n_rows
-        indptr[col + 1] += 1
-    for c in range(n_cols):
-        indptr[c + 1] += indptr[c]
+def _csc_from_positions(pos: np.ndarray, n_rows: int, n_cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr int64, row indices int32) of rising column-major positions ``col * n_rows + row``."""
+    starts = np.arange(n_cols + 1, dtype=np.int64) * n_rows
+    indptr = np.searchsorted(pos, starts).astype(np.int64, copy=False)
+    cols = np.repeat(np.arange(n_cols, dtype=np.int64), np.diff(indptr))
+    rows = (pos - cols * n_rows).astype(np.int32)
     return indptr, rows
 
 

@@ -113,3 +113,26 @@ def test_streamed_trace_equals_literal_demand_matrices(df: str, tmp_path: Path) 
     assert n == got.shape[0] == di.shape[0]
     np.testing.assert_array_equal(got[:, 0], np.arange(n))
     np.testing.assert_array_equal(got[:, 1:], np.concatenate([di, dfl, do], axis=1))
+
+
+@pytest.mark.parametrize("df", ["os", "ws", "is"])
+def test_folded_functional_is_exact_and_keeps_blas_single_threaded(df, monkeypatch) -> None:
+    from threadpoolctl import threadpool_info
+
+    import archsim.accelerators.systolic as systolic
+
+    rng = np.random.default_rng(1)
+    a = rng.integers(-8, 8, size=(70, 45)).astype(np.float64)  # ragged folds on 32 x 16
+    b = rng.integers(-8, 8, size=(45, 37)).astype(np.float64)
+    threads: list[int] = []
+    folded = systolic._folded
+
+    def spy(*args):
+        threads.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        return folded(*args)
+
+    monkeypatch.setattr(systolic, "_folded", spy)
+    got = systolic_functional(a, b, 32, 16, df)
+    print(f"{df}: BLAS threads inside the folded product: {threads}")
+    assert np.array_equal(got, a @ b)
+    assert threads and set(threads) == {1}

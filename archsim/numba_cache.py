@@ -1,0 +1,92 @@
+"""Where numba keeps archsim's compiled kernels: a per-user cache directory.
+
+Every kernel module imports numba as ``from archsim.numba_cache import nb``, so the cache
+directory is chosen before numba compiles anything: ``$NUMBA_CACHE_DIR`` when set, else the
+user cache directory (``platformdirs``; e.g. ``~/.cache/archsim/numba`` on Linux). Compiled
+code is therefore never written into a source checkout or site-packages.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import import_module
+from pathlib import Path
+
+__all__ = [
+    "ENV_VAR",
+    "KERNEL_MODULES",
+    "USER_SET",
+    "cache_dir",
+    "cold_kernels",
+    "kernel_status",
+    "nb",
+]
+
+#: the environment variable numba reads for its cache directory
+ENV_VAR = "NUMBA_CACHE_DIR"
+
+#: whether the user chose the directory (``$NUMBA_CACHE_DIR`` set before archsim started)
+USER_SET = bool(os.environ.get(ENV_VAR))
+
+#: accelerator -> the modules holding the numba kernels its simulation compiles
+KERNEL_MODULES: dict[str, tuple[str, ...]] = {
+    "eie": ("archsim.datapath.eie_encode", "archsim.datapath.eie_kernels"),
+    "scnn": ("archsim.datapath.scnn_kernels",),
+    "dcnn": ("archsim.datapath.dcnn_kernels",),
+    "systolic": ("archsim.datapath.systolic_kernels",),
+    "tensor_core": ("archsim.datapath.gemm_kernels", "archsim.datapath.gpu_sm"),
+}
+
+
+def cache_dir() -> Path:
+    """The directory numba caches compiled kernels in (not created here)."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("archsim", appauthor=False)) / "numba"
+
+
+def _configure() -> None:
+    """Point numba at ``cache_dir()``; also works when numba was imported before archsim."""
+    path = str(cache_dir())
+    os.environ.setdefault(ENV_VAR, path)
+    numba_config = sys.modules.get("numba.core.config")
+    if numba_config is not None and not numba_config.CACHE_DIR:
+        numba_config.CACHE_DIR = path
+
+
+_configure()
+
+import numba as nb  # noqa: E402  (after the cache directory is set)
+
+
+def kernel_status(accelerator: str) -> dict[str, bool]:
+    """``module.function`` -> whether its compiled code is in the cache and matches the source,
+    for every cached kernel of ``accelerator`` (imports the kernel modules, compiles nothing)."""
+    status: dict[str, bool] = {}
+    for mod_name in KERNEL_MODULES[accelerator]:
+        module = import_module(mod_name)
+        for name, obj in sorted(vars(module).items()):
+            cache = getattr(obj, "_cache", None)
+            if not isinstance(obj, nb.core.registry.CPUDispatcher) or cache is None:
+                continue
+            status[f"{mod_name.rsplit('.', 1)[-1]}.{name}"] = _is_warm(cache)
+    return status
+
+
+def _is_warm(cache: object) -> bool:
+    """True when numba's index for one kernel exists and is current (numba's own check)."""
+    try:
+        return bool(cache._cache_file._load_index())  # type: ignore[attr-defined]
+    except (OSError, AttributeError, EOFError, ValueError):
+        return False
+
+
+def cold_kernels(accelerator: str) -> list[str]:
+    """The kernels of ``accelerator`` a run would still have to compile (none if unknown)."""
+    if accelerator not in KERNEL_MODULES:
+        return []
+    return [name for name, warm in kernel_status(accelerator).items() if not warm]

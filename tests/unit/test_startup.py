@@ -1,0 +1,104 @@
+"""Start-up: what ``import archsim`` and ``archsim --help`` load, and where numba caches."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import archsim
+
+HEAVY = ("numba", "pandas", "matplotlib")
+
+
+def _python(code: str, **env: str) -> str:
+    """Run ``code`` in a fresh interpreter; return its stdout."""
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **env},
+    )
+    return p.stdout.strip()
+
+
+def test_import_and_help_load_no_heavy_module():
+    code = (
+        f"import sys, json, archsim; a = [m for m in {HEAVY!r} if m in sys.modules]; "
+        "from archsim.cli import build_parser; build_parser().format_help(); "
+        f"b = [m for m in {HEAVY!r} if m in sys.modules]; print(json.dumps([a, b]))"
+    )
+    after_import, after_help = json.loads(_python(code))
+    assert after_import == []
+    assert after_help == []
+
+
+def test_public_names_resolve_lazily():
+    assert set(archsim.__all__) == {*archsim._WHERE, "__version__"}
+    for name in archsim.__all__:
+        assert getattr(archsim, name) is not None
+    importlib.import_module("archsim.simulate")  # binds the submodule; the function stays
+
+    assert callable(archsim.simulate)
+    assert archsim.simulate.__module__ == "archsim.simulate"
+    assert archsim.load_hardware("tiny_eie").accelerator == "eie"
+
+
+def test_numba_cache_dir_honours_env_and_defaults_outside_the_package(tmp_path):
+    code = "import numba, archsim.numba_cache as c; print(numba.config.CACHE_DIR, c.cache_dir())"
+    assert _python(code, NUMBA_CACHE_DIR=str(tmp_path)).split() == [str(tmp_path)] * 2
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    numba_dir, ours = p.stdout.split()
+    assert numba_dir == ours
+    package = Path(archsim.__file__).resolve().parent.parent
+    assert not Path(ours).resolve().is_relative_to(package)
+
+
+def _doctor(env: dict[str, str]) -> dict:
+    p = subprocess.run(
+        [sys.executable, "-m", "archsim", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    return json.loads(p.stdout)
+
+
+def test_doctor_reports_cache_dir_and_which_kernels_are_warm(tmp_path):
+    cache = tmp_path / "cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    before = _doctor(env)
+    assert before["numba_cache_dir"] == str(cache)
+    assert before["numba_cache_from"] == "$NUMBA_CACHE_DIR"
+    assert before["kernels"]["eie"]["compiled"] == 0
+    assert before["kernels"]["eie"]["total"] == 6
+    compile_one = (  # the smallest kernel: compiling it takes about a second
+        "import numpy as np; from archsim.datapath.eie_encode import _real_prefix as f; "
+        "f(np.array([1, 0, 2], np.uint8), np.empty(4, np.int32))"
+    )
+    subprocess.run([sys.executable, "-c", compile_one], check=True, env=env)
+    after = _doctor(env)["kernels"]["eie"]
+    assert after["compiled"] == 1
+    assert "eie_encode._real_prefix" not in after["cold"]
+    assert len(after["cold"]) == 5
+    assert any(cache.rglob("*.nbi"))
+
+
+def test_run_announces_a_first_compile_once(capsys, monkeypatch):
+    from archsim import cli_doctor
+
+    cold = {"eie_kernels.a": False, "eie_kernels.b": False}
+    monkeypatch.setattr("archsim.numba_cache.kernel_status", lambda acc: cold)
+    cli_doctor.announce_compile("eie", quiet=False)
+    assert "archsim: compiling the eie kernels (first run only" in capsys.readouterr().err
+    cli_doctor.announce_compile("eie", quiet=True)
+    assert capsys.readouterr().err == ""
+    cold["eie_kernels.a"] = True  # compiled by an earlier run; b is used by sweeps only
+    cli_doctor.announce_compile("eie", quiet=False)
+    assert capsys.readouterr().err == ""
