@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from archsim import cli_compress, cli_onnx
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
 from archsim.errors import ArchsimError, ConfigError, WorkloadError
@@ -98,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     from archsim.validation.command import add_parser as add_validate_parser
 
     add_validate_parser(sub)
+    cli_onnx.add_parser(sub)
+    cli_compress.add_parser(sub)
     return p
 
 
@@ -183,7 +186,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         hw, wl = load_scalesim(*args.from_scalesim)
     else:
-        hw, wl = load_hardware(args.hw), load_workload(args.workload)
+        hw, wl = load_hardware(args.hw), _load_run_workload(args.workload)
     if args.overrides:
         hw = hw.with_overrides(parse_overrides(args.overrides), source="--set")
     if args.seed < 0:
@@ -218,6 +221,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"warning: {w}")
         print(f"wrote {Path(args.out) / 'results.csv'}, results.json, report.html")
     return 0
+
+
+def _load_run_workload(name: str):  # noqa: ANN202 - WorkloadSpec
+    if str(name).lower().endswith(".onnx"):
+        return cli_onnx.load_onnx_workload(name)
+    return load_workload(name)
 
 
 def _preset_summary(kind: str) -> list[dict[str, str]]:
@@ -282,6 +291,8 @@ _COMMANDS = {
     "schema": _cmd_schema,
     "report": _cmd_report,
     "validate": _cmd_validate,
+    "import": cli_onnx.cmd,
+    "compress": cli_compress.cmd,
 }
 
 
