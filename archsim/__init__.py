@@ -15,6 +15,7 @@ from archsim.errors import ArchsimError, ConfigError, SimulationError, WorkloadE
 from archsim.explore import pareto, sweep, totals
 from archsim.results import LayerResult, RunResult
 from archsim.simulate import archsim_version, simulate
+from archsim.workload.onnx import import_onnx
 
 __version__ = archsim_version()
 
@@ -29,6 +30,7 @@ __all__ = [
     "WorkloadError",
     "WorkloadSpec",
     "__version__",
+    "import_onnx",
     "json_schema",
     "list_presets",
     "load_hardware",
