@@ -22,8 +22,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--out", help="compressed .onnx to write (omit: report only)")
     p.add_argument("--fc-density", type=float, default=1.0, help="Gemm/MatMul density (1.0)")
     p.add_argument("--conv-density", type=float, default=1.0, help="Conv density (1.0)")
-    p.add_argument("--density", action="append", default=[], metavar="NODE=D",
-                   help="density of one layer (ONNX node name); repeatable")  # fmt: skip
+    p.add_argument(
+        "--density",
+        action="append",
+        default=[],
+        metavar="NODE=D",
+        help="density of one layer (ONNX node name); repeatable",
+    )
     p.add_argument("--fc-bits", type=int, default=4, help="fc codebook bits (4)")
     p.add_argument("--conv-bits", type=int, default=8, help="conv codebook bits (8)")
     p.add_argument("--fc-index-bits", type=int, default=5, help="fc relative index bits (5)")
@@ -42,17 +47,30 @@ def _plan(args: argparse.Namespace):
             name = ""
         if not sep or not name:
             raise ConfigError("--density", item, "malformed; allowed: NODE=D, e.g. fc1=0.1")
-    for flag, d in [("--fc-density", args.fc_density), ("--conv-density", args.conv_density),
-                    *((f"--density {k}", v) for k, v in per.items())]:  # fmt: skip
+    for flag, d in [
+        ("--fc-density", args.fc_density),
+        ("--conv-density", args.conv_density),
+        *((f"--density {k}", v) for k, v in per.items()),
+    ]:
         if not 0.0 < d <= 1.0:
             raise ConfigError(flag, "", f"{d} is outside (0, 1]; allowed: a density in (0, 1]")
-    for flag, b in [("--fc-bits", args.fc_bits), ("--conv-bits", args.conv_bits),
-                    ("--fc-index-bits", args.fc_index_bits),
-                    ("--conv-index-bits", args.conv_index_bits)]:  # fmt: skip
+    for flag, b in [
+        ("--fc-bits", args.fc_bits),
+        ("--conv-bits", args.conv_bits),
+        ("--fc-index-bits", args.fc_index_bits),
+        ("--conv-index-bits", args.conv_index_bits),
+    ]:
         if not 1 <= b <= 8:
             raise ConfigError(flag, "", f"{b} is outside 1..8; allowed: 1 to 8 bits")
-    return CompressionPlan(args.fc_density, args.conv_density, args.fc_bits, args.conv_bits,
-                           args.fc_index_bits, args.conv_index_bits, per)  # fmt: skip
+    return CompressionPlan(
+        args.fc_density,
+        args.conv_density,
+        args.fc_bits,
+        args.conv_bits,
+        args.fc_index_bits,
+        args.conv_index_bits,
+        per,
+    )
 
 
 def format_report(report) -> str:  # noqa: ANN001 - list[LayerStorage]
@@ -67,8 +85,10 @@ def format_report(report) -> str:  # noqa: ANN001 - list[LayerStorage]
         )
     dense = sum(st.dense_bytes for st in report)
     comp = sum(st.compressed_bytes for st in report)
-    lines.append(f"total {dense / 1e3:.1f} KB -> {comp / 1e3:.1f} KB (Huffman-coded entries, "
-                 f"codebooks, pointers): {dense / comp:.1f}x")  # fmt: skip
+    lines.append(
+        f"total {dense / 1e3:.1f} KB -> {comp / 1e3:.1f} KB (Huffman-coded entries, "
+        f"codebooks, pointers): {dense / comp:.1f}x"
+    )
     return "\n".join(lines)
 
 

@@ -75,8 +75,10 @@ def format_import(imp) -> str:  # noqa: ANN001 - OnnxImport, imported lazily
             f"{spec.name[:17]:<18}{spec.kind:<6}{pl.macs:>16,}"
             f"{spec.weight_density:>8.3f}{spec.activation_density:>8.3f}"
         )
-    lines.append(f"total {imp.macs_total:,} MACs in {len(imp.layers)} layers "
-                 f"({imp.folded_nodes} BatchNorm folded)")  # fmt: skip
+    lines.append(
+        f"total {imp.macs_total:,} MACs in {len(imp.layers)} layers "
+        f"({imp.folded_nodes} BatchNorm folded)"
+    )
     lines.append(f"{'op':<22}{'count':>6}{'FLOPs %':>9}{'bytes %':>9}")
     for row in imp.op_table():
         lines.append(

@@ -52,8 +52,12 @@ class LayerStorage:
 
     def row(self) -> dict[str, float | int | str]:
         """A flat dict for tables (with density, compressed bytes and ratio)."""
-        return {**asdict(self), "density": self.density,
-                "compressed_bytes": self.compressed_bytes, "ratio": self.ratio}  # fmt: skip
+        return {
+            **asdict(self),
+            "density": self.density,
+            "compressed_bytes": self.compressed_bytes,
+            "ratio": self.ratio,
+        }
 
 
 def csc_entries(codes: np.ndarray, index_bits: int) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ from archsim.compress.storage import LayerStorage
 
 __all__ = ["Mlp", "accuracy", "compress_mlp", "load_split", "train_mlp", "write_onnx"]
 
-HIDDEN = (128, 64)
+HIDDEN = (256, 128)
 
 
 @dataclass
@@ -83,9 +83,7 @@ def _adam(model: Mlp, x, y, epochs: int, lr: float, masks=None, shared=None) -> 
     """Full-batch Adam on the biases and either the weights (``masks`` keep pruned ones at 0)
     or, with ``shared`` = [(codes, centroids)] per layer, the shared values: each centroid
     moves by the summed gradient of its weights (Deep Compression's centroid fine-tuning)."""
-    params = (
-        [c for _, c in shared] if shared is not None else model.weights
-    ) + model.biases
+    params = ([c for _, c in shared] if shared is not None else model.weights) + model.biases
     m = [np.zeros_like(p) for p in params]
     v = [np.zeros_like(p) for p in params]
     n_w = len(model.weights)
@@ -94,8 +92,9 @@ def _adam(model: Mlp, x, y, epochs: int, lr: float, masks=None, shared=None) -> 
         for i, g in enumerate(gw + gb):
             if i < n_w and shared is not None:
                 codes = shared[i][0]
-                g = np.bincount(codes[codes > 0] - 1, weights=g[codes > 0],
-                                minlength=params[i].size)  # fmt: skip
+                g = np.bincount(
+                    codes[codes > 0] - 1, weights=g[codes > 0], minlength=params[i].size
+                )
             elif i < n_w and masks is not None:
                 g = g * masks[i]
             _adam_step(params[i], g, m[i], v[i], t, lr)
@@ -105,10 +104,13 @@ def _adam(model: Mlp, x, y, epochs: int, lr: float, masks=None, shared=None) -> 
 
 
 def train_mlp(x: np.ndarray, y: np.ndarray, seed: int = 0, epochs: int = 300) -> Mlp:
-    """The dense MLP 64-128-64-10 (He-normal init from ``seed``)."""
+    """The dense MLP 64-256-128-10 (He-normal init from ``seed``)."""
     rng = np.random.default_rng(seed)
     sizes = (x.shape[1], *HIDDEN, 10)
-    ws = [rng.standard_normal((o, i)) * np.sqrt(2.0 / i) for i, o in zip(sizes, sizes[1:])]
+    ws = [
+        rng.standard_normal((o, i)) * np.sqrt(2.0 / i)
+        for i, o in zip(sizes[:-1], sizes[1:], strict=True)
+    ]
     model = Mlp(ws, [np.zeros(o) for o in sizes[1:]])
     _adam(model, x, y, epochs, 1e-2)
     return model
@@ -158,19 +160,23 @@ def write_onnx(model: Mlp, path: str | Path, batch: int | str = 1) -> Path:
             numpy_helper.from_array(b.astype(np.float32), f"{name}.bias"),
         ]
         out = f"{name}.out"
-        nodes.append(helper.make_node("Gemm", [prev, f"{name}.weight", f"{name}.bias"], [out],
-                                      name=name, transB=1))  # fmt: skip
+        nodes.append(
+            helper.make_node(
+                "Gemm", [prev, f"{name}.weight", f"{name}.bias"], [out], name=name, transB=1
+            )
+        )
         prev = out
         if i < len(model.weights) - 1:
             nodes.append(helper.make_node("Relu", [out], [f"relu{i + 1}"], name=f"relu{i + 1}"))
             prev = f"relu{i + 1}"
     n_in = model.weights[0].shape[1]
     graph = helper.make_graph(
-        nodes, "digits_mlp",
+        nodes,
+        "digits_mlp",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, n_in])],
         [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [batch, 10])],
         inits,
-    )  # fmt: skip
+    )
     onnx_model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="archsim"
     )

@@ -84,10 +84,16 @@ class OnnxImport:
         tf = sum(r[1] for r in rows.values()) or 1
         tb = sum(r[2] for r in rows.values()) or 1
         return [
-            {"op": op, "count": c, "flops": f, "flops_share": f / tf, "bytes": b,
-             "bytes_share": b / tb}
+            {
+                "op": op,
+                "count": c,
+                "flops": f,
+                "flops_share": f / tf,
+                "bytes": b,
+                "bytes_share": b / tb,
+            }
             for op, (c, f, b) in rows.items()
-        ]  # fmt: skip
+        ]
 
 
 def _unique(name: str, seen: set[str]) -> str:
@@ -122,8 +128,11 @@ def _place_all(g, path: Path) -> tuple[list[PlacedLayer], list[str], set[int]]:
             used.add(i)
             used.update(got.folded)
     if not placed:
-        macs = [f"{g.node_label(i)} ({n.op_type})" for i, n in enumerate(g.nodes)
-                if n.op_type in UNPLACEABLE_MAC_OPS or n.op_type in MAC_OPS]  # fmt: skip
+        macs = [
+            f"{g.node_label(i)} ({n.op_type})"
+            for i, n in enumerate(g.nodes)
+            if n.op_type in UNPLACEABLE_MAC_OPS or n.op_type in MAC_OPS
+        ]
         what = f"nodes {', '.join(macs)} cannot be placed" if macs else "no MAC-carrying node"
         raise WorkloadError(
             f"{path}: {what}; allowed: a model with at least one {', '.join(MAC_OPS)} node "
@@ -179,8 +188,11 @@ def read_onnx(
         wd = _density(pl.weights, zero_threshold) if pl.weights is not None else DEFAULT_DENSITY
         a = acts.get(pl.input_name)
         ad = _density(a, 0.0) if a is not None else DEFAULT_DENSITY
-        w_src = ("onnx initialisers" + (" (BatchNorm folded)" if pl.folded else "")
-                 if pl.weights is not None else f"default {DEFAULT_DENSITY} (no real weights)")  # fmt: skip
+        w_src = (
+            "onnx initialisers" + (" (BatchNorm folded)" if pl.folded else "")
+            if pl.weights is not None
+            else f"default {DEFAULT_DENSITY} (no real weights)"
+        )
         layers.append({"name": name, **pl.fields, "weight_density": wd, "activation_density": ad})
         a_src = act_source if a is not None else f"default {DEFAULT_DENSITY} (not measured)"
         tensors[name] = LayerTensors(pl.weights, pl.bias, a, w_src, a_src)
@@ -189,13 +201,15 @@ def read_onnx(
             warnings.append(f"{path}: node {name!r}: {pl.note}")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     try:
-        spec = WorkloadSpec.model_validate({
-            "schema_version": 1,
-            "name": path.stem,
-            "source": f"ONNX import of {path.name} (sha256 {digest}) by archsim",
-            "description": "Per-layer provenance -- " + "; ".join(lines),
-            "layers": layers,
-        })  # fmt: skip
+        spec = WorkloadSpec.model_validate(
+            {
+                "schema_version": 1,
+                "name": path.stem,
+                "source": f"ONNX import of {path.name} (sha256 {digest}) by archsim",
+                "description": "Per-layer provenance -- " + "; ".join(lines),
+                "layers": layers,
+            }
+        )
     except ValidationError as exc:
         err = exc.errors()[0]
         raise WorkloadError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

@@ -120,15 +120,26 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
             t = imp.tensors[spec.name]
             acts = t.activations
             real = (
-                spec.kind == "fc" and t.weights is not None and acts is not None
-                and getattr(spec, "batch", 1) == 1 and acts.size == spec.inputs
+                spec.kind == "fc"
+                and t.weights is not None
+                and acts is not None
+                and getattr(spec, "batch", 1) == 1
+                and acts.size == spec.inputs
                 and bool(np.all(acts >= 0))
-            )  # fmt: skip
+            )
             if real:
                 layer, how = real_matvec(spec.name, t.weights, t.bias, acts, codebook_entries)
                 folder = _folder_name(spec.name, used)
-                enc = encode_eie(layer.n_rows, layer.n_cols, layer.indptr, layer.row_idx,
-                                 layer.codes, layer.bias_codes, 1, 4)  # fmt: skip
+                enc = encode_eie(
+                    layer.n_rows,
+                    layer.n_cols,
+                    layer.indptr,
+                    layer.row_idx,
+                    layer.codes,
+                    layer.bias_codes,
+                    1,
+                    4,
+                )
                 write_eie_dir(tmp / data_name / folder, layer, enc)
                 d["data"] = f"{data_name}/{folder}"
                 lines.append(f"{spec.name}: {how}; measured activations (EIE data folder)")

@@ -176,14 +176,23 @@ def _fold(node: Any, args: list[ConstTensor], label: str, out_shapes: list) -> l
 
     names = [f"i{k}" for k in range(len(args))]
     graph = helper.make_graph(
-        [helper.make_node(op, names[: len(node.input)], [f"o{k}" for k in range(len(node.output))],
-                          domain=node.domain, **attrs)],
+        [
+            helper.make_node(
+                op,
+                names[: len(node.input)],
+                [f"o{k}" for k in range(len(node.output))],
+                domain=node.domain,
+                **attrs,
+            )
+        ],
         "fold",
         [helper.make_tensor_value_info(n, 1, None) for n in names],
         [helper.make_tensor_value_info(f"o{k}", 1, None) for k in range(len(node.output))],
     )
     try:
-        outs = ReferenceEvaluator(graph).run(None, dict(zip(names, [a.array for a in args], strict=True)))
+        outs = ReferenceEvaluator(graph).run(
+            None, dict(zip(names, [a.array for a in args], strict=True))
+        )
     except Exception:
         return []
     return [ConstTensor(np.asarray(o).shape, array=np.asarray(o), producer=label) for o in outs]

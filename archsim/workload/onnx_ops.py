@@ -19,24 +19,78 @@ from archsim.workload.onnx_graph import OnnxGraph
 __all__ = ["OpStats", "UNPLACEABLE_MAC_OPS", "op_flops", "summarize_ops"]
 
 _ELEMENTWISE = {
-    "Relu", "LeakyRelu", "PRelu", "Sigmoid", "Tanh", "Clip", "Elu", "Selu", "HardSigmoid",
-    "HardSwish", "Softplus", "Exp", "Log", "Sqrt", "Neg", "Abs", "Erf", "Gelu", "Add", "Sub",
-    "Mul", "Div", "Sum", "Max", "Min", "Mean", "Pow", "Where", "Not", "Equal", "Less",
+    "Relu",
+    "LeakyRelu",
+    "PRelu",
+    "Sigmoid",
+    "Tanh",
+    "Clip",
+    "Elu",
+    "Selu",
+    "HardSigmoid",
+    "HardSwish",
+    "Softplus",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Neg",
+    "Abs",
+    "Erf",
+    "Gelu",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Sum",
+    "Max",
+    "Min",
+    "Mean",
+    "Pow",
+    "Where",
+    "Not",
+    "Equal",
+    "Less",
     "Greater",
-}  # fmt: skip
+}
 _MOVEMENT = {
-    "Reshape", "Flatten", "Concat", "Transpose", "Squeeze", "Unsqueeze", "Dropout", "Identity",
-    "Shape", "Gather", "Slice", "Split", "Cast", "Pad", "Expand", "Tile", "Constant",
-    "ConstantOfShape", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth",
-}  # fmt: skip
+    "Reshape",
+    "Flatten",
+    "Concat",
+    "Transpose",
+    "Squeeze",
+    "Unsqueeze",
+    "Dropout",
+    "Identity",
+    "Shape",
+    "Gather",
+    "Slice",
+    "Split",
+    "Cast",
+    "Pad",
+    "Expand",
+    "Tile",
+    "Constant",
+    "ConstantOfShape",
+    "Resize",
+    "Upsample",
+    "DepthToSpace",
+    "SpaceToDepth",
+}
 _POOL = {"MaxPool", "AveragePool", "LpPool"}
 _REDUCE = {"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax"}
 
 #: ops that carry multiply-accumulates but that archsim has no layer kind for
 UNPLACEABLE_MAC_OPS = {
-    "ConvTranspose", "ConvInteger", "QLinearConv", "QLinearMatMul", "MatMulInteger", "Einsum",
-    "RNN", "DeformConv", "Attention",
-}  # fmt: skip
+    "ConvTranspose",
+    "ConvInteger",
+    "QLinearConv",
+    "QLinearMatMul",
+    "MatMulInteger",
+    "Einsum",
+    "RNN",
+    "DeformConv",
+    "Attention",
+}
 
 _ITEM_BYTES = 4
 

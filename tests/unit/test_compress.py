@@ -50,8 +50,9 @@ def test_storage_matches_eie_encoder_on_one_pe() -> None:
     cm[mask] = codes + 1
     st = layer_storage("x", cm, 4, 4)
     s = csc_matrix(cm)
-    enc = encode_eie(300, 200, s.indptr, s.indices, s.data.astype(np.uint8),
-                     np.zeros(300, np.uint8), 1, 4)  # fmt: skip
+    enc = encode_eie(
+        300, 200, s.indptr, s.indices, s.data.astype(np.uint8), np.zeros(300, np.uint8), 1, 4
+    )
     assert enc.total_entries == st.entries
     assert st.csc_bytes == enc.total_entries * 8 // 8
     assert st.nnz == int(mask.sum()) == 4800

@@ -70,16 +70,23 @@ def test_resnet50_conv_shapes_vs_preset() -> None:
     """The graph is ResNet-50 v1.5 (stride 2 on the 3x3); the preset is He et al.'s v1 (stride
     2 on the first 1x1). 47 of 53 convs are equal; the six others differ only there."""
     imp = read_onnx(LIGHT / "light_resnet50.onnx", measure=False)
-    got = sorted(tuple(getattr(s, k) for k in CONV_KEYS) for s in imp.spec.layers
-                 if s.kind == "conv")  # fmt: skip
+    got = sorted(
+        tuple(getattr(s, k) for k in CONV_KEYS) for s in imp.spec.layers if s.kind == "conv"
+    )
     ref = sorted(tuple(getattr(s, k) for k in CONV_KEYS) for s in load_workload("resnet50").layers)
     common = sum(min(got.count(t), ref.count(t)) for t in set(got))
     assert len(got) == len(ref) == 53 and common == 47
     moved = [t for t in got if t not in ref]
     assert sorted((t[0], t[1], t[4], t[6]) for t in moved) == sorted(
-        [(128, 128, 3, 2), (256, 256, 3, 2), (512, 512, 3, 2),
-                                (256, 128, 1, 1), (512, 256, 1, 1), (1024, 512, 1, 1)]
-    )  # fmt: skip
+        [
+            (128, 128, 3, 2),
+            (256, 256, 3, 2),
+            (512, 512, 3, 2),
+            (256, 128, 1, 1),
+            (512, 256, 1, 1),
+            (1024, 512, 1, 1),
+        ]
+    )
 
 
 def test_batchnorm_folded_and_op_table() -> None:
@@ -94,8 +101,13 @@ def test_batchnorm_folded_and_op_table() -> None:
 
 def _tiny(tmp: Path, ops: list, name: str = "m.onnx", dims=("N", 4), opset: int = 13) -> Path:
     w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3], np.eye(4, 3).reshape(-1).tolist())
-    g = helper.make_graph(ops, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])  # fmt: skip
+    g = helper.make_graph(
+        ops,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     path = tmp / name
