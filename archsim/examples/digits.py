@@ -185,3 +185,96 @@ def write_onnx(model: Mlp, path: str | Path, batch: int | str = 1) -> Path:
     path = Path(path)
     onnx.save(onnx_model, str(path))
     return path
+
+
+def tradeoff(
+    folder: str | Path,
+    densities: tuple[float, ...] = (0.25, 0.1, 0.05),
+    bits: tuple[int, ...] = (3, 4),
+    epochs: int = 300,
+) -> list[dict[str, float]]:
+    """Accuracy vs FC density and codebook bits next to EIE cycles and energy (one row per
+    point; the dense model first, run with archsim's 16-entry sharing of its real weights).
+
+    Writes every model (``mlp_d<density>_b<bits>.onnx``) and ``x0.npy`` (the first test image,
+    the EIE input) into ``folder``. The last layer keeps 2.5 x the density (capped at 1), as
+    Deep Compression keeps AlexNet's FC8 denser.
+    """
+    from archsim.simulate import simulate
+    from archsim.workload.onnx import read_onnx
+    from archsim.workload.onnx_export import write_workload
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    xt, yt, xv, yv = load_split()
+    np.save(folder / "x0.npy", xv[0].astype(np.float32))
+    dense = train_mlp(xt, yt)
+    points: list[tuple[str, Mlp, float, int]] = [("dense", dense, 1.0, 32)]
+    for d in densities:
+        for b in bits:
+            dens = (d, d, min(1.0, 2.5 * d))
+            comp, _ = compress_mlp(dense, xt, yt, dens, b, epochs=epochs)
+            points.append((f"d{d:g}_b{b}", comp, d, b))
+    rows = []
+    for tag, model, d, b in points:
+        path = write_onnx(model, folder / f"mlp_{tag}.onnx")
+        imp = read_onnx(path, inputs=folder / "x0.npy")
+        write_workload(imp, folder / "workloads" / f"mlp_{tag}.yaml")
+        res = simulate("eie", folder / "workloads" / f"mlp_{tag}.yaml")
+        rows.append({
+            "model": tag, "fc_density": d, "codebook_bits": b,
+            "accuracy": accuracy(model, xv, yv), "eie_cycles": res.total_cycles,
+            "eie_energy_pj": res.total_energy_pj,
+        })  # fmt: skip
+    return rows
+
+
+def plot_tradeoff(rows: list[dict[str, float]], path: str | Path) -> Path:
+    """Accuracy vs EIE energy (SVG), Pareto-optimal points joined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    e = np.array([r["eie_energy_pj"] for r in rows]) * 1e-3
+    a = np.array([r["accuracy"] for r in rows]) * 100
+    ax.scatter(e, a)
+    for r, ei, ai in zip(rows, e, a, strict=True):
+        ax.annotate(str(r["model"]), (ei, ai), fontsize=7)
+    order = np.argsort(e)
+    front = [i for k, i in enumerate(order) if a[i] > max(a[order[:k]], default=-1)]
+    ax.plot(e[front], a[front], "--")
+    ax.set_xlabel("EIE energy per image (nJ)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title("digits MLP: Deep Compression accuracy vs EIE energy")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return Path(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m archsim.examples.digits OUTDIR``: train, compress, run EIE, write
+    ``tradeoff.csv`` and ``tradeoff.svg``."""
+    import csv
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    folder = Path(args[0] if args else "digits-example")
+    rows = tradeoff(folder)
+    with open(folder / "tradeoff.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    plot_tradeoff(rows, folder / "tradeoff.svg")
+    for r in rows:
+        sys.stdout.write(
+            f"{r['model']:<10} acc {100 * r['accuracy']:6.2f} %  EIE {r['eie_cycles']:>6} "
+            f"cycles {r['eie_energy_pj'] * 1e-3:8.2f} nJ\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

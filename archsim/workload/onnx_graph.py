@@ -150,7 +150,9 @@ def _shape_of(vi: Any) -> tuple[int, ...] | None:
     return None if -1 in dims else dims
 
 
-def _fold(node: Any, args: list[ConstTensor], label: str, out_shapes: list) -> list[ConstTensor]:
+def _fold(
+    node: Any, args: list[ConstTensor], label: str, out_shapes: list, opsets: dict[str, int]
+) -> list[ConstTensor]:
     """Evaluate one node whose inputs are all constants (placeholders stay placeholders)."""
     from onnx import helper, numpy_helper
 
@@ -190,7 +192,7 @@ def _fold(node: Any, args: list[ConstTensor], label: str, out_shapes: list) -> l
         [helper.make_tensor_value_info(f"o{k}", 1, None) for k in range(len(node.output))],
     )
     try:
-        outs = ReferenceEvaluator(graph).run(
+        outs = ReferenceEvaluator(graph, opsets=opsets).run(
             None, dict(zip(names, [a.array for a in args], strict=True))
         )
     except Exception:
@@ -226,6 +228,7 @@ def load_graph(
         shapes[t.name] = arr.shape
     inputs = {i.name: shapes.get(i.name, ()) for i in g.input if i.name not in consts}
     nodes = list(g.node)
+    opsets = {imp.domain: imp.version for imp in model.opset_import}
     consumers: dict[str, list[int]] = {}
     for i, node in enumerate(nodes):
         for name in node.input:
@@ -233,7 +236,7 @@ def load_graph(
         label = node.name or f"{node.op_type}_{i}"
         if all(n == "" or n in consts for n in node.input):
             args = [consts[n] for n in node.input if n]
-            outs = _fold(node, args, label, [shapes.get(o) for o in node.output])
+            outs = _fold(node, args, label, [shapes.get(o) for o in node.output], opsets)
             for name, ct in zip(node.output, outs, strict=False):
                 consts[name] = ct
                 shapes.setdefault(name, ct.shape)
