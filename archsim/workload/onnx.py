@@ -58,6 +58,7 @@ class OnnxImport:
     warnings: tuple[str, ...]
     folded_nodes: int = 0
     names: dict[int, str] = field(default_factory=dict)
+    layer_bytes: dict[int, int] = field(default_factory=dict)  # node -> inputs + outputs, fp32
 
     @property
     def macs_total(self) -> int:
@@ -67,18 +68,16 @@ class OnnxImport:
     def op_table(self) -> list[dict[str, float | int | str]]:
         """One row per op type (MAC layers first), with its share of FLOPs and bytes.
 
-        FLOPs: 2 per MAC, non-MAC ops by ``onnx_ops``' convention. Bytes: activations in and
-        out at 4 bytes plus the weights of MAC layers.
+        FLOPs: 2 per MAC, non-MAC ops by ``onnx_ops``' convention. Bytes: every tensor a node
+        reads or writes (MAC layers: weights and bias too) at 4 bytes.
         """
         rows: dict[str, list[int]] = {}
         for pl in self.layers:
             spec = next(s for s in self.spec.layers if s.name == self.names[pl.node])
-            op = f"{spec.kind} layers"
-            w = pl.weights.size if pl.weights is not None else 0
-            r = rows.setdefault(op, [0, 0, 0])
+            r = rows.setdefault(f"{spec.kind} layers", [0, 0, 0])
             r[0] += 1
             r[1] += 2 * pl.macs
-            r[2] += 4 * w
+            r[2] += self.layer_bytes.get(pl.node, 0)
         for st in self.ops:
             rows[st.op_type] = [st.count, st.flops, st.bytes]
         tf = sum(r[1] for r in rows.values()) or 1
@@ -107,6 +106,12 @@ def _unique(name: str, seen: set[str]) -> str:
 
 def _density(a: np.ndarray, threshold: float) -> float:
     return float(np.count_nonzero(np.abs(a) > threshold)) / float(a.size) if a.size else 0.0
+
+
+def _node_bytes(g, i: int) -> int:
+    node = g.nodes[i]
+    names = [n for n in (*node.input, *node.output) if n and n in g.shapes]
+    return 4 * sum(int(np.prod(g.shapes[n])) for n in names)
 
 
 def _place_all(g, path: Path) -> tuple[list[PlacedLayer], list[str], set[int]]:
@@ -222,6 +227,7 @@ def read_onnx(
         warnings=tuple(warnings),
         folded_nodes=sum(len(pl.folded) for pl in placed),
         names=names,
+        layer_bytes={pl.node: _node_bytes(g, pl.node) for pl in placed},
     )
 
 
