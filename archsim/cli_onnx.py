@@ -35,6 +35,11 @@ def add_import_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-measure", action="store_true", help="do not run onnxruntime (densities 1.0)"
     )
+    p.add_argument(
+        "--densities-from",
+        metavar="WORKLOAD",
+        help="preset/YAML whose densities fill layers with placeholder weights (same shape)",
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -64,6 +69,7 @@ def _read(args: argparse.Namespace):
         inputs=args.inputs,
         zero_threshold=args.zero_threshold,
         measure=not args.no_measure,
+        densities_from=args.densities_from,
     )
 
 

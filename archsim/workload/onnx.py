@@ -108,6 +108,33 @@ def _density(a: np.ndarray, threshold: float) -> float:
     return float(np.count_nonzero(np.abs(a) > threshold)) / float(a.size) if a.size else 0.0
 
 
+_SHAPE_KEYS = ("c", "k", "h", "w", "r", "s", "stride", "pad", "groups", "inputs", "outputs")
+
+
+def _preset_densities(placed, source) -> dict[int, tuple[float, float, str]]:
+    """node -> (weight density, activation density, preset layer) for placeholder layers whose
+    kind and shape equal the next unused preset layer of that kind."""
+    if source is None:
+        return {}
+    from archsim.config.io import load_workload
+
+    wl = load_workload(source)
+    pool = list(wl.layers)
+    out = {}
+    for pl in placed:
+        if not pl.placeholder:
+            continue
+        key = tuple(pl.fields.get(k) for k in _SHAPE_KEYS)
+        for j, lay in enumerate(pool):
+            if lay.kind == pl.fields["kind"] and key == tuple(
+                getattr(lay, k, None) if k in pl.fields else None for k in _SHAPE_KEYS
+            ):
+                out[pl.node] = (lay.weight_density, lay.activation_density, f"{wl.name}:{lay.name}")
+                del pool[j]
+                break
+    return out
+
+
 def _node_bytes(g, i: int) -> int:
     node = g.nodes[i]
     names = [n for n in (*node.input, *node.output) if n and n in g.shapes]
@@ -153,12 +180,15 @@ def read_onnx(
     inputs: str | Path | np.ndarray | None = None,
     zero_threshold: float = 0.0,
     measure: bool = True,
+    densities_from: WorkloadSpec | str | Path | None = None,
 ) -> OnnxImport:
     """Import ``path``: layers, densities, real tensors, non-MAC ops, warnings.
 
     ``batch`` fixes a dynamic first input dimension, ``input_shape`` the whole data input shape;
     ``inputs`` (an ``.npy`` path or array) feeds the activation measurement (default input:
     ``onnx_activations.DEFAULT_INPUT``); ``measure=False`` skips onnxruntime.
+    ``densities_from`` (a workload preset or file) gives layers with placeholder weights the
+    densities of the preset layer of the same kind and shape (matched in order).
     """
     path = Path(path)
     if zero_threshold < 0:
@@ -173,8 +203,9 @@ def read_onnx(
     if n_placeholder:
         warnings.append(
             f"{path}: {n_placeholder} of {len(placed)} layers have placeholder weights "
-            f"(ConstantOfShape): weight and activation densities use the stated default "
-            f"{DEFAULT_DENSITY} (dense); activations are not measured"
+            f"(ConstantOfShape): activations are not measured; densities come from "
+            f"--densities-from where a preset layer has the same shape, else the stated default "
+            f"{DEFAULT_DENSITY} (dense)"
         )
     acts: dict[str, np.ndarray] = {}
     act_source = f"default {DEFAULT_DENSITY} (not measured)"
@@ -184,6 +215,7 @@ def read_onnx(
         act_source = f"measured by onnxruntime on {where}"
     elif inputs is not None:
         load_input(g, inputs)  # a wrong .npy is still an error
+    preset = _preset_densities(placed, densities_from)
     seen: set[str] = set()
     names: dict[int, str] = {}
     layers, tensors, lines = [], {}, []
@@ -198,8 +230,11 @@ def read_onnx(
             if pl.weights is not None
             else f"default {DEFAULT_DENSITY} (no real weights)"
         )
-        layers.append({"name": name, **pl.fields, "weight_density": wd, "activation_density": ad})
         a_src = act_source if a is not None else f"default {DEFAULT_DENSITY} (not measured)"
+        if pl.placeholder and pl.node in preset:
+            wd, ad, where = preset[pl.node]
+            w_src = a_src = f"preset {where}"
+        layers.append({"name": name, **pl.fields, "weight_density": wd, "activation_density": ad})
         tensors[name] = LayerTensors(pl.weights, pl.bias, a, w_src, a_src)
         lines.append(f"{name}: weights {w_src}; activations {a_src}")
         if pl.note:

@@ -66,6 +66,22 @@ def test_alexnet_conv_shapes_equal_preset() -> None:
     assert fc == [(9216, 4096), (4096, 4096), (4096, 1000)]
 
 
+def test_placeholder_densities_from_preset() -> None:
+    imp = read_onnx(
+        LIGHT / "light_bvlc_alexnet.onnx",
+        input_shape=(1, 3, 227, 227),
+        measure=False,
+        densities_from="alexnet",
+    )
+    preset = load_workload("alexnet").layers
+    convs = [s for s in imp.spec.layers if s.kind == "conv"]
+    assert [(s.weight_density, s.activation_density) for s in convs] == [
+        (p.weight_density, p.activation_density) for p in preset
+    ]
+    assert "preset alexnet:conv2" in imp.spec.description
+    assert all(s.weight_density == 1.0 for s in imp.spec.layers if s.kind == "fc")
+
+
 def test_resnet50_conv_shapes_vs_preset() -> None:
     """The graph is ResNet-50 v1.5 (stride 2 on the 3x3); the preset is He et al.'s v1 (stride
     2 on the first 1x1). 47 of 53 convs are equal; the six others differ only there."""
