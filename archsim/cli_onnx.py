@@ -26,7 +26,9 @@ def _shape(text: str) -> tuple[int, ...]:
 
 def add_import_options(p: argparse.ArgumentParser) -> None:
     """Options shared by ``import onnx`` (and usable by other commands that import)."""
-    p.add_argument("--batch", type=int, default=1, help="size of a dynamic batch dimension (1)")
+    p.add_argument(
+        "--batch", type=int, help="size of a dynamic batch dimension (required when dynamic)"
+    )
     p.add_argument("--input-shape", type=_shape, help="data input shape, e.g. 1,3,227,227")
     p.add_argument("--inputs", metavar="NPY", help="input .npy for the activation measurement")
     p.add_argument(
@@ -60,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _read(args: argparse.Namespace):
     from archsim.workload.onnx import read_onnx
 
-    if args.batch < 1:
+    if args.batch is not None and args.batch < 1:
         raise ConfigError("--batch", "", f"must be >= 1 (got {args.batch})")
     return read_onnx(
         args.model,
@@ -110,7 +112,7 @@ def cmd(args: argparse.Namespace) -> int:
 
 
 def load_onnx_workload(path: str) -> WorkloadSpec:
-    """Import ``path`` (defaults: batch 1, activations measured on the default input) into a
+    """Import ``path`` (a dynamic batch set to 1, activations measured on the default input) into a
     temporary folder removed at exit, and load it as a workload."""
     from archsim.config.io import load_workload
     from archsim.workload.onnx import read_onnx
