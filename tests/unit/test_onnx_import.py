@@ -149,6 +149,7 @@ def test_matmul_measured_densities_and_dynamic_batch(tmp_path: Path) -> None:
         ("truncated", "not a readable ONNX model"),
         ("opset", "is newer than this onnx supports"),
         ("only_unsupported", "cannot be placed"),
+        ("dynamic", "dimension 0 is dynamic (N) and no size was given"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path: Path, capsys, make, expect: str) -> None:
@@ -160,10 +161,13 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys, make, expect: str) ->
     elif make == "only_unsupported":
         node = helper.make_node("Einsum", ["x", "w"], ["y"], name="ein", equation="ij,jk->ik")
         _tiny(tmp_path, [node], "bad.onnx")
+    elif make == "dynamic":
+        _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], "bad.onnx")
     else:
         make(tmp_path / "bad.onnx")
     out = tmp_path / "wl.yaml"
-    rc = main(["import", "onnx", str(tmp_path / "bad.onnx"), "-o", str(out)])
+    batch = [] if make == "dynamic" else ["--batch", "1"]
+    rc = main(["import", "onnx", str(tmp_path / "bad.onnx"), "-o", str(out), *batch])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and expect in err and "bad.onnx" in err, err
     assert not out.exists() and not any(tmp_path.glob(".wl*"))
