@@ -108,6 +108,16 @@ def _density(a: np.ndarray, threshold: float) -> float:
     return float(np.count_nonzero(np.abs(a) > threshold)) / float(a.size) if a.size else 0.0
 
 
+def _unmeasurable(g) -> str:
+    """Why onnxruntime cannot be fed here (one float data input is supported), or ''."""
+    if len(g.inputs) != 1:
+        return f"{len(g.inputs)} data inputs ({', '.join(g.inputs)}); one is supported"
+    inp = next(i for i in g.model.graph.input if i.name in g.inputs)
+    if inp.type.tensor_type.elem_type != 1:  # TensorProto.FLOAT
+        return f"input {inp.name!r} is not float32"
+    return ""
+
+
 _SHAPE_KEYS = ("c", "k", "h", "w", "r", "s", "stride", "pad", "groups", "inputs", "outputs")
 
 
@@ -209,7 +219,10 @@ def read_onnx(
         )
     acts: dict[str, np.ndarray] = {}
     act_source = f"default {DEFAULT_DENSITY} (not measured)"
-    if measure and not n_placeholder:
+    unmeasurable = _unmeasurable(g)
+    if measure and unmeasurable and not n_placeholder:
+        warnings.append(f"{path}: activations not measured: {unmeasurable}")
+    if measure and not n_placeholder and not unmeasurable:
         x, where = load_input(g, inputs)
         acts = measure_activations(g, [pl.input_name for pl in placed], x)
         act_source = f"measured by onnxruntime on {where}"

@@ -111,3 +111,16 @@ def test_recurrent_gate_matrix(tmp_path: Path, op: str, gates: int) -> None:
                                rtol=1e-6)  # fmt: skip
     assert imp.macs_total == steps * gates * hidden * (inp + hidden)
     assert any(f"one step of {steps}" in x for x in imp.warnings)
+
+
+def test_two_data_inputs_skip_measurement_with_warning(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["y0"], name="mm"),
+        helper.make_node("Add", ["y0", "z"], ["y"]),
+    ]
+    path = _save(tmp_path, nodes, [("x", [1, 4]), ("z", [1, 3])], {"w": np.eye(4, 3)})
+    imp = read_onnx(path)
+    assert imp.spec.layers[0].activation_density == 1.0
+    assert any("2 data inputs (x, z)" in w for w in imp.warnings)
+    rows = {r["op"]: r for r in imp.op_table()}
+    assert rows["Add"]["count"] == 1 and rows["Add"]["flops"] == 3
