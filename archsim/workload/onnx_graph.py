@@ -208,7 +208,7 @@ def load_graph(
     ``batch`` fixes a dynamic first dimension of the data inputs; ``input_shape`` replaces the
     first data input's shape (e.g. AlexNet at 227 x 227).
     """
-    onnx = require_onnx()
+    require_onnx()
     from onnx import numpy_helper
 
     path = Path(path)
@@ -240,7 +240,6 @@ def load_graph(
             for name, ct in zip(node.output, outs, strict=False):
                 consts[name] = ct
                 shapes.setdefault(name, ct.shape)
-    del onnx
     return OnnxGraph(
         path=str(path),
         model=model,

@@ -141,11 +141,12 @@ def _gemm(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
         fields = {"kind": "gemm", "m": m, "n": nn, "k": kk, "transpose_a": ta, "transpose_b": tb}
         return PlacedLayer(i, fields, m * nn * kk, node.input[0], None, None, False)
     w, placeholder = _weights(bconst)
-    if w is not None and not tb:
-        w = np.ascontiguousarray(w.T)
+    if w is not None:  # (outputs, inputs), alpha folded in: y = alpha * A B + beta * C
+        w = np.ascontiguousarray(w if tb else w.T) * np.float32(at.get("alpha", 1.0))
     b, _ = _weights(_const(g, node.input[2] if len(node.input) > 2 else ""))
     if b is not None:
-        b = np.broadcast_to(b.reshape(-1), (nn,)).astype(np.float32) if b.size in (1, nn) else None
+        beta = np.float32(at.get("beta", 1.0))
+        b = beta * np.broadcast_to(b.reshape(-1), (nn,)) if b.size in (1, nn) else None
     has_bias = len(node.input) > 2 and bool(node.input[2])
     fields = {"kind": "fc", "inputs": kk, "outputs": nn, "batch": m, "bias": has_bias}
     return PlacedLayer(i, fields, m * nn * kk, node.input[0], w, b, placeholder)
