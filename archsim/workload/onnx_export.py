@@ -113,6 +113,7 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
     data_name = f"{out.stem}.data"
     used: set[str] = set()
     layers, lines = [], []
+    real_names: list[str] = []
     try:
         for spec in imp.spec.layers:
             d = spec.model_dump(mode="json", exclude_defaults=True)
@@ -142,6 +143,7 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
                 )
                 write_eie_dir(tmp / data_name / folder, layer, enc)
                 d["data"] = f"{data_name}/{folder}"
+                real_names.append(spec.name)
                 lines.append(f"{spec.name}: {how}; measured activations (EIE data folder)")
             else:
                 lines.append(f"{spec.name}: seeded synthetic tensors at the densities above")
@@ -149,7 +151,9 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
         doc = {
             "schema_version": 1,
             "name": imp.spec.name,
-            "source": imp.spec.source,
+            "source": f"{imp.spec.source}; real tensors (EIE data folders): "
+            f"{', '.join(real_names) or 'none'}; other layers: seeded synthetic tensors at the "
+            "recorded densities",
             "description": imp.spec.description + ". Tensors used -- " + "; ".join(lines),
             "layers": layers,
         }

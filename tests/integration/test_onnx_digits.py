@@ -91,7 +91,8 @@ def test_cli_import_and_run_onnx(compressed, tmp_path: Path, capsys) -> None:
     res = archsim.simulate("eie", wl)
     assert res.total_cycles > 0 and len(res.layers) == 3
     assert main(["run", "eie", str(path), "-o", str(tmp_path / "run"), "-q"]) == 0
-    assert (tmp_path / "run" / "results.csv").is_file()
+    meta = archsim.RunResult.from_json(tmp_path / "run" / "results.json").metadata
+    assert "real tensors (EIE data folders): fc1, fc2, fc3" in meta["workload_source"]
     assert (
         main(["compress", str(path), "-o", str(tmp_path / "c.onnx"), "--fc-density", "0.05"]) == 0
     )
