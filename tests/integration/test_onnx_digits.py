@@ -11,6 +11,8 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("sklearn")
 
+from threadpoolctl import threadpool_limits  # noqa: E402
+
 import archsim  # noqa: E402
 from archsim.accelerators.eie import run_eie_layer, run_eie_reference  # noqa: E402
 from archsim.cli import main  # noqa: E402
@@ -25,8 +27,9 @@ DENSITIES = (0.1, 0.1, 0.25)  # Deep Compression keeps the last FC denser (AlexN
 @pytest.fixture(scope="module")
 def compressed(tmp_path_factory: pytest.TempPathFactory):
     xt, yt, xv, yv = digits.load_split()
-    dense = digits.train_mlp(xt, yt, epochs=150)
-    comp, storage = digits.compress_mlp(dense, xt, yt, DENSITIES, bits=4)
+    with threadpool_limits(1):  # tiny matrices: BLAS threads only contend
+        dense = digits.train_mlp(xt, yt, epochs=150)
+        comp, storage = digits.compress_mlp(dense, xt, yt, DENSITIES, bits=4)
     folder = tmp_path_factory.mktemp("digits")
     path = digits.write_onnx(comp, folder / "mlp_c.onnx")
     np.save(folder / "x0.npy", xv[0].astype(np.float32))
@@ -108,7 +111,8 @@ def test_digits_cnn_measured_densities_on_scnn(tmp_path: Path) -> None:
     from archsim.examples import digits_cnn as cnn
 
     xt, yt, xv, _ = digits.load_split()
-    net = cnn.prune_cnn(cnn.train_cnn(xt, yt, epochs=20), xt, yt, 0.5, 0.25, epochs=10)
+    with threadpool_limits(1):
+        net = cnn.prune_cnn(cnn.train_cnn(xt, yt, epochs=20), xt, yt, 0.5, 0.25, epochs=10)
     path = cnn.write_cnn_onnx(net, tmp_path / "cnn.onnx")
     x0 = xv[:1].reshape(1, 1, 8, 8).astype(np.float32)
     imp = read_onnx(path, inputs=x0)
