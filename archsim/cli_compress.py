@@ -29,6 +29,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="NODE=D",
         help="density of one layer (ONNX node name); repeatable",
     )
+    p.add_argument(
+        "--plan",
+        choices=["alexnet"],
+        help="per-layer densities in graph order: alexnet = Han et al. 2016 Table 4 "
+        "(conv 84/38/35/37/37 %%, fc 9/9/25 %%)",
+    )
     p.add_argument("--fc-bits", type=int, default=4, help="fc codebook bits (4)")
     p.add_argument("--conv-bits", type=int, default=8, help="conv codebook bits (8)")
     p.add_argument("--fc-index-bits", type=int, default=5, help="fc relative index bits (5)")
@@ -36,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _plan(args: argparse.Namespace):
-    from archsim.compress.model import CompressionPlan
+    from archsim.compress.model import ALEXNET_DENSITIES, CompressionPlan
 
     per: dict[str, float] = {}
     for item in args.density:
@@ -70,6 +76,7 @@ def _plan(args: argparse.Namespace):
         args.fc_index_bits,
         args.conv_index_bits,
         per,
+        ALEXNET_DENSITIES if args.plan == "alexnet" else None,
     )
 
 

@@ -22,7 +22,17 @@ from archsim.compress.share import kmeans_share
 from archsim.compress.storage import LayerStorage, layer_storage
 from archsim.errors import WorkloadError
 
-__all__ = ["CompressionPlan", "compress_arrays", "compress_onnx", "weight_matrix"]
+__all__ = [
+    "ALEXNET_DENSITIES",
+    "CompressionPlan",
+    "compress_arrays",
+    "compress_onnx",
+    "weight_matrix",
+]
+
+#: Deep Compression's AlexNet densities in layer order (Han et al., ICLR 2016, Table 4:
+#: conv1-5 84/38/35/37/37 %, fc6-8 9/9/25 %)
+ALEXNET_DENSITIES = {"conv": (0.84, 0.38, 0.35, 0.37, 0.37), "fc": (0.09, 0.09, 0.25)}
 
 
 @dataclass(frozen=True)
@@ -41,11 +51,14 @@ class CompressionPlan:
     fc_index_bits: int = 5
     conv_index_bits: int = 8
     densities: Mapping[str, float] | None = None
+    ordered: Mapping[str, tuple[float, ...]] | None = None  # per kind, in graph order
 
-    def density(self, name: str, kind: str) -> float:
-        """Target density of layer ``name`` of ``kind`` ("fc" or "conv")."""
+    def density(self, name: str, kind: str, index: int = 0) -> float:
+        """Target density of layer ``name``, the ``index``-th of ``kind`` ("fc" or "conv")."""
         if self.densities and name in self.densities:
             return float(self.densities[name])
+        if self.ordered and kind in self.ordered:
+            return float(self.ordered[kind][index])
         return self.fc_density if kind == "fc" else self.conv_density
 
     def bits(self, kind: str) -> tuple[int, int]:
@@ -118,13 +131,24 @@ def compress_onnx(
             f"{src}: --density: no layer named {', '.join(unknown)}; allowed: "
             f"{', '.join(sorted(names))}"
         )
+    for kind, values in (plan.ordered or {}).items():
+        have = [t[0] for t in targets if t[1] == kind]
+        if len(have) != len(values):
+            raise WorkloadError(
+                f"{src}: --plan: the plan has {len(values)} {kind} densities, the model has "
+                f"{len(have)} {kind} layers ({', '.join(have)}); allowed: a model with "
+                f"{len(values)} {kind} layers"
+            )
     by_name = {t.name: t for t in model.graph.initializer}
     report = []
+    seen = {"conv": 0, "fc": 0}
     for name, kind, init, transposed in targets:
         w = numpy_helper.to_array(by_name[init]).astype(np.float32)
         mat = weight_matrix(w, kind, transposed)
         bits, ibits = plan.bits(kind)
-        shared, _, st = compress_arrays(name, mat, plan.density(name, kind), bits, ibits)
+        density = plan.density(name, kind, seen[kind])
+        seen[kind] += 1
+        shared, _, st = compress_arrays(name, mat, density, bits, ibits)
         back = shared.T if (kind == "fc" and transposed) else shared
         by_name[init].CopyFrom(numpy_helper.from_array(back.reshape(w.shape), init))
         report.append(st)

@@ -63,3 +63,48 @@ def test_storage_matches_eie_encoder_on_one_pe() -> None:
 def test_prune_rejects_bad_density() -> None:
     with pytest.raises(ValueError):
         prune_mask(np.ones(3), 1.5)
+
+
+def test_alexnet_plan_in_graph_order(tmp_path) -> None:
+    """Han et al. Table 4 densities land on the 5 convs and 3 fcs in order; the written model
+    runs in onnxruntime; a model of another shape is refused."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from archsim.cli import main
+    from archsim.compress.model import ALEXNET_DENSITIES, CompressionPlan, compress_onnx
+
+    rng = np.random.default_rng(1)
+    nodes, inits, prev = [], [], "x"
+    for i in range(5):
+        w = rng.standard_normal((4, 4 if i else 1, 3, 3)).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"cw{i}"))
+        nodes.append(helper.make_node("Conv", [prev, f"cw{i}"], [f"c{i}"], name=f"conv{i + 1}",
+                                      pads=[1, 1, 1, 1]))  # fmt: skip
+        prev = f"c{i}"
+    nodes.append(helper.make_node("Flatten", [prev], ["f"]))
+    prev = "f"
+    for i, (k, n) in enumerate([(64, 40), (40, 40), (40, 10)]):
+        inits.append(numpy_helper.from_array(rng.standard_normal((k, n)).astype(np.float32),
+                                             f"fw{i}"))  # fmt: skip
+        nodes.append(helper.make_node("MatMul", [prev, f"fw{i}"], [f"m{i}"], name=f"fc{i + 6}"))
+        prev = f"m{i}"
+    g = helper.make_graph(nodes, "a", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                          [1, 1, 4, 4])], [helper.make_tensor_value_info(prev, TensorProto.FLOAT,
+                          [1, 10])], inits)  # fmt: skip
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "a.onnx"))
+    plan = CompressionPlan(ordered=ALEXNET_DENSITIES)
+    report = compress_onnx(tmp_path / "a.onnx", tmp_path / "c.onnx", plan)
+    want = [*ALEXNET_DENSITIES["conv"], *ALEXNET_DENSITIES["fc"]]
+    assert [st.name for st in report][-3:] == ["fc6", "fc7", "fc8"]
+    for st, d in zip(report, want, strict=True):
+        assert st.nnz == round(d * st.rows * st.cols)
+    sess = ort.InferenceSession(str(tmp_path / "c.onnx"), providers=["CPUExecutionProvider"])
+    assert sess.run(None, {"x": np.ones((1, 1, 4, 4), np.float32)})[0].shape == (1, 10)
+    m.graph.node.pop()
+    m.graph.output[0].name = "m1"
+    onnx.save(m, str(tmp_path / "b.onnx"))
+    assert main(["compress", str(tmp_path / "b.onnx"), "--plan", "alexnet"]) == 2
