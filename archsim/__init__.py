@@ -41,6 +41,7 @@ _WHERE = {
     "load_system": "archsim.system",
     "collective": "archsim.system.api",
     "train_step": "archsim.system.training",
+    "import_onnx": "archsim.workload.onnx",
 }
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "WorkloadSpec",
     "__version__",
     "collective",
+    "import_onnx",
     "json_schema",
     "list_presets",
     "load_hardware",
@@ -79,6 +81,7 @@ if TYPE_CHECKING:  # what static checkers and IDEs see
     from archsim.system import load_system
     from archsim.system.api import collective
     from archsim.system.training import train_step
+    from archsim.workload.onnx import import_onnx
 
 
 def __getattr__(name: str) -> Any:

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from archsim import cli_compress, cli_onnx
 from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
@@ -102,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_validate_parser(sub)
     add_system_parsers(sub)
     add_doctor_parser(sub)
+    cli_onnx.add_parser(sub)
+    cli_compress.add_parser(sub)
     return p
 
 
@@ -187,7 +190,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         hw, wl = load_scalesim(*args.from_scalesim)
     else:
-        hw, wl = load_hardware(args.hw), load_workload(args.workload)
+        hw, wl = load_hardware(args.hw), _load_run_workload(args.workload)
     if args.overrides:
         hw = hw.with_overrides(parse_overrides(args.overrides), source="--set")
     if args.seed < 0:
@@ -223,6 +226,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"warning: {w}")
         print(f"wrote {Path(args.out) / 'results.csv'}, results.json, report.html")
     return 0
+
+
+def _load_run_workload(name: str):  # noqa: ANN202 - WorkloadSpec
+    if str(name).lower().endswith(".onnx"):
+        return cli_onnx.load_onnx_workload(name)
+    return load_workload(name)
 
 
 def _preset_summary(kind: str) -> list[dict[str, str]]:
@@ -290,6 +299,8 @@ _COMMANDS = {
     "collective": lambda a: __import__("archsim.cli_system").cli_system.cmd_collective(a),
     "train": lambda a: __import__("archsim.cli_system").cli_system.cmd_train(a),
     "doctor": cmd_doctor,
+    "import": cli_onnx.cmd,
+    "compress": cli_compress.cmd,
 }
 
 

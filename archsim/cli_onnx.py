@@ -1,0 +1,126 @@
+"""``archsim import onnx MODEL.onnx -o workload.yaml`` and ``archsim run HW MODEL.onnx``."""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import shutil
+import tempfile
+from pathlib import Path
+
+from archsim.config.workload import WorkloadSpec
+from archsim.errors import ConfigError
+
+__all__ = ["add_parser", "cmd", "load_onnx_workload"]
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(v) for v in text.replace("x", ",").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed: sizes like 1,3,227,227") from None
+    if not dims or min(dims) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be >= 1")
+    return dims
+
+
+def add_import_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by ``import onnx`` (and usable by other commands that import)."""
+    p.add_argument(
+        "--batch", type=int, help="size of a dynamic batch dimension (required when dynamic)"
+    )
+    p.add_argument("--input-shape", type=_shape, help="data input shape, e.g. 1,3,227,227")
+    p.add_argument("--inputs", metavar="NPY", help="input .npy for the activation measurement")
+    p.add_argument(
+        "--zero-threshold", type=float, default=0.0, help="|w| <= this counts as zero (0)"
+    )
+    p.add_argument(
+        "--no-measure", action="store_true", help="do not run onnxruntime (densities 1.0)"
+    )
+    p.add_argument(
+        "--densities-from",
+        metavar="WORKLOAD",
+        help="preset/YAML whose densities fill layers with placeholder weights (same shape)",
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``archsim import onnx``."""
+    imp = sub.add_parser("import", help="import a model (ONNX) as a workload YAML")
+    kinds = imp.add_subparsers(dest="import_kind", metavar="FORMAT", required=True)
+    p = kinds.add_parser(
+        "onnx",
+        help="ONNX model -> workload YAML (+ real fc tensors in <stem>.data/)",
+        description="Find every Conv/Gemm/MatMul/LSTM/GRU node, measure weight densities from "
+        "the initialisers and activation densities with onnxruntime, list the other ops.",
+    )
+    p.add_argument("model", help="the .onnx file")
+    p.add_argument("-o", "--out", required=True, help="workload YAML to write")
+    add_import_options(p)
+
+
+def _read(args: argparse.Namespace):
+    from archsim.workload.onnx import read_onnx
+
+    if args.batch is not None and args.batch < 1:
+        raise ConfigError("--batch", "", f"must be >= 1 (got {args.batch})")
+    return read_onnx(
+        args.model,
+        batch=args.batch,
+        input_shape=args.input_shape,
+        inputs=args.inputs,
+        zero_threshold=args.zero_threshold,
+        measure=not args.no_measure,
+        densities_from=args.densities_from,
+    )
+
+
+def format_import(imp) -> str:  # noqa: ANN001 - OnnxImport, imported lazily
+    """Layers (shape, MACs, densities) and the op table with shares of FLOPs and bytes."""
+    lines = [f"{'layer':<18}{'kind':<6}{'MACs':>16}{'w dens':>8}{'a dens':>8}"]
+    for spec, pl in zip(imp.spec.layers, imp.layers, strict=True):
+        lines.append(
+            f"{spec.name[:17]:<18}{spec.kind:<6}{pl.macs:>16,}"
+            f"{spec.weight_density:>8.3f}{spec.activation_density:>8.3f}"
+        )
+    lines.append(
+        f"total {imp.macs_total:,} MACs in {len(imp.layers)} layers "
+        f"({imp.folded_nodes} BatchNorm folded)"
+    )
+    lines.append(f"{'op':<22}{'count':>6}{'FLOPs %':>9}{'bytes %':>9}")
+    for row in imp.op_table():
+        lines.append(
+            f"{str(row['op'])[:21]:<22}{row['count']:>6}{100 * row['flops_share']:>9.2f}"
+            f"{100 * row['bytes_share']:>9.2f}"
+        )
+    return "\n".join(lines)
+
+
+def cmd(args: argparse.Namespace) -> int:
+    """Run ``archsim import onnx``."""
+    from archsim.workload.onnx_export import write_workload
+
+    imp = _read(args)
+    notes = write_workload(imp, args.out)
+    print(format_import(imp))
+    for note in notes:
+        print(f"tensors: {note}")
+    for w in imp.warnings:
+        print(f"warning: {w}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def load_onnx_workload(path: str) -> WorkloadSpec:
+    """Import ``path`` (a dynamic batch set to 1, activations measured on the default input) into a
+    temporary folder removed at exit, and load it as a workload."""
+    from archsim.config.io import load_workload
+    from archsim.workload.onnx import read_onnx
+    from archsim.workload.onnx_export import write_workload
+
+    imp = read_onnx(path)
+    tmp = Path(tempfile.mkdtemp(prefix="archsim-onnx-"))
+    atexit.register(shutil.rmtree, tmp, True)
+    yaml_path = tmp / f"{Path(path).stem}.yaml"
+    write_workload(imp, yaml_path)
+    return load_workload(yaml_path)

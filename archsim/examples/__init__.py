@@ -1,0 +1,1 @@
+"""Worked examples shipped with archsim (need the ``[onnx]`` extra)."""

@@ -1,0 +1,78 @@
+"""Measure each layer's input activations by running the model in onnxruntime.
+
+Default input (documented in the README): one batch of uniform [0, 1) values drawn with
+``numpy.random.default_rng(0)`` in the data input's shape. A user ``.npy`` must have the data
+input's shape, or that shape without the batch dimension (one sample).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from archsim.errors import WorkloadError
+from archsim.workload.onnx_graph import OnnxGraph
+
+__all__ = ["DEFAULT_INPUT", "load_input", "measure_activations"]
+
+DEFAULT_INPUT = "uniform [0, 1) values, numpy.random.default_rng(0), one batch"
+
+
+def load_input(g: OnnxGraph, npy: str | Path | np.ndarray | None) -> tuple[np.ndarray, str]:
+    """(input array of the first data input's shape, its provenance)."""
+    name, shape = next(iter(g.inputs.items()))
+    if npy is None:
+        return np.random.default_rng(0).random(shape, dtype=np.float32), DEFAULT_INPUT
+    where = "<array>"
+    if not isinstance(npy, np.ndarray):
+        where = str(npy)
+        try:
+            arr = np.load(where, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise WorkloadError(
+                f"{where}: cannot read as .npy ({exc}); allowed: a NumPy .npy array"
+            ) from None
+    else:
+        arr = npy
+    if tuple(arr.shape) == tuple(shape[1:]):
+        arr = arr[None]
+    if tuple(arr.shape) != tuple(shape):
+        raise WorkloadError(
+            f"{where}: shape {tuple(arr.shape)} does not fit input {name!r} of {g.path}; "
+            f"allowed: {tuple(shape)} or {tuple(shape[1:])} (one sample)"
+        )
+    return np.ascontiguousarray(arr, dtype=np.float32), f"{where} ({arr.shape[0]} samples)"
+
+
+def measure_activations(g: OnnxGraph, tensor_names: list[str], x: np.ndarray) -> dict:
+    """Values of ``tensor_names`` when the model runs on ``x`` (onnxruntime, CPU, 1 thread)."""
+    try:
+        import onnxruntime as ort
+        from onnx import helper
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise WorkloadError(
+            "measuring activations needs the onnx extra: pip install 'archsim[onnx]'"
+        ) from None
+    model = type(g.model)()
+    model.CopyFrom(g.model)
+    have = {o.name for o in model.graph.output}
+    extra = [n for n in dict.fromkeys(tensor_names) if n not in have and n not in g.inputs]
+    for n in extra:
+        model.graph.output.append(helper.make_empty_tensor_value_info(n))
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(
+            model.SerializeToString(), opts, providers=["CPUExecutionProvider"]
+        )
+        name = next(iter(g.inputs))
+        outs = sess.run(None, {name: x})
+    except Exception as exc:
+        msg = " ".join(str(exc).split())[:300]
+        raise WorkloadError(f"{g.path}: onnxruntime cannot run the model: {msg}") from None
+    got = {o.name: v for o, v in zip(sess.get_outputs(), outs, strict=True)}
+    got[next(iter(g.inputs))] = x
+    return {n: np.asarray(got[n]) for n in tensor_names if n in got}

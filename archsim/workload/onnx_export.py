@@ -1,0 +1,169 @@
+"""Write an imported ONNX model as a workload YAML whose fc layers carry their real tensors.
+
+An fc layer with real weights and a measured, non-negative input (batch 1) gets an EIE data
+folder (``<yaml stem>.data/<layer>/``, the format of ``eie_format``) holding its real weights
+on a codebook and its measured activations; EIE (and every model that materialises fc layers
+from ``data:``) then runs the real tensors. Other layers keep the measured densities and are
+materialised as seeded synthetic tensors; the workload description says which is which.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from archsim.datapath.eie_encode import encode_eie
+from archsim.errors import WorkloadError
+from archsim.workload.eie_format import write_eie_dir
+from archsim.workload.materialize import layer_rng, quantize_to_codebook
+from archsim.workload.onnx import OnnxImport
+from archsim.workload.sparse import QuantizedMatVec
+
+__all__ = ["real_matvec", "write_workload"]
+
+
+def _csc(codes_dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cols, rows = np.nonzero(codes_dense.T)
+    indptr = np.zeros(codes_dense.shape[1] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=codes_dense.shape[1]), out=indptr[1:])
+    return indptr, rows.astype(np.int32), codes_dense.T[cols, rows].astype(np.uint8)
+
+
+def real_matvec(
+    name: str,
+    weights: np.ndarray,
+    bias: np.ndarray | None,
+    activations: np.ndarray,
+    codebook_entries: int = 16,
+) -> tuple[QuantizedMatVec, str]:
+    """A :class:`QuantizedMatVec` of real (outputs, inputs) weights, and how it was coded.
+
+    Weights with at most ``codebook_entries - 1`` distinct non-zero values (a weight-shared
+    model, e.g. from ``archsim compress``) keep them exactly as the codebook; otherwise weights
+    and bias are shared by archsim's k-means (seeded by the layer name). A bias is rounded to
+    the nearest codebook value, as EIE stores it in the weight codebook.
+    """
+    w = np.asarray(weights, dtype=np.float32)
+    distinct = np.unique(w[w != 0])
+    b = np.zeros(w.shape[0], np.float32) if bias is None else np.asarray(bias, np.float32)
+    if distinct.size <= codebook_entries - 1:
+        codebook = np.zeros(codebook_entries, dtype=np.float32)
+        codebook[1 : distinct.size + 1] = distinct
+        codes = np.zeros(w.shape, dtype=np.uint8)
+        codes[w != 0] = np.searchsorted(distinct, w[w != 0]).astype(np.uint8) + 1
+        how = f"real weights, exact {distinct.size}-value codebook"
+        if distinct.size:
+            mids = (distinct[1:] + distinct[:-1]) / 2
+            bias_codes = np.where(b != 0, np.searchsorted(mids, b) + 1, 0).astype(np.uint8)
+        else:
+            bias_codes = np.zeros(w.shape[0], np.uint8)
+        if np.any(b != 0):
+            how += " (bias rounded to it)"
+    else:
+        nz = w != 0
+        values = np.concatenate([w[nz], b[b != 0]])
+        codebook, all_codes = quantize_to_codebook(values, codebook_entries, layer_rng(0, name))
+        codes = np.zeros(w.shape, dtype=np.uint8)
+        codes[nz] = all_codes[: int(nz.sum())]
+        bias_codes = np.zeros(w.shape[0], np.uint8)
+        bias_codes[b != 0] = all_codes[int(nz.sum()) :]
+        how = f"real weights shared by archsim k-means ({codebook_entries}-entry codebook)"
+    indptr, rows, vals = _csc(codes)
+    layer = QuantizedMatVec(
+        name=name,
+        n_rows=w.shape[0],
+        n_cols=w.shape[1],
+        indptr=indptr,
+        row_idx=rows,
+        codes=vals,
+        codebook=codebook,
+        bias_codes=bias_codes,
+        activations=np.asarray(activations, dtype=np.float32).reshape(-1),
+    )
+    return layer, how
+
+
+def _folder_name(name: str, used: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "layer"
+    out, k = base, 1
+    while out in used:
+        k += 1
+        out = f"{base}_{k}"
+    used.add(out)
+    return out
+
+
+def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16) -> list[str]:
+    """Write ``out`` (YAML) and its ``<stem>.data/`` folder atomically; returns one line per
+    layer saying which tensors the simulators will use."""
+    out = Path(out).resolve()
+    if out.is_dir():
+        raise WorkloadError(f"{out}: -o: is a folder; allowed: a .yaml file path")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as exc:
+        raise WorkloadError(f"{out}: cannot create: {exc.strerror}") from None
+    data_name = f"{out.stem}.data"
+    used: set[str] = set()
+    layers, lines = [], []
+    real_names: list[str] = []
+    try:
+        for spec in imp.spec.layers:
+            d = spec.model_dump(mode="json", exclude_defaults=True)
+            d["kind"] = spec.kind
+            t = imp.tensors[spec.name]
+            acts = t.activations
+            real = (
+                spec.kind == "fc"
+                and t.weights is not None
+                and acts is not None
+                and getattr(spec, "batch", 1) == 1
+                and acts.size == spec.inputs
+                and bool(np.all(acts >= 0))
+            )
+            if real:
+                layer, how = real_matvec(spec.name, t.weights, t.bias, acts, codebook_entries)
+                folder = _folder_name(spec.name, used)
+                enc = encode_eie(
+                    layer.n_rows,
+                    layer.n_cols,
+                    layer.indptr,
+                    layer.row_idx,
+                    layer.codes,
+                    layer.bias_codes,
+                    1,
+                    4,
+                )
+                write_eie_dir(tmp / data_name / folder, layer, enc)
+                d["data"] = f"{data_name}/{folder}"
+                real_names.append(spec.name)
+                lines.append(f"{spec.name}: {how}; measured activations (EIE data folder)")
+            else:
+                lines.append(f"{spec.name}: seeded synthetic tensors at the densities above")
+            layers.append(d)
+        doc = {
+            "schema_version": 1,
+            "name": imp.spec.name,
+            "source": f"{imp.spec.source}; real tensors (EIE data folders): "
+            f"{', '.join(real_names) or 'none'}; other layers: seeded synthetic tensors at the "
+            "recorded densities",
+            "description": imp.spec.description + ". Tensors used -- " + "; ".join(lines),
+            "layers": layers,
+        }
+        (tmp / out.name).write_text(yaml.safe_dump(doc, sort_keys=False, width=100))
+        if (tmp / data_name).is_dir():
+            shutil.rmtree(out.parent / data_name, ignore_errors=True)
+            os.replace(tmp / data_name, out.parent / data_name)
+        os.replace(tmp / out.name, out)
+    except OSError as exc:
+        raise WorkloadError(f"{out}: cannot write: {exc.strerror}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return lines

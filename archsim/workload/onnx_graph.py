@@ -1,0 +1,251 @@
+"""Read an ONNX file: validate it, fix input shapes, infer every tensor's shape, fold constants.
+
+Needs the ``[onnx]`` extra (``onnx``). Everything here reports user mistakes as
+``WorkloadError("<file>: <node or field>: <problem>; allowed: ...")``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from archsim.errors import WorkloadError
+
+__all__ = ["ConstTensor", "OnnxGraph", "load_graph", "read_model", "require_onnx"]
+
+#: constant-folding evaluates a node only when its output is at most this many elements
+_FOLD_LIMIT_ELEMENTS = 1 << 22
+
+
+def require_onnx() -> Any:
+    """The ``onnx`` module, or a one-line error naming the extra to install."""
+    try:
+        import onnx
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise WorkloadError(
+            "ONNX support needs the onnx extra: pip install 'archsim[onnx]'"
+        ) from None
+    return onnx
+
+
+@dataclass(frozen=True, eq=False)
+class ConstTensor:
+    """A tensor whose value does not depend on the graph inputs.
+
+    ``array`` holds the values when known; a tensor made by ``ConstantOfShape`` (the placeholder
+    weights of the ``onnx`` wheel's light models) is ``fill`` (one value everywhere) instead.
+    """
+
+    shape: tuple[int, ...]
+    array: np.ndarray | None = None
+    fill: float | None = None
+    producer: str = "initializer"
+
+    @property
+    def is_real(self) -> bool:
+        """True when the values are real data (not a one-value placeholder)."""
+        return self.array is not None
+
+    def values(self) -> np.ndarray:
+        """The values as an array (materialises a fill; callers keep that to small tensors)."""
+        if self.array is not None:
+            return self.array
+        return np.full(self.shape, self.fill if self.fill is not None else 0.0, np.float32)
+
+
+@dataclass(eq=False)
+class OnnxGraph:
+    """A shape-inferred graph: nodes, shapes and dtypes of every tensor, the constants."""
+
+    path: str
+    model: Any  # onnx.ModelProto after shape inference
+    nodes: list[Any]
+    shapes: dict[str, tuple[int, ...]]
+    consts: dict[str, ConstTensor]
+    inputs: dict[str, tuple[int, ...]]  # graph inputs that are not constants
+    consumers: dict[str, list[int]] = field(default_factory=dict)
+
+    def node_label(self, i: int) -> str:
+        """The node's name, or ``<op>_<index>`` when the graph leaves it empty."""
+        node = self.nodes[i]
+        return node.name or f"{node.op_type}_{i}"
+
+
+def read_model(path: Path) -> Any:
+    onnx = require_onnx()
+    if not path.is_file():
+        raise WorkloadError(f"{path}: file not found; allowed: an .onnx model file")
+    try:
+        model = onnx.load(str(path))
+    except Exception as exc:  # protobuf raises its own DecodeError types
+        raise WorkloadError(
+            f"{path}: not a readable ONNX model ({type(exc).__name__}); allowed: an ONNX "
+            "ModelProto file (truncated or non-ONNX files are rejected)"
+        ) from None
+    if not model.graph.node:
+        raise WorkloadError(f"{path}: graph: no nodes (not an ONNX model?); allowed: an ONNX model")
+    newest = onnx.defs.onnx_opset_version()
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx") and imp.version > newest:
+            raise WorkloadError(
+                f"{path}: opset_import: opset {imp.version} is newer than this onnx supports; "
+                f"allowed: opset <= {newest} (upgrade onnx or export with an older opset)"
+            )
+    return model
+
+
+def _set_input_shapes(
+    path: Path, model: Any, batch: int | None, input_shape: tuple[int, ...] | None
+) -> None:
+    """Fix the batch (first) dimension and, optionally, the whole shape of the data input."""
+    inits = {t.name for t in model.graph.initializer}
+    data = [i for i in model.graph.input if i.name not in inits]
+    for k, inp in enumerate(data):
+        dims = inp.type.tensor_type.shape.dim
+        if k == 0 and input_shape is not None:
+            if len(input_shape) != len(dims):
+                raise WorkloadError(
+                    f"{path}: input {inp.name!r}: --input-shape has {len(input_shape)} dims, the "
+                    f"model's input has {len(dims)}; allowed: {len(dims)} comma-separated sizes"
+                )
+            for d, v in zip(dims, input_shape, strict=True):
+                d.ClearField("dim_param")
+                d.dim_value = int(v)
+            continue
+        for j, d in enumerate(dims):
+            if d.dim_value > 0:
+                continue
+            if j == 0 and batch is not None:
+                d.ClearField("dim_param")
+                d.dim_value = int(batch)
+            else:
+                what = d.dim_param or "?"
+                raise WorkloadError(
+                    f"{path}: input {inp.name!r}: dimension {j} is dynamic ({what}) and no size "
+                    "was given; allowed: --batch N for dimension 0, --input-shape for the others"
+                )
+    # shapes recorded for the old input size would contradict the new ones
+    del model.graph.value_info[:]
+
+
+def _infer(path: Path, model: Any) -> Any:
+    onnx = require_onnx()
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as exc:
+        msg = " ".join(str(exc).split())[:300]
+        raise WorkloadError(
+            f"{path}: shape inference failed: {msg}; allowed: a model whose shapes ONNX can infer"
+        ) from None
+
+
+def _shape_of(vi: Any) -> tuple[int, ...] | None:
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    dims = tuple(int(d.dim_value) if d.dim_value > 0 else -1 for d in t.shape.dim)
+    return None if -1 in dims else dims
+
+
+def _fold(
+    node: Any, args: list[ConstTensor], label: str, out_shapes: list, opsets: dict[str, int]
+) -> list[ConstTensor]:
+    """Evaluate one node whose inputs are all constants (placeholders stay placeholders)."""
+    from onnx import helper, numpy_helper
+
+    op = node.op_type
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if op == "Constant":
+        if "value" not in attrs:
+            return []
+        arr = numpy_helper.to_array(attrs["value"])
+        return [ConstTensor(arr.shape, array=arr, producer=label)]
+    if op == "ConstantOfShape":
+        shape = tuple(int(v) for v in args[0].values().reshape(-1))
+        value = float(numpy_helper.to_array(attrs["value"]).reshape(-1)[0]) if attrs else 0.0
+        return [ConstTensor(shape, fill=value, producer=label)]
+    if any(not a.is_real for a in args):
+        if op in ("Identity", "Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Transpose"):
+            shape = out_shapes[0] or args[0].shape
+            return [ConstTensor(tuple(shape), fill=args[0].fill, producer=args[0].producer)]
+        return []  # values unknown: shapes still come from inference
+    if any(s is not None and int(np.prod(s)) > _FOLD_LIMIT_ELEMENTS for s in out_shapes):
+        return []
+    from onnx.reference import ReferenceEvaluator
+
+    names = [f"i{k}" for k in range(len(args))]
+    graph = helper.make_graph(
+        [
+            helper.make_node(
+                op,
+                names[: len(node.input)],
+                [f"o{k}" for k in range(len(node.output))],
+                domain=node.domain,
+                **attrs,
+            )
+        ],
+        "fold",
+        [helper.make_tensor_value_info(n, 1, None) for n in names],
+        [helper.make_tensor_value_info(f"o{k}", 1, None) for k in range(len(node.output))],
+    )
+    try:
+        outs = ReferenceEvaluator(graph, opsets=opsets).run(
+            None, dict(zip(names, [a.array for a in args], strict=True))
+        )
+    except Exception:
+        return []
+    return [ConstTensor(np.asarray(o).shape, array=np.asarray(o), producer=label) for o in outs]
+
+
+def load_graph(
+    path: str | Path, batch: int | None = 1, input_shape: tuple[int, ...] | None = None
+) -> OnnxGraph:
+    """Load, check, shape-infer and constant-fold ``path``.
+
+    ``batch`` fixes a dynamic first dimension of the data inputs; ``input_shape`` replaces the
+    first data input's shape (e.g. AlexNet at 227 x 227).
+    """
+    require_onnx()
+    from onnx import numpy_helper
+
+    path = Path(path)
+    model = read_model(path)
+    _set_input_shapes(path, model, batch, input_shape)
+    model = _infer(path, model)
+    g = model.graph
+    shapes: dict[str, tuple[int, ...]] = {}
+    for vi in [*g.input, *g.value_info, *g.output]:
+        s = _shape_of(vi)
+        if s is not None:
+            shapes[vi.name] = s
+    consts: dict[str, ConstTensor] = {}
+    for t in g.initializer:
+        arr = numpy_helper.to_array(t)
+        consts[t.name] = ConstTensor(arr.shape, array=arr)
+        shapes[t.name] = arr.shape
+    inputs = {i.name: shapes.get(i.name, ()) for i in g.input if i.name not in consts}
+    nodes = list(g.node)
+    opsets = {imp.domain: imp.version for imp in model.opset_import}
+    consumers: dict[str, list[int]] = {}
+    for i, node in enumerate(nodes):
+        for name in node.input:
+            consumers.setdefault(name, []).append(i)
+        label = node.name or f"{node.op_type}_{i}"
+        if all(n == "" or n in consts for n in node.input):
+            args = [consts[n] for n in node.input if n]
+            outs = _fold(node, args, label, [shapes.get(o) for o in node.output], opsets)
+            for name, ct in zip(node.output, outs, strict=False):
+                consts[name] = ct
+                shapes.setdefault(name, ct.shape)
+    return OnnxGraph(
+        path=str(path),
+        model=model,
+        nodes=nodes,
+        shapes=shapes,
+        consts=consts,
+        inputs=inputs,
+        consumers=consumers,
+    )

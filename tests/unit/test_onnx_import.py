@@ -1,0 +1,182 @@
+"""ONNX import of the nine real architectures shipped in the onnx wheel, and bad input.
+
+Counting convention: dense multiply-accumulates of Conv, Gemm and MatMul nodes at batch 1
+(biases, BatchNorm, pooling and other non-MAC ops excluded); AlexNet at 227 x 227.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+from archsim import load_workload  # noqa: E402
+from archsim.cli import main  # noqa: E402
+from archsim.errors import WorkloadError  # noqa: E402
+from archsim.workload.onnx import read_onnx  # noqa: E402
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+#: published MACs (batch 1) and where they come from; None: no published count for the variant
+PUBLISHED = {
+    "bvlc_alexnet": (724e6, "Sze et al., Proc. IEEE 105(12) 2017, Table III (227 x 227)"),
+    "vgg19": (19.6e9, "He et al., CVPR 2016, Section 4.1 (19.6 billion multiply-adds)"),
+    "inception_v1": (1.43e9, "Sze et al., Proc. IEEE 2017, Table III (GoogLeNet)"),
+    "inception_v2": (2.03e9, "Hu et al., SENet, CVPR 2018, Table 2 (BN-Inception GFLOPs)"),
+    "resnet50": (4.09e9, "torchvision ResNet50 docs, GFLOPS 4.09 (stride on the 3x3, v1.5)"),
+    "densenet121": (2.83e9, "torchvision DenseNet121 docs, GFLOPS 2.83"),
+    "squeezenet": (0.35e9, "torchvision SqueezeNet1_1 docs, GFLOPS 0.35 (v1.1 graph)"),
+    "shufflenet": (None, "no published count for this Caffe2 variant; computed 124,664,528"),
+    "zfnet512": (None, "no published count for ZFNet-512; computed 1,481,727,008"),
+}
+COMPUTED = {"shufflenet": 124_664_528, "zfnet512": 1_481_727_008}
+CONV_KEYS = ("c", "k", "h", "w", "r", "s", "stride", "pad", "groups")
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_light_model_imports_with_published_macs(name: str) -> None:
+    shape = (1, 3, 227, 227) if name == "bvlc_alexnet" else None
+    t0 = time.perf_counter()
+    imp = read_onnx(LIGHT / f"light_{name}.onnx", input_shape=shape, measure=False)
+    took = time.perf_counter() - t0
+    ref, cite = PUBLISHED[name]
+    got = imp.macs_total
+    print(f"{name}: {got:,} MACs vs {ref} ({cite}); {len(imp.layers)} layers, {took:.2f} s")
+    if ref is None:
+        assert got == COMPUTED[name]
+    else:
+        assert abs(got / ref - 1) < 0.02
+    assert not [w for w in imp.warnings if "not placed" in w]
+    assert any("placeholder weights" in w for w in imp.warnings)
+    assert all(s.weight_density == 1.0 for s in imp.spec.layers)
+    assert took < 4.0  # goal 2 s on an idle machine; shared machine margin
+
+
+def test_alexnet_conv_shapes_equal_preset() -> None:
+    imp = read_onnx(LIGHT / "light_bvlc_alexnet.onnx", input_shape=(1, 3, 227, 227), measure=False)
+    got = [tuple(getattr(s, k) for k in CONV_KEYS) for s in imp.spec.layers if s.kind == "conv"]
+    ref = [tuple(getattr(s, k) for k in CONV_KEYS) for s in load_workload("alexnet").layers]
+    assert got == ref
+    fc = [(s.inputs, s.outputs) for s in imp.spec.layers if s.kind == "fc"]
+    assert fc == [(9216, 4096), (4096, 4096), (4096, 1000)]
+
+
+def test_placeholder_densities_from_preset() -> None:
+    imp = read_onnx(
+        LIGHT / "light_bvlc_alexnet.onnx",
+        input_shape=(1, 3, 227, 227),
+        measure=False,
+        densities_from="alexnet",
+    )
+    preset = load_workload("alexnet").layers
+    convs = [s for s in imp.spec.layers if s.kind == "conv"]
+    assert [(s.weight_density, s.activation_density) for s in convs] == [
+        (p.weight_density, p.activation_density) for p in preset
+    ]
+    assert "preset alexnet:conv2" in imp.spec.description
+    assert all(s.weight_density == 1.0 for s in imp.spec.layers if s.kind == "fc")
+
+
+def test_resnet50_conv_shapes_vs_preset() -> None:
+    """The graph is ResNet-50 v1.5 (stride 2 on the 3x3); the preset is He et al.'s v1 (stride
+    2 on the first 1x1). 47 of 53 convs are equal; the six others differ only there."""
+    imp = read_onnx(LIGHT / "light_resnet50.onnx", measure=False)
+    got = sorted(
+        tuple(getattr(s, k) for k in CONV_KEYS) for s in imp.spec.layers if s.kind == "conv"
+    )
+    ref = sorted(tuple(getattr(s, k) for k in CONV_KEYS) for s in load_workload("resnet50").layers)
+    common = sum(min(got.count(t), ref.count(t)) for t in set(got))
+    assert len(got) == len(ref) == 53 and common == 47
+    moved = [t for t in got if t not in ref]
+    assert sorted((t[0], t[1], t[4], t[6]) for t in moved) == sorted(
+        [
+            (128, 128, 3, 2),
+            (256, 256, 3, 2),
+            (512, 512, 3, 2),
+            (256, 128, 1, 1),
+            (512, 256, 1, 1),
+            (1024, 512, 1, 1),
+        ]
+    )
+
+
+def test_batchnorm_folded_and_op_table() -> None:
+    imp = read_onnx(LIGHT / "light_resnet50.onnx", measure=False)
+    assert imp.folded_nodes == 53
+    rows = {r["op"]: r for r in imp.op_table()}
+    assert rows["conv layers"]["count"] == 53 and rows["Sum"]["count"] == 16
+    assert "BatchNormalization" not in rows
+    assert abs(sum(r["flops_share"] for r in rows.values()) - 1) < 1e-9
+    assert rows["conv layers"]["flops_share"] > 0.99
+
+
+def _tiny(tmp: Path, ops: list, name: str = "m.onnx", dims=("N", 4), opset: int = 13) -> Path:
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3], np.eye(4, 3).reshape(-1).tolist())
+    g = helper.make_graph(
+        ops,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    path = tmp / name
+    onnx.save(m, str(path))
+    return path
+
+
+def test_matmul_measured_densities_and_dynamic_batch(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")])
+    x = np.array([[1.0, 0.0, 2.0, 0.0]], dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    imp = read_onnx(path, batch=1, inputs=tmp_path / "x.npy")
+    (spec,) = imp.spec.layers
+    assert (spec.name, spec.kind, spec.inputs, spec.outputs) == ("mm", "fc", 4, 3)
+    assert spec.weight_density == 0.25 and spec.activation_density == 0.5
+    np.testing.assert_array_equal(imp.tensors["mm"].weights, np.eye(4, 3).T)
+
+
+@pytest.mark.parametrize(
+    ("make", "expect"),
+    [
+        (lambda p: p.write_bytes(b"not a model at all"), "not a readable ONNX model"),
+        ("truncated", "not a readable ONNX model"),
+        ("opset", "is newer than this onnx supports"),
+        ("only_unsupported", "cannot be placed"),
+        ("dynamic", "dimension 0 is dynamic (N) and no size was given"),
+    ],
+)
+def test_bad_input_one_line_exit_2(tmp_path: Path, capsys, make, expect: str) -> None:
+    if make == "truncated":
+        good = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], "g.onnx")
+        (tmp_path / "bad.onnx").write_bytes(good.read_bytes()[:-30])
+    elif make == "opset":
+        _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], "bad.onnx", opset=99)
+    elif make == "only_unsupported":
+        node = helper.make_node("Einsum", ["x", "w"], ["y"], name="ein", equation="ij,jk->ik")
+        _tiny(tmp_path, [node], "bad.onnx")
+    elif make == "dynamic":
+        _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], "bad.onnx")
+    else:
+        make(tmp_path / "bad.onnx")
+    out = tmp_path / "wl.yaml"
+    batch = [] if make == "dynamic" else ["--batch", "1"]
+    rc = main(["import", "onnx", str(tmp_path / "bad.onnx"), "-o", str(out), *batch])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and expect in err and "bad.onnx" in err, err
+    assert not out.exists() and not any(tmp_path.glob(".wl*"))
+
+
+def test_dynamic_batch_without_size_and_wrong_npy(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])])
+    with pytest.raises(WorkloadError, match="dimension 0 is dynamic"):
+        read_onnx(path, batch=None)
+    np.save(tmp_path / "x.npy", np.zeros((2, 5), np.float32))
+    with pytest.raises(WorkloadError, match=r"shape \(2, 5\) does not fit input 'x'.*allowed"):
+        read_onnx(path, inputs=tmp_path / "x.npy")
