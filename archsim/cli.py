@@ -7,19 +7,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
-from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
+from archsim.config.io import (
+    list_presets,
+    load_hardware,
+    load_workload,
+    parse_yaml,
+    preset_dirs,
+    read_yaml,
+)
 from archsim.errors import ArchsimError, ConfigError, WorkloadError
+from archsim.output import check_out_dir, write_outputs_atomically
 from archsim.progress import layer_progress, progress_bar, progress_enabled
 from archsim.results import RunResult
 from archsim.simulate import archsim_version, simulate
@@ -106,14 +109,21 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         path, sep, raw = item.partition("=")
-        if not sep or not path.strip():
+        path = path.strip()
+        if not sep or not path or "" in path.split("."):
             raise ConfigError(
                 "--set", item, "malformed; allowed: PATH=VALUE, e.g. pe_array.num_pes=128"
             )
+        if not raw.strip():
+            raise ConfigError(
+                "--set", path, "empty value; allowed: PATH=VALUE (PATH=\"''\" for empty text)"
+            )
+        if path in out:
+            raise ConfigError("--set", path, "given twice; allowed: each path once")
         try:
-            out[path.strip()] = yaml.safe_load(raw) if raw.strip() else raw
-        except yaml.YAMLError:
-            out[path.strip()] = raw
+            out[path] = parse_yaml(raw, "--set")
+        except ConfigError:
+            out[path] = raw
     return out
 
 
@@ -152,32 +162,27 @@ def format_layer_table(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _write_outputs(result: RunResult, out_dir: Path) -> None:
-    """Write results.csv, results.json, report.html atomically (all or nothing)."""
+def _write_outputs(result: RunResult, out_dir: Path, scalesim: bool = False) -> None:
+    """Write results.csv, results.json, report.html (and COMPUTE_REPORT.csv) all or nothing."""
     from archsim.report import write_run_report
 
-    out_dir = out_dir.resolve()
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError("--out", "", f"{out_dir} exists and is not a folder; allowed: a folder")
-    try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    except OSError as exc:
-        raise ConfigError("--out", "", f"cannot create {out_dir}: {exc.strerror}") from None
-    try:
+    def write(tmp: Path) -> list[str]:
         result.to_dataframe().to_csv(tmp / "results.csv", index=False)
         result.to_json(tmp / "results.json")
         write_run_report(result, tmp / "report.html")
-        out_dir.mkdir(exist_ok=True)
-        for f in ("results.csv", "results.json", "report.html"):
-            os.replace(tmp / f, out_dir / f)
-    except OSError as exc:
-        raise ConfigError("--out", "", f"cannot write {out_dir}: {exc.strerror}") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        names = ["results.csv", "results.json", "report.html"]
+        if scalesim:
+            from archsim.config.scalesim import write_compute_report
+
+            write_compute_report(result, tmp / "COMPUTE_REPORT.csv")
+            names.append("COMPUTE_REPORT.csv")
+        return names
+
+    write_outputs_atomically(out_dir, write)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    out_dir = check_out_dir(args.out)
     if args.from_scalesim:
         from archsim.config.scalesim import load_scalesim
 
@@ -199,11 +204,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
         raise WorkloadError(f"{wl.origin}: {field}: {exc.problem}") from None
-    _write_outputs(result, Path(args.out))
-    if args.from_scalesim:
-        from archsim.config.scalesim import write_compute_report
-
-        write_compute_report(result, Path(args.out) / "COMPUTE_REPORT.csv")
+    _write_outputs(result, out_dir, scalesim=bool(args.from_scalesim))
     if not args.quiet:
         print(
             f"archsim {archsim_version()}: {result.hardware} on {result.workload}, "

@@ -9,7 +9,7 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from archsim.errors import ConfigError
 
@@ -20,10 +20,36 @@ M = TypeVar("M", bound="ArchsimModel")
 _MISSING = object()
 
 
-class ArchsimModel(BaseModel):
-    """Frozen pydantic model that forbids unknown fields."""
+def _accepts_bool(tp: Any) -> bool:
+    """Whether annotation ``tp`` admits booleans (``bool``, ``Any`` or a union with one)."""
+    if tp is bool or tp is Any or tp is object:
+        return True
+    return any(_accepts_bool(a) for a in get_args(tp) if not isinstance(a, str | int | float))
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+class ArchsimModel(BaseModel):
+    """Frozen pydantic model that forbids unknown fields, NaN/infinity and booleans for numbers.
+
+    pydantic would read ``depth: true`` as 1 and accept ``.inf``; a config with either is a
+    mistake, so both are rejected.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, value in data.items():
+                field = cls.model_fields.get(name) if isinstance(name, str) else None
+                if isinstance(value, bool) and field and not _accepts_bool(field.annotation):
+                    raise ValueError(
+                        f"{name} must be a number or text, not a boolean; allowed: a value of "
+                        "the field's type (write 1 rather than true)"
+                    )
+        return data
 
     def with_overrides(self: M, overrides: Mapping[str, Any], source: str = "<overrides>") -> M:
         """Return a new, re-validated config with ``{"dotted.path": value}`` applied.
