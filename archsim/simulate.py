@@ -17,6 +17,7 @@ from archsim.energy.pricing_cnn import dcnn_price_list, scnn_price_list
 from archsim.energy.pricing_gpu import gpu_price_list
 from archsim.energy.pricing_systolic import systolic_price_list
 from archsim.errors import ConfigError, SimulationError
+from archsim.limits import check_workload_size
 from archsim.progress import ProgressFn, ReportingLayers
 from archsim.results import LayerResult, RunResult
 from archsim.units import cycles_to_seconds, power_w
@@ -113,13 +114,16 @@ def simulate(
     the run, then again from 1 for the baseline's run).
     """
     if baseline is not None:
-        run = simulate(hardware, workload, seed, progress=progress)
-        return _with_baseline(run, baseline, workload, seed, progress)
+        base_hw, base_wl = load_hardware(baseline), load_workload(workload)
+        check_workload_size(base_hw, base_wl)  # refuse before the first run, not after it
+        run = simulate(hardware, base_wl, seed, progress=progress)
+        return _with_baseline(run, base_hw, base_wl, seed, progress)
     hw = load_hardware(hardware)
     wl = load_workload(workload)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError("<api>", "seed", f"must be a non-negative integer (got {seed!r})")
     acc = hw.accelerator  # type: ignore[attr-defined]
+    check_workload_size(hw, wl)
     if acc not in REGISTRY:
         raise SimulationError(
             f"no simulator for accelerator {acc!r} in this version; available: "

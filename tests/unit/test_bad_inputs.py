@@ -89,7 +89,10 @@ def test_bool_for_a_bool_field_still_works() -> None:
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
-        (TINY + "pe_array: {num_pes: 8}\n", ("duplicate key 'pe_array'", "at line 16 (first at line 7)")),
+        (
+            TINY + "pe_array: {num_pes: 8}\n",
+            ("duplicate key 'pe_array'", "at line 16 (first at line 7)"),
+        ),
         (TINY.replace("name: tiny_eie", "name: tiny_eie\nname: x"), ("duplicate key 'name'",)),
         (TINY.replace("{num_pes: 4}", "{num_pes: 4, num_pes: 8}"), ("duplicate key 'num_pes'",)),
         ("a: " + "[" * 2000 + "]" * 2000 + "\n", ("nested too deeply",)),
@@ -236,3 +239,81 @@ def test_non_finite_eie_data(
     line = _run(tmp_path, capsys, TINY, wl)
     for needle in ("wl.yaml", "layers.0.data", file, "index 3", "finite"):
         assert needle in line, line
+
+
+# ------------------------------------------------------------------------------- size limits
+
+
+def _workload(tmp_path: Path, layer: str) -> Path:
+    path = tmp_path / "big.yaml"
+    path.write_text(
+        f"schema_version: 1\nname: big\nsource: test\nlayers:\n  - {layer}\n", encoding="utf-8"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("hw", "layer", "needles"),
+    [
+        (
+            "eie",
+            "{name: huge, kind: fc, inputs: 1000000000, outputs: 1000000000,"
+            " weight_density: 0.1, activation_density: 0.5}",
+            ("layers.0", "'huge'", "bytes of memory", "ARCHSIM_MAX_MEMORY_BYTES"),
+        ),
+        (
+            "systolic_32x32_os",
+            "{name: g, kind: gemm, m: 10000000, n: 10000000, k: 10000000}",
+            ("layers.0", "bytes of memory", "allowed: up to 8.59e+09"),
+        ),
+        (
+            "systolic_32x32_os",
+            "{name: g, kind: gemm, m: 32, n: 32, k: 32, batch: 20000000}",
+            ("layers.0", "folds", "ARCHSIM_MAX_FOLDS"),
+        ),
+        (
+            "scnn",
+            "{name: c, kind: conv, c: 64, k: 64, h: 100000, w: 100000, r: 3, s: 3,"
+            " weight_density: 0.5, activation_density: 0.5}",
+            ("layers.0", "bytes of memory"),
+        ),
+        (
+            "eie",
+            "{name: g, kind: gemm, m: 8, n: 8, k: 8}",
+            ("layers.0.kind", "cannot run layer 'g' of kind 'gemm'", "allowed: fc, lstm"),
+        ),
+    ],
+    ids=["fc_1e9", "gemm_1e7", "many_folds", "conv_1e5", "wrong_kind"],
+)
+def test_oversized_layer_is_refused_before_running(
+    tmp_path: Path, capsys: Any, hw: str, layer: str, needles: tuple[str, ...]
+) -> None:
+    wl = _workload(tmp_path, layer)
+    code = main(["run", hw, str(wl), "-o", str(tmp_path / "out"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    for needle in ("big.yaml", *needles):
+        assert needle in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_limit_is_a_policy_the_user_can_change(tmp_path: Path, monkeypatch: Any) -> None:
+    """A small layer passes by default, is refused under a lowered limit, and a bad value of
+    the variable is itself a one-line error."""
+    import archsim
+    from archsim.errors import ConfigError, SimulationError
+
+    wl = archsim.load_workload(_workload(tmp_path, "{name: g, kind: gemm, m: 64, n: 64, k: 64}"))
+    assert archsim.simulate("systolic_32x32_os", wl).total_cycles > 0
+    monkeypatch.setenv("ARCHSIM_MAX_CYCLES", "10")
+    with pytest.raises(SimulationError, match=r"needs about 256 cycles; allowed: up to 10 "):
+        archsim.simulate("systolic_32x32_os", wl)
+    monkeypatch.setenv("ARCHSIM_MAX_CYCLES", "lots")
+    with pytest.raises(ConfigError, match="ARCHSIM_MAX_CYCLES: 'lots' is not a positive number"):
+        archsim.simulate("systolic_32x32_os", wl)
+
+
+def test_baseline_that_cannot_run_the_workload_fails_first(tmp_path: Path, capsys: Any) -> None:
+    code = main(["run", "scnn", "alexnet", "--baseline", "eie", "-o", str(tmp_path / "o"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "alexnet.yaml: layers.0.kind: eie (eie) cannot run layer" in err
