@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
+import textwrap
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -45,8 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every subcommand."""
     p = _Parser(
         prog="archsim",
-        description="Cycle-level simulator of deep-learning accelerators (EIE, ...) with energy "
-        "and area. Start with `archsim run` (EIE on the nine EIE benchmark layers).",
+        description="Cycle-level simulator of deep-learning accelerators with energy and area: "
+        "EIE (sparse fc/LSTM), SCNN and its dense baseline DCNN (sparse/dense conv), systolic "
+        "arrays (TPU-like, SCALE-Sim compatible) and NVIDIA Tensor Core GPUs (V100, A100, "
+        "H100). Start with `archsim run` (EIE on the nine EIE benchmark layers), then "
+        "`archsim list` for every hardware and workload preset.",
     )
     p.add_argument("--version", action="version", version=f"archsim {archsim_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -127,8 +134,13 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def _display_width(text: str) -> int:
+    """Terminal columns of ``text`` (East Asian wide and full-width characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def format_layer_table(result: RunResult) -> str:
-    """Per-layer table that fits 80 columns."""
+    """Per-layer table; layer names are never cut (ResNet's res2a_branch2a/b/c stay distinct)."""
     df = result.to_dataframe()
     # one accelerator-specific column: (column, header, scale)
     speedups = [c for c in df.columns if c.startswith("speedup_vs_")]
@@ -138,14 +150,18 @@ def format_layer_table(result: RunResult) -> str:
         ("tc_peak_fraction", "peak %", 100.0),
     ]
     extra = next(((c, h, k) for c, h, k in candidates if c in df.columns), None)
+    names = [str(n) for n in df["layer"]]
+    width = max([5, *(_display_width(n) for n in names)]) + 1
     head = (
-        f"{'layer':<14}{'cycles':>10}{'time us':>10}{'util %':>8}{'energy uJ':>11}{'power mW':>10}"
+        f"{'layer':<{width}}{'cycles':>12}{'time us':>10}{'util %':>8}{'energy uJ':>11}"
+        f"{'power mW':>10}"
     )
     head += f"{extra[1]:>11}" if extra else ""
     lines = [head, "-" * len(head)]
-    for _, r in df.iterrows():
+    for name, (_, r) in zip(names, df.iterrows(), strict=True):
+        pad = " " * (width - _display_width(name))
         line = (
-            f"{str(r['layer'])[:13]:<14}{int(r['cycles']):>10,}{r['time_s'] * 1e6:>10.2f}"
+            f"{name}{pad}{int(r['cycles']):>12,}{r['time_s'] * 1e6:>10.2f}"
             f"{r['utilization'] * 100:>8.1f}{r['energy_pj'] * 1e-6:>11.3f}"
             f"{r['power_w'] * 1e3:>10.1f}"
         )
@@ -158,7 +174,16 @@ def format_layer_table(result: RunResult) -> str:
         f"total {s['total_cycles']:,} cycles, {s['total_time_s'] * 1e6:.2f} us, "
         f"{s['total_energy_pj'] * 1e-6:.3f} uJ, {s['average_power_w'] * 1e3:.1f} mW"
     )
-    lines.append(f"      {s['effective_gops']:.1f} GOP/s, area {s['total_area_mm2']:.2f} mm^2")
+    exposed = s["total_cycles"] - int(df["cycles"].sum()) if len(df) else 0
+    if exposed > 0:
+        lines.append(
+            f"      = {int(df['cycles'].sum()):,} in layers + {exposed:,} of DRAM transfers "
+            "not hidden"
+        )
+    area = (
+        f"area {s['total_area_mm2']:.2f} mm^2" if s["total_area_mm2"] > 0 else ("area not modelled")
+    )
+    lines.append(f"      {s['effective_gops']:.1f} GOP/s, {area}")
     return "\n".join(lines)
 
 
@@ -190,7 +215,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         hw, wl = load_hardware(args.hw), load_workload(args.workload)
     if args.overrides:
-        hw = hw.with_overrides(parse_overrides(args.overrides), source="--set")
+        overrides = parse_overrides(args.overrides)
+        if "name" not in overrides:  # results must not call the changed design by its old name
+            changes = ", ".join(f"{k}={v}" for k, v in overrides.items())
+            overrides["name"] = f"{hw.name} ({changes})"  # type: ignore[attr-defined]
+        hw = hw.with_overrides(overrides, source="--set")
     if args.seed < 0:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
     try:
@@ -231,15 +260,25 @@ def _preset_summary(kind: str) -> list[dict[str, str]]:
     return out
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    """Lines of at most ``width`` columns, broken between words only (never inside one)."""
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     presets = {k: _preset_summary(k) for k in ("hardware", "workload", "sweep")}
     if args.json:
         print(json.dumps(presets, indent=1))
         return 0
+    width = max(len(i["name"]) for items in presets.values() for i in items) + 2
+    text_width = max(40, shutil.get_terminal_size((100, 24)).columns - width - 3)
     for kind, items in presets.items():
         print(f"{kind} presets:")
         for item in items:
-            print(f"  {item['name']:<18} {item['description'][:58]}")
+            wrapped = _wrap(item["description"], text_width)
+            print(f"  {item['name']:<{width}} {wrapped[0]}")
+            for more in wrapped[1:]:  # whole words on continuation lines, same column
+                print(f"  {'':<{width}} {more}")
     return 0
 
 
@@ -299,6 +338,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(exc).split())  # always one line
         print(f"archsim: error: {message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `archsim run | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print("archsim: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover
