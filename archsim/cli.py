@@ -98,8 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_sweep_parser(sub)
     lst = sub.add_parser("list", help="list the hardware, workload and sweep presets")
     lst.add_argument("--json", action="store_true", help="machine-readable output")
-    sch = sub.add_parser("schema", help="print the JSON Schema of hardware, workload or sweeps")
-    sch.add_argument("kind", choices=["hardware", "workload", "sweep"])
+    sch = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of hardware, workload or sweep files, or of result columns",
+    )
+    sch.add_argument("kind", choices=["hardware", "workload", "sweep", "results"])
     rep = sub.add_parser(
         "report",
         help="rebuild DIR/report.html from DIR/results.json (run) or results.parquet (sweep)",

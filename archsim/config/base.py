@@ -27,6 +27,30 @@ def _accepts_bool(tp: Any) -> bool:
     return any(_accepts_bool(a) for a in get_args(tp) if not isinstance(a, str | int | float))
 
 
+#: Meaning of field names shared by many configs (a field's own ``description`` wins).
+COMMON_FIELDS = {
+    "schema_version": "Version of this file's format; allowed: 1.",
+    "accelerator": "Which accelerator model this config is for.",
+    "name": "Name shown in results, tables and reports.",
+    "description": "Free text shown by `archsim list` and in reports.",
+    "source": "Citation of the numbers (paper and table, datasheet, measurement file).",
+    "kind": "What this entry is; selects the fields allowed beside it.",
+    "weight_density": "Fraction of non-zero weights, 0..1 (for generated tensors).",
+    "activation_density": "Fraction of non-zero input activations, 0..1 (generated tensors).",
+    "weight_distribution": "How the non-zero weights are placed: uniform at random.",
+    "data_format": "Format of the data folder: eie is EIE's own storage format.",
+    "bias": "Whether the layer adds a bias (stored as an extra column of W).",
+}
+
+
+def _type_doc(tp: Any) -> str | None:
+    """First line of the docstring of the config model ``tp`` holds (``X | None`` unwrapped)."""
+    tp = _unwrap(tp)
+    if isinstance(tp, type) and issubclass(tp, ArchsimModel) and tp.__doc__:
+        return tp.__doc__.strip().splitlines()[0]
+    return None
+
+
 class ArchsimModel(BaseModel):
     """Frozen pydantic model that forbids unknown fields, NaN/infinity and booleans for numbers.
 
@@ -37,6 +61,21 @@ class ArchsimModel(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
     )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Give every field a description in the JSON Schema: a section field takes its
+        model's docstring, a common field name its meaning from ``COMMON_FIELDS``."""
+        super().__pydantic_init_subclass__(**kwargs)
+        changed = False
+        for name, field in cls.model_fields.items():
+            if not field.description:
+                text = _type_doc(field.annotation) or COMMON_FIELDS.get(name)
+                if text:
+                    field.description = text
+                    changed = True
+        if changed:
+            cls.model_rebuild(force=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -243,15 +243,29 @@ def load_sweep(name_or_path: str | Path | SweepSpec) -> tuple[SweepSpec, Path]:
         raise validation_to_config_error(exc, str(path), SweepSpec) from None
 
 
+SCHEMA_KINDS = ("hardware", "workload", "sweep", "results")
+
+
 def json_schema(kind: str) -> dict[str, Any]:
-    """JSON Schema of 'hardware' (any registered accelerator), 'workload' or 'sweep' configs."""
+    """JSON Schema of 'hardware' (any registered accelerator), 'workload' or 'sweep' configs, or
+    of one 'results' row; each with a ``$id`` (``urn:archsim:schema:<kind>:1``)."""
+    if kind == "results":
+        from archsim.result_columns import results_schema
+
+        return results_schema()
     if kind == "hardware":
         models = tuple(HARDWARE_MODELS.values())
         if len(models) == 1:
-            return models[0].model_json_schema()
-        return TypeAdapter(Union[models]).json_schema()  # noqa: UP007 - runtime union
-    if kind == "workload":
-        return WorkloadSpec.model_json_schema()
-    if kind == "sweep":
-        return SweepSpec.model_json_schema()
-    raise ValueError(f"unknown schema kind {kind!r}; allowed: hardware, workload, sweep")
+            schema = models[0].model_json_schema()
+        else:
+            schema = TypeAdapter(Union[models]).json_schema()  # noqa: UP007 - runtime union
+        schema.setdefault("title", "archsim hardware config")
+        schema.setdefault("description", "One accelerator, selected by its `accelerator` field.")
+    elif kind == "workload":
+        schema = WorkloadSpec.model_json_schema()
+    elif kind == "sweep":
+        schema = SweepSpec.model_json_schema()
+    else:
+        allowed = ", ".join(SCHEMA_KINDS)
+        raise ValueError(f"unknown schema kind {kind!r}; allowed: {allowed}")
+    return {"$id": f"urn:archsim:schema:{kind}:1", **schema}
