@@ -122,3 +122,14 @@ def test_results_name_the_changed_design(tmp_path: Path, capsys: Any) -> None:
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert data["hardware"] == "tiny_eie (pe_array.num_pes=8)"
     assert data["metadata"]["hardware_config"]["pe_array"]["num_pes"] == 8
+
+
+def test_notebook_views_are_compact(result: archsim.RunResult) -> None:
+    text = repr(result)
+    assert text.startswith("RunResult('tiny_eie' on 'r', seed 0: 4 layers,") and len(text) < 200
+    page = result._repr_html_()
+    assert len(page) < 4000 and "层1_残差" in page and "area " in page
+    assert page.count("<tr>") == 1 + 4
+    assert "2 more layers" in result._repr_html_(max_layers=2)
+    evil = replace(result, hardware="<script>")
+    assert "<script>" not in evil._repr_html_() and "&lt;script&gt;" in evil._repr_html_()
