@@ -212,9 +212,11 @@ def _write_outputs(result: RunResult, out_dir: Path, scalesim: bool = False) -> 
 def _cmd_run(args: argparse.Namespace) -> int:
     out_dir = check_out_dir(args.out)
     if args.from_scalesim:
-        from archsim.config.scalesim import load_scalesim
+        from archsim.config.scalesim import load_scalesim, scalesim_unmodelled
 
         hw, wl = load_scalesim(*args.from_scalesim)
+        for line in [] if args.quiet else scalesim_unmodelled(args.from_scalesim[0]):
+            print(f"archsim: warning: {line}", file=sys.stderr)
     else:
         hw, wl = load_hardware(args.hw), load_workload(args.workload)
     if args.overrides:

@@ -317,3 +317,28 @@ def test_baseline_that_cannot_run_the_workload_fails_first(tmp_path: Path, capsy
     code = main(["run", "scnn", "alexnet", "--baseline", "eie", "-o", str(tmp_path / "o"), "-q"])
     err = capsys.readouterr().err
     assert code == 2 and "alexnet.yaml: layers.0.kind: eie (eie) cannot run layer" in err
+
+
+def test_scalesim_v3_settings_not_modelled_are_named(tmp_path: Path, capsys: Any) -> None:
+    fixtures = ROOT / "tests" / "fixtures" / "scalesim"
+    cfg = (fixtures / "gemm256_os_32x32_user.cfg").read_text(encoding="utf-8")
+    cfg = cfg.replace("SparsitySupport : false", "SparsitySupport : true")
+    cfg = cfg.replace("IfmapSRAMBankNum: 1", "IfmapSRAMBankNum: 4")
+    cfg = cfg.replace("MemoryBanks:   1", "MemoryBanks:   2")
+    (tmp_path / "a.cfg").write_text(cfg, encoding="utf-8")
+    topology = str(fixtures / "gemm256_os_32x32_user.csv")
+    out = tmp_path / "out"
+    assert main(["run", "--from-scalesim", str(tmp_path / "a.cfg"), topology, "-o", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [e.split("] ")[1].split(" =")[0] for e in err] == [
+        "SparsitySupport",
+        "SparseRep",
+        "BlockSize",
+        "IfmapSRAMBankNum",
+        "MemoryBanks",
+    ], err
+    assert all(e.startswith("archsim: warning: ") and "is not modelled; " in e for e in err)
+    assert (out / "COMPUTE_REPORT.csv").is_file()
+    code = main(["run", "--from-scalesim", str(fixtures / "gemm256_os_32x32_user.cfg"), topology,
+                 "-o", str(tmp_path / "o2")])  # fmt: skip
+    assert code == 0 and capsys.readouterr().err == ""
