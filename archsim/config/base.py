@@ -83,6 +83,10 @@ class ArchsimModel(BaseModel):
         if isinstance(data, dict):
             for name, value in data.items():
                 field = cls.model_fields.get(name) if isinstance(name, str) else None
+                if name == "name" and isinstance(value, str) and field and not value.strip():
+                    raise ValueError(
+                        "name must not be empty; allowed: a name shown in results and reports"
+                    )
                 if isinstance(value, bool) and field and not _accepts_bool(field.annotation):
                     raise ValueError(
                         f"{name} must be a number or text, not a boolean; allowed: a value of "

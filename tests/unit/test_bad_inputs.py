@@ -342,3 +342,8 @@ def test_scalesim_v3_settings_not_modelled_are_named(tmp_path: Path, capsys: Any
     code = main(["run", "--from-scalesim", str(fixtures / "gemm256_os_32x32_user.cfg"), topology,
                  "-o", str(tmp_path / "o2")])  # fmt: skip
     assert code == 0 and capsys.readouterr().err == ""
+
+
+def test_empty_hardware_name_is_refused(tmp_path: Path, capsys: Any) -> None:
+    line = _run(tmp_path, capsys, TINY.replace("name: tiny_eie", "name: ''"))
+    assert "hw.yaml: name: must not be empty" in line
