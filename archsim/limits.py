@@ -124,8 +124,9 @@ def check_workload_size(hw: Any, workload: Any) -> None:
         origin = workload.origin
         if kinds is not None and layer.kind not in kinds:
             raise SimulationError(
-                f"{origin}: layers.{i}.kind: {hw.name} ({acc}) cannot run layer {layer.name!r} "
-                f"of kind {layer.kind!r}; allowed: {', '.join(kinds)}"
+                f"{origin}: layers.{i}.kind: {hw.name} ({acc}) runs {' and '.join(kinds)} "
+                f"layers, not layer {layer.name!r} of kind {layer.kind!r}; allowed: "
+                f"{', '.join(kinds)}"
             )
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
