@@ -10,18 +10,25 @@ import json
 import os
 import shutil
 import sys
-import tempfile
+import textwrap
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
 from archsim import cli_compress, cli_onnx
 from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
-from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
+from archsim.config.io import (
+    list_presets,
+    load_hardware,
+    load_workload,
+    parse_yaml,
+    preset_dirs,
+    read_yaml,
+)
 from archsim.errors import ArchsimError, ConfigError, WorkloadError
+from archsim.output import check_out_dir, write_outputs_atomically
 from archsim.progress import layer_progress, progress_bar, progress_enabled
 from archsim.results import RunResult
 from archsim.simulate import archsim_version, simulate
@@ -44,8 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every subcommand."""
     p = _Parser(
         prog="archsim",
-        description="Cycle-level simulator of deep-learning accelerators (EIE, ...) with energy "
-        "and area. Start with `archsim run` (EIE on the nine EIE benchmark layers).",
+        description="Cycle-level simulator of deep-learning accelerators with energy and area: "
+        "EIE (sparse fc/LSTM), SCNN and its dense baseline DCNN (sparse/dense conv), systolic "
+        "arrays (TPU-like, SCALE-Sim compatible) and NVIDIA Tensor Core GPUs (V100, A100, "
+        "H100). Start with `archsim run` (EIE on the nine EIE benchmark layers), then "
+        "`archsim list` for every hardware and workload preset.",
     )
     p.add_argument("--version", action="version", version=f"archsim {archsim_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -90,8 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_sweep_parser(sub)
     lst = sub.add_parser("list", help="list the hardware, workload and sweep presets")
     lst.add_argument("--json", action="store_true", help="machine-readable output")
-    sch = sub.add_parser("schema", help="print the JSON Schema of hardware, workload or sweeps")
-    sch.add_argument("kind", choices=["hardware", "workload", "sweep"])
+    sch = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of hardware, workload or sweep files, or of result columns",
+    )
+    sch.add_argument("kind", choices=["hardware", "workload", "sweep", "results"])
     rep = sub.add_parser(
         "report",
         help="rebuild DIR/report.html from DIR/results.json (run) or results.parquet (sweep)",
@@ -113,19 +126,31 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         path, sep, raw = item.partition("=")
-        if not sep or not path.strip():
+        path = path.strip()
+        if not sep or not path or "" in path.split("."):
             raise ConfigError(
                 "--set", item, "malformed; allowed: PATH=VALUE, e.g. pe_array.num_pes=128"
             )
+        if not raw.strip():
+            raise ConfigError(
+                "--set", path, "empty value; allowed: PATH=VALUE (PATH=\"''\" for empty text)"
+            )
+        if path in out:
+            raise ConfigError("--set", path, "given twice; allowed: each path once")
         try:
-            out[path.strip()] = yaml.safe_load(raw) if raw.strip() else raw
-        except yaml.YAMLError:
-            out[path.strip()] = raw
+            out[path] = parse_yaml(raw, "--set")
+        except ConfigError:
+            out[path] = raw
     return out
 
 
+def _display_width(text: str) -> int:
+    """Terminal columns of ``text`` (East Asian wide and full-width characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def format_layer_table(result: RunResult) -> str:
-    """Per-layer table that fits 80 columns."""
+    """Per-layer table; layer names are never cut (ResNet's res2a_branch2a/b/c stay distinct)."""
     df = result.to_dataframe()
     # one accelerator-specific column: (column, header, scale)
     speedups = [c for c in df.columns if c.startswith("speedup_vs_")]
@@ -135,14 +160,18 @@ def format_layer_table(result: RunResult) -> str:
         ("tc_peak_fraction", "peak %", 100.0),
     ]
     extra = next(((c, h, k) for c, h, k in candidates if c in df.columns), None)
+    names = [str(n) for n in df["layer"]]
+    width = max([5, *(_display_width(n) for n in names)]) + 1
     head = (
-        f"{'layer':<14}{'cycles':>10}{'time us':>10}{'util %':>8}{'energy uJ':>11}{'power mW':>10}"
+        f"{'layer':<{width}}{'cycles':>12}{'time us':>10}{'util %':>8}{'energy uJ':>11}"
+        f"{'power mW':>10}"
     )
     head += f"{extra[1]:>11}" if extra else ""
     lines = [head, "-" * len(head)]
-    for _, r in df.iterrows():
+    for name, (_, r) in zip(names, df.iterrows(), strict=True):
+        pad = " " * (width - _display_width(name))
         line = (
-            f"{str(r['layer'])[:13]:<14}{int(r['cycles']):>10,}{r['time_s'] * 1e6:>10.2f}"
+            f"{name}{pad}{int(r['cycles']):>12,}{r['time_s'] * 1e6:>10.2f}"
             f"{r['utilization'] * 100:>8.1f}{r['energy_pj'] * 1e-6:>11.3f}"
             f"{r['power_w'] * 1e3:>10.1f}"
         )
@@ -155,44 +184,54 @@ def format_layer_table(result: RunResult) -> str:
         f"total {s['total_cycles']:,} cycles, {s['total_time_s'] * 1e6:.2f} us, "
         f"{s['total_energy_pj'] * 1e-6:.3f} uJ, {s['average_power_w'] * 1e3:.1f} mW"
     )
-    lines.append(f"      {s['effective_gops']:.1f} GOP/s, area {s['total_area_mm2']:.2f} mm^2")
+    exposed = s["total_cycles"] - int(df["cycles"].sum()) if len(df) else 0
+    if exposed > 0:
+        lines.append(
+            f"      = {int(df['cycles'].sum()):,} in layers + {exposed:,} of DRAM transfers "
+            "not hidden"
+        )
+    area = (
+        f"area {s['total_area_mm2']:.2f} mm^2" if s["total_area_mm2"] > 0 else ("area not modelled")
+    )
+    lines.append(f"      {s['effective_gops']:.1f} GOP/s, {area}")
     return "\n".join(lines)
 
 
-def _write_outputs(result: RunResult, out_dir: Path) -> None:
-    """Write results.csv, results.json, report.html atomically (all or nothing)."""
+def _write_outputs(result: RunResult, out_dir: Path, scalesim: bool = False) -> None:
+    """Write results.csv, results.json, report.html (and COMPUTE_REPORT.csv) all or nothing."""
     from archsim.report import write_run_report
 
-    out_dir = out_dir.resolve()
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError("--out", "", f"{out_dir} exists and is not a folder; allowed: a folder")
-    try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    except OSError as exc:
-        raise ConfigError("--out", "", f"cannot create {out_dir}: {exc.strerror}") from None
-    try:
+    def write(tmp: Path) -> list[str]:
         result.to_dataframe().to_csv(tmp / "results.csv", index=False)
         result.to_json(tmp / "results.json")
         write_run_report(result, tmp / "report.html")
-        out_dir.mkdir(exist_ok=True)
-        for f in ("results.csv", "results.json", "report.html"):
-            os.replace(tmp / f, out_dir / f)
-    except OSError as exc:
-        raise ConfigError("--out", "", f"cannot write {out_dir}: {exc.strerror}") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        names = ["results.csv", "results.json", "report.html"]
+        if scalesim:
+            from archsim.config.scalesim import write_compute_report
+
+            write_compute_report(result, tmp / "COMPUTE_REPORT.csv")
+            names.append("COMPUTE_REPORT.csv")
+        return names
+
+    write_outputs_atomically(out_dir, write)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    out_dir = check_out_dir(args.out)
     if args.from_scalesim:
-        from archsim.config.scalesim import load_scalesim
+        from archsim.config.scalesim import load_scalesim, scalesim_unmodelled
 
         hw, wl = load_scalesim(*args.from_scalesim)
+        for line in [] if args.quiet else scalesim_unmodelled(args.from_scalesim[0]):
+            print(f"archsim: warning: {line}", file=sys.stderr)
     else:
         hw, wl = load_hardware(args.hw), _load_run_workload(args.workload)
     if args.overrides:
-        hw = hw.with_overrides(parse_overrides(args.overrides), source="--set")
+        overrides = parse_overrides(args.overrides)
+        if "name" not in overrides:  # results must not call the changed design by its old name
+            changes = ", ".join(f"{k}={v}" for k, v in overrides.items())
+            overrides["name"] = f"{hw.name} ({changes})"  # type: ignore[attr-defined]
+        hw = hw.with_overrides(overrides, source="--set")
     if args.seed < 0:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
     try:
@@ -207,11 +246,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
         raise WorkloadError(f"{wl.origin}: {field}: {exc.problem}") from None
-    _write_outputs(result, Path(args.out))
-    if args.from_scalesim:
-        from archsim.config.scalesim import write_compute_report
-
-        write_compute_report(result, Path(args.out) / "COMPUTE_REPORT.csv")
+    _write_outputs(result, out_dir, scalesim=bool(args.from_scalesim))
     if not args.quiet:
         print(
             f"archsim {archsim_version()}: {result.hardware} on {result.workload}, "
@@ -244,15 +279,25 @@ def _preset_summary(kind: str) -> list[dict[str, str]]:
     return out
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    """Lines of at most ``width`` columns, broken between words only (never inside one)."""
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     presets = {k: _preset_summary(k) for k in ("hardware", "workload", "sweep")}
     if args.json:
         print(json.dumps(presets, indent=1))
         return 0
+    width = max(len(i["name"]) for items in presets.values() for i in items) + 2
+    text_width = max(40, shutil.get_terminal_size((100, 24)).columns - width - 3)
     for kind, items in presets.items():
         print(f"{kind} presets:")
         for item in items:
-            print(f"  {item['name']:<18} {item['description'][:58]}")
+            wrapped = _wrap(item["description"], text_width)
+            print(f"  {item['name']:<{width}} {wrapped[0]}")
+            for more in wrapped[1:]:  # whole words on continuation lines, same column
+                print(f"  {'':<{width}} {more}")
     return 0
 
 
@@ -317,6 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(exc).split())  # always one line
         print(f"archsim: error: {message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `archsim run | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print("archsim: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -134,6 +135,41 @@ class RunResult:
             "effective_gops": (2 * macs / t / 1e9) if t > 0 else 0.0,
             "total_area_mm2": self.total_area_mm2,
         }
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (
+            f"RunResult({self.hardware!r} on {self.workload!r}, seed {self.seed}: "
+            f"{len(self.layers)} layers, {s['total_cycles']:,} cycles, "
+            f"{s['total_time_s'] * 1e6:.3g} us, {s['total_energy_pj'] * 1e-6:.4g} uJ)"
+        )
+
+    def _repr_html_(self, max_layers: int = 20) -> str:
+        """Compact notebook view: totals and the first ``max_layers`` layers (times in us,
+        energy in uJ); the full table is ``to_dataframe()``."""
+        s = self.summary()
+        area = f"{s['total_area_mm2']:.3g} mm²" if s["total_area_mm2"] > 0 else "not modelled"
+        head = (
+            f"<b>{html.escape(self.hardware)}</b> on <b>{html.escape(self.workload)}</b>, "
+            f"seed {self.seed}: {s['total_cycles']:,} cycles, "
+            f"{s['total_time_s'] * 1e6:.4g} µs, {s['total_energy_pj'] * 1e-6:.4g} µJ, "
+            f"{s['average_power_w'] * 1e3:.4g} mW, area {area}"
+        )
+        rows = "".join(
+            f"<tr><td>{html.escape(lr.layer)}</td><td>{lr.kind}</td>"
+            f"<td style='text-align:right'>{lr.cycles:,}</td>"
+            f"<td style='text-align:right'>{lr.time_s * 1e6:.4g}</td>"
+            f"<td style='text-align:right'>{lr.utilization * 100:.1f}</td>"
+            f"<td style='text-align:right'>{lr.energy_pj * 1e-6:.4g}</td></tr>"
+            for lr in self.layers[:max_layers]
+        )
+        more = len(self.layers) - max_layers
+        tail = f"<p>... {more} more layers: <code>.to_dataframe()</code></p>" if more > 0 else ""
+        return (
+            f"<div><p>{head}</p><table><thead><tr><th>layer</th><th>kind</th><th>cycles</th>"
+            f"<th>time µs</th><th>util %</th><th>energy µJ</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>{tail}</div>"
+        )
 
     def to_json(self, path: str | Path | None = None) -> str:
         """Serialise (and write to ``path`` when given)."""

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
-from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from archsim.config.base import ArchsimModel
@@ -16,14 +13,13 @@ from archsim.energy.pricing_cnn import dcnn_price_list, scnn_price_list
 from archsim.energy.pricing_gpu import gpu_price_list
 from archsim.energy.pricing_systolic import systolic_price_list
 from archsim.errors import ConfigError, SimulationError
+from archsim.limits import check_workload_size
 from archsim.progress import ProgressFn, ReportingLayers
+from archsim.provenance import archsim_version, model_fingerprint, provenance, source_digest
 from archsim.results import LayerResult, RunResult
 from archsim.units import cycles_to_seconds, power_w
 
-__all__ = ["simulate", "archsim_version", "model_fingerprint", "PRICE_LISTS"]
-
-#: parts of the package that present results but never change them
-_PRESENTATION = ("report", "validation", "cli.py", "cli_sweep.py", "progress.py", "__main__.py")
+__all__ = ["simulate", "archsim_version", "model_fingerprint", "source_digest", "PRICE_LISTS"]
 
 
 def _with_baseline(
@@ -67,34 +63,6 @@ PRICE_LISTS = {
 }
 
 
-@cache
-def archsim_version() -> str:
-    """Installed package version (``0+unknown`` from a bare checkout); read once per process
-    (``importlib.metadata`` scans the installed distributions on every call)."""
-    try:
-        return version("archsim")
-    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
-        return "0+unknown"
-
-
-@cache
-def model_fingerprint() -> str:
-    """Hash of the source code that computes results (16 hex digits; reports, CLI and
-    validation excluded). Sweep stores key points on it, so a point computed by a changed model
-    is never resumed as if it were current, even under an unchanged version number."""
-    return source_digest(Path(__file__).parent)
-
-
-def source_digest(root: Path) -> str:
-    """16 hex digits of SHA-256 over the ``*.py`` files under ``root`` that compute results."""
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if rel.parts[0] not in _PRESENTATION:
-            digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def simulate(
     hardware: ArchsimModel | str | Path,
     workload: WorkloadSpec | str | Path,
@@ -112,8 +80,10 @@ def simulate(
     the run, then again from 1 for the baseline's run).
     """
     if baseline is not None:
-        run = simulate(hardware, workload, seed, progress=progress)
-        return _with_baseline(run, baseline, workload, seed, progress)
+        base_hw, base_wl = load_hardware(baseline), load_workload(workload)
+        check_workload_size(base_hw, base_wl)  # refuse before the first run, not after it
+        run = simulate(hardware, base_wl, seed, progress=progress)
+        return _with_baseline(run, base_hw, base_wl, seed, progress)
     hw = load_hardware(hardware)
     wl = load_workload(workload)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
@@ -127,11 +97,13 @@ def simulate(
             f"{hw.gpu!r}), or use `archsim train` / archsim.train_step and "  # type: ignore[attr-defined]
             "`archsim collective` / archsim.collective"
         )
+    check_workload_size(hw, wl)
     if acc not in REGISTRY:
         raise SimulationError(
             f"no simulator for accelerator {acc!r} in this version; available: "
             f"{', '.join(sorted(REGISTRY))}"
         )
+    origin = provenance(hw, wl)  # before progress reporting wraps the layer list
     if progress is not None:  # reports each layer as the simulator walks the list
         wl = wl.model_copy(update={"layers": ReportingLayers(wl.layers, progress)})
     outcomes, ctx = REGISTRY[acc](hw, wl, seed)
@@ -165,12 +137,9 @@ def simulate(
         )
         warnings.extend(o.warnings)
     meta = {
-        "archsim_version": archsim_version(),
-        "model_fingerprint": model_fingerprint(),
+        **origin,
         "deterministic": "results depend only on (hardware, workload, seed)",
         "workload_source": wl.source,
-        "workload_origin": wl.origin,
-        "hardware_config": hw.model_dump(mode="json"),
         "simpy_events": ctx.events,
         "exposed_io_cycles": ctx.env.now - sum(o.cycles for o in outcomes),
     }

@@ -23,12 +23,12 @@ Rules (all from the configured capacities):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.scnn_fc import run_scnn_matvec
+from archsim.accelerators.scnn_run import ScnnConvRun
 from archsim.config.scnn import ScnnConfig
 from archsim.config.workload import ConvLayer, FcLayer, LstmLayer, WorkloadSpec
 from archsim.datapath.fixed_point import frac_bits_for, quantize
@@ -41,21 +41,6 @@ from archsim.workload.conv import SparseConv, materialize_conv
 from archsim.workload.matvec import materialize_matvec
 
 __all__ = ["simulate_scnn", "run_scnn_conv", "ScnnConvRun"]
-
-
-@dataclass(frozen=True, eq=False)
-class ScnnConvRun:
-    """Kernel results of one conv layer (all images, conv groups and super-tiles)."""
-
-    layer: SparseConv | None  # None for fc/lstm layers
-    items: list[tuple[int, int, int]]  # per super-tile pass: (cycles, in_bytes, out_bytes)
-    counts: dict[str, dict[str, int]]
-    extras: dict[str, float]
-    output_q: np.ndarray  # (n, k, out_h, out_w) int64 accumulator values (before ReLU)
-    out_frac: int
-    macs_effective: int
-    input_nnz: int  # non-zero input activations
-    output_nnz: int  # non-zero outputs after ReLU
 
 
 def _fixed_point(conv: SparseConv, data_bits: int, acc_bits: int) -> tuple[int, int, int]:

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from archsim.accelerators.scnn_run import ScnnConvRun
 from archsim.config.scnn import ScnnConfig
 from archsim.datapath.fixed_point import frac_bits_for, quantize
 from archsim.datapath.scnn_kernels import scnn_layer
@@ -25,10 +26,8 @@ from archsim.workload.sparse import QuantizedMatVec
 __all__ = ["run_scnn_matvec"]
 
 
-def run_scnn_matvec(cfg: ScnnConfig, mv: QuantizedMatVec):
+def run_scnn_matvec(cfg: ScnnConfig, mv: QuantizedMatVec) -> ScnnConvRun:
     """Simulate ``y = W x + b`` on SCNN; returns an ``ScnnConvRun``-shaped result."""
-    from archsim.accelerators.scnn import ScnnConvRun  # local: scnn imports this module
-
     ar, mul = cfg.arithmetic, cfg.multipliers
     n_pes = cfg.pe_grid.num_pes
     wf = frac_bits_for(float(np.max(np.abs(mv.codebook))), ar.data_bits)

@@ -9,7 +9,7 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from archsim.errors import ConfigError
 
@@ -20,10 +20,79 @@ M = TypeVar("M", bound="ArchsimModel")
 _MISSING = object()
 
 
-class ArchsimModel(BaseModel):
-    """Frozen pydantic model that forbids unknown fields."""
+def _accepts_bool(tp: Any) -> bool:
+    """Whether annotation ``tp`` admits booleans (``bool``, ``Any`` or a union with one)."""
+    if tp is bool or tp is Any or tp is object:
+        return True
+    return any(_accepts_bool(a) for a in get_args(tp) if not isinstance(a, str | int | float))
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+#: Meaning of field names shared by many configs (a field's own ``description`` wins).
+COMMON_FIELDS = {
+    "schema_version": "Version of this file's format; allowed: 1.",
+    "accelerator": "Which accelerator model this config is for.",
+    "name": "Name shown in results, tables and reports.",
+    "description": "Free text shown by `archsim list` and in reports.",
+    "source": "Citation of the numbers (paper and table, datasheet, measurement file).",
+    "kind": "What this entry is; selects the fields allowed beside it.",
+    "weight_density": "Fraction of non-zero weights, 0..1 (for generated tensors).",
+    "activation_density": "Fraction of non-zero input activations, 0..1 (generated tensors).",
+    "weight_distribution": "How the non-zero weights are placed: uniform at random.",
+    "data_format": "Format of the data folder: eie is EIE's own storage format.",
+    "bias": "Whether the layer adds a bias (stored as an extra column of W).",
+}
+
+
+def _type_doc(tp: Any) -> str | None:
+    """First line of the docstring of the config model ``tp`` holds (``X | None`` unwrapped)."""
+    tp = _unwrap(tp)
+    if isinstance(tp, type) and issubclass(tp, ArchsimModel) and tp.__doc__:
+        return tp.__doc__.strip().splitlines()[0]
+    return None
+
+
+class ArchsimModel(BaseModel):
+    """Frozen pydantic model that forbids unknown fields, NaN/infinity and booleans for numbers.
+
+    pydantic would read ``depth: true`` as 1 and accept ``.inf``; a config with either is a
+    mistake, so both are rejected.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Give every field a description in the JSON Schema: a section field takes its
+        model's docstring, a common field name its meaning from ``COMMON_FIELDS``."""
+        super().__pydantic_init_subclass__(**kwargs)
+        changed = False
+        for name, field in cls.model_fields.items():
+            if not field.description:
+                text = _type_doc(field.annotation) or COMMON_FIELDS.get(name)
+                if text:
+                    field.description = text
+                    changed = True
+        if changed:
+            cls.model_rebuild(force=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, value in data.items():
+                field = cls.model_fields.get(name) if isinstance(name, str) else None
+                if name == "name" and isinstance(value, str) and field and not value.strip():
+                    raise ValueError(
+                        "name must not be empty; allowed: a name shown in results and reports"
+                    )
+                if isinstance(value, bool) and field and not _accepts_bool(field.annotation):
+                    raise ValueError(
+                        f"{name} must be a number or text, not a boolean; allowed: a value of "
+                        "the field's type (write 1 rather than true)"
+                    )
+        return data
 
     def with_overrides(self: M, overrides: Mapping[str, Any], source: str = "<overrides>") -> M:
         """Return a new, re-validated config with ``{"dotted.path": value}`` applied.

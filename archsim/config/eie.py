@@ -27,8 +27,10 @@ class EieEncodingConfig(ArchsimModel):
     relative_index_bits: int = Field(
         default=4, ge=1, le=8, description="Zero-run index width z; longer runs need padding."
     )
-    codebook_entries: int = Field(default=16, ge=2, le=256)
-    pointer_bits: int = Field(default=16, ge=8, le=32)
+    codebook_entries: int = Field(
+        default=16, ge=2, le=256, description="Shared weights in the codebook (<= 2^v)."
+    )
+    pointer_bits: int = Field(default=16, ge=8, le=32, description="Column-pointer width.")
 
     @property
     def entry_bits(self) -> int:
@@ -57,8 +59,10 @@ class EieLnzdConfig(ArchsimModel):
 class EieStaticPowerConfig(ArchsimModel):
     """Power not proportional to actions, per PE, in watts (added as energy x time)."""
 
-    clock_network_w_per_pe: NonNegativeFloat = 0.0
-    leakage_w_per_pe: NonNegativeFloat = 0.0
+    clock_network_w_per_pe: NonNegativeFloat = Field(
+        default=0.0, description="Clock-network power of one PE, W."
+    )
+    leakage_w_per_pe: NonNegativeFloat = Field(default=0.0, description="Leakage of one PE, W.")
     source: str = ""
 
 

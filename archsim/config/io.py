@@ -28,6 +28,7 @@ __all__ = [
     "list_presets",
     "preset_dirs",
     "read_yaml",
+    "parse_yaml",
     "hardware_from_dict",
     "json_schema",
 ]
@@ -87,6 +88,81 @@ def _resolve(name_or_path: str | Path, kind: str) -> Path:
     raise ConfigError(text, "", f"unknown {kind} preset; available: {names}")
 
 
+#: Most values a YAML document may hold once its aliases are expanded (a config has hundreds).
+MAX_YAML_VALUES = 1_000_000
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys instead of letting the last one win.
+
+    Keys merged in with ``<<: *anchor`` may still be overridden by the mapping's own keys.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise _DuplicateKey(key, seen[key], line)
+                seen[key] = line
+            except TypeError:  # an unhashable key (a list or mapping used as a key)
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a list or mapping cannot be a key", key_node.start_mark
+                ) from None
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, first: int, line: int) -> None:
+        super().__init__(
+            f"duplicate key {key!r} at line {line} (first at line {first}); "
+            "allowed: each key once per mapping"
+        )
+
+
+def _count_values(data: Any, limit: int) -> None:
+    """Raise ``OverflowError`` when ``data`` holds more than ``limit`` values (aliases expanded)."""
+    stack, count = [data], 0
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > limit:
+            raise OverflowError
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """Parse YAML text strictly: no duplicate keys, bounded nesting and size; one-line errors."""
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        _count_values(data, MAX_YAML_VALUES)
+    except _DuplicateKey as exc:
+        raise ConfigError(source, "", str(exc)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise ConfigError(source, "", f"invalid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise ConfigError(
+            source, "", "invalid YAML: nested too deeply; allowed: a few dozen levels"
+        ) from None
+    except OverflowError:
+        raise ConfigError(
+            source,
+            "",
+            f"YAML too large: more than {MAX_YAML_VALUES:,} values once aliases are expanded",
+        ) from None
+    return data
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     """Parse a YAML mapping, turning syntax errors into a one-line ``ConfigError``."""
     try:
@@ -97,15 +173,12 @@ def read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(
             str(path), "", f"not UTF-8 text (byte {exc.start}); allowed: a UTF-8 YAML file"
         ) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise ConfigError(str(path), "", f"invalid YAML{where}: {problem}") from None
+    data = parse_yaml(text, str(path))
     if not isinstance(data, dict):
         raise ConfigError(str(path), "", "must be a YAML mapping (key: value pairs)")
+    bad = next((k for k in data if not isinstance(k, str)), None)
+    if bad is not None:
+        raise ConfigError(str(path), str(bad), "keys must be text; allowed: field names")
     return data
 
 
@@ -172,15 +245,29 @@ def load_sweep(name_or_path: str | Path | SweepSpec) -> tuple[SweepSpec, Path]:
         raise validation_to_config_error(exc, str(path), SweepSpec) from None
 
 
+SCHEMA_KINDS = ("hardware", "workload", "sweep", "results")
+
+
 def json_schema(kind: str) -> dict[str, Any]:
-    """JSON Schema of 'hardware' (any registered accelerator), 'workload' or 'sweep' configs."""
+    """JSON Schema of 'hardware' (any registered accelerator), 'workload' or 'sweep' configs, or
+    of one 'results' row; each with a ``$id`` (``urn:archsim:schema:<kind>:1``)."""
+    if kind == "results":
+        from archsim.result_columns import results_schema
+
+        return results_schema()
     if kind == "hardware":
         models = tuple(HARDWARE_MODELS.values())
         if len(models) == 1:
-            return models[0].model_json_schema()
-        return TypeAdapter(Union[models]).json_schema()  # noqa: UP007 - runtime union
-    if kind == "workload":
-        return WorkloadSpec.model_json_schema()
-    if kind == "sweep":
-        return SweepSpec.model_json_schema()
-    raise ValueError(f"unknown schema kind {kind!r}; allowed: hardware, workload, sweep")
+            schema = models[0].model_json_schema()
+        else:
+            schema = TypeAdapter(Union[models]).json_schema()  # noqa: UP007 - runtime union
+        schema.setdefault("title", "archsim hardware config")
+        schema.setdefault("description", "One accelerator, selected by its `accelerator` field.")
+    elif kind == "workload":
+        schema = WorkloadSpec.model_json_schema()
+    elif kind == "sweep":
+        schema = SweepSpec.model_json_schema()
+    else:
+        allowed = ", ".join(SCHEMA_KINDS)
+        raise ValueError(f"unknown schema kind {kind!r}; allowed: {allowed}")
+    return {"$id": f"urn:archsim:schema:{kind}:1", **schema}

@@ -267,6 +267,46 @@ def compute_report_rows(result: Any) -> list[list[Any]]:
     return rows
 
 
+#: SCALE-Sim v3 settings archsim does not model: (section, key, value SCALE-Sim treats as "off",
+#: what archsim does instead)
+_UNMODELLED = (
+    ("sparsity", "SparsitySupport", "false", "the layers run dense (no N:M / 2:4 sparsity)"),
+    ("sparsity", "SparseRep", None, "no sparse representation is modelled"),
+    ("sparsity", "OptimizedMapping", "false", "no sparsity-aware mapping is modelled"),
+    ("sparsity", "BlockSize", None, "no structured-sparsity blocks are modelled"),
+    ("layout", "IfmapCustomLayout", "false", "IFMAP uses the default row-major layout"),
+    ("layout", "FilterCustomLayout", "false", "FILTER uses the default layout"),
+    ("layout", "IfmapSRAMBankNum", "1", "IFMAP SRAM is modelled as one bank"),
+    ("layout", "FilterSRAMBankNum", "1", "FILTER SRAM is modelled as one bank"),
+    ("layout", "IfmapSRAMBankPort", None, "SRAM ports are not modelled"),
+    ("layout", "FilterSRAMBankPort", None, "SRAM ports are not modelled"),
+    (_ARCH, "MemoryBanks", "1", "DRAM is modelled as one bank"),
+)
+
+
+def scalesim_unmodelled(cfg: str | Path) -> list[str]:
+    """One line per SCALE-Sim v3 setting in ``cfg`` that asks for something archsim does not
+    model (sparsity, custom layouts, SRAM/DRAM banks): ``"<file>: line N: <key> = <value> is
+    not modelled; <what archsim does>"``. Settings at their "off" value are not reported."""
+    path = Path(cfg)
+    text = _read_text(path)
+    parser = configparser.ConfigParser()
+    parser.read_string(text, source=str(path))  # read_scalesim_config already validated it
+    sparse = parser.get("sparsity", "SparsitySupport", fallback="false").strip().lower()
+    out = []
+    for section, key, off, instead in _UNMODELLED:
+        if not parser.has_option(section, key):
+            continue
+        raw = parser.get(section, key).strip()
+        if off is not None and raw.lower() == off:
+            continue  # at its "off" value
+        if off is None and (section == "layout" or sparse == "false"):
+            continue  # ports are always set; sparsity details matter only with sparsity on
+        line = _line_of(text, section, key)
+        out.append(f"{path}: line {line}: [{section}] {key} = {raw} is not modelled; {instead}")
+    return out
+
+
 def load_scalesim(cfg: str | Path, topology: str | Path) -> tuple[Any, Any]:
     """(SystolicConfig, WorkloadSpec) from a SCALE-Sim ``.cfg`` and topology CSV."""
     from pydantic import ValidationError

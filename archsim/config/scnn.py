@@ -29,8 +29,8 @@ __all__ = [
 class PeGridConfig(ArchsimModel):
     """A rows x cols grid of PEs; inputs are tiled in the plane over it."""
 
-    rows: int = Field(ge=1, le=64)
-    cols: int = Field(ge=1, le=64)
+    rows: int = Field(ge=1, le=64, description="PE rows of the grid.")
+    cols: int = Field(ge=1, le=64, description="PE columns of the grid.")
 
     @property
     def num_pes(self) -> int:
@@ -54,12 +54,18 @@ class AccumulatorConfig(ArchsimModel):
     """Banked accumulator buffer per PE (one set; ``double_buffered`` adds a draining set)."""
 
     banks: int = Field(default=32, ge=1, le=1024, description="A")
-    entries_per_bank: int = Field(default=32, ge=1, le=16384)
-    double_buffered: bool = True
+    entries_per_bank: int = Field(
+        default=32, ge=1, le=16384, description="Accumulator entries in each bank."
+    )
+    double_buffered: bool = Field(
+        default=True, description="A second set drains outputs while the first accumulates."
+    )
     update_energy_pj: NonNegativeFloat | None = Field(
         default=None, description="Override: one read-modify-write of an entry, pJ."
     )
-    area_mm2: NonNegativeFloat | None = None
+    area_mm2: NonNegativeFloat | None = Field(
+        default=None, description="Override of the modelled area of one instance, mm^2."
+    )
 
     @property
     def entries(self) -> int:

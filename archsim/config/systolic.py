@@ -42,11 +42,19 @@ class ScalesimCompatConfig(ArchsimModel):
     drains at ``cols`` words per cycle.
     """
 
-    interface_bandwidth: Literal["user", "calc"] = "user"
-    ifmap_words_per_cycle: PositiveInt = 10
-    filter_words_per_cycle: PositiveInt = 10
-    ofmap_words_per_cycle: PositiveInt = 10
-    word_bytes: PositiveInt = 1
+    interface_bandwidth: Literal["user", "calc"] = Field(
+        default="user", description="SCALE-Sim's bandwidth mode: user (as given) or calc."
+    )
+    ifmap_words_per_cycle: PositiveInt = Field(
+        default=10, description="IFMAP DRAM reads, words/cycle (IfmapSRAMBankBandwidth)."
+    )
+    filter_words_per_cycle: PositiveInt = Field(
+        default=10, description="FILTER DRAM reads, words/cycle (FilterSRAMBankBandwidth)."
+    )
+    ofmap_words_per_cycle: PositiveInt = Field(
+        default=10, description="OFMAP DRAM writes, words/cycle (Bandwidth)."
+    )
+    word_bytes: PositiveInt = Field(default=1, description="Bytes of one SCALE-Sim word.")
 
 
 class SystolicConfig(ArchsimModel):
@@ -71,7 +79,9 @@ class SystolicConfig(ArchsimModel):
     filter_sram: SramConfig
     ofmap_sram: SramConfig
     dram: DramConfig
-    timing_model: Literal["archsim", "scalesim"] = "archsim"
+    timing_model: Literal["archsim", "scalesim"] = Field(
+        default="archsim", description="archsim (double-buffered folds) or scalesim (exact)."
+    )
     scalesim: ScalesimCompatConfig = ScalesimCompatConfig()
 
     @property

@@ -42,8 +42,12 @@ class FcLayer(_LayerBase):
     """Fully connected layer y = W x (+ b); W has ``outputs`` rows and ``inputs`` columns."""
 
     kind: Literal["fc"]
-    inputs: int | None = Field(default=None, ge=1)
-    outputs: int | None = Field(default=None, ge=1)
+    inputs: int | None = Field(
+        default=None, ge=1, description="Input features (columns of W); else from data."
+    )
+    outputs: int | None = Field(
+        default=None, ge=1, description="Output features (rows of W); else from data."
+    )
     bias: bool = True
     batch: int = Field(
         default=1, ge=1, description="Input vectors per call (GPU: the GEMM's N; EIE/SCNN: 1)."
@@ -67,8 +71,8 @@ class LstmLayer(_LayerBase):
     """One LSTM step as one matrix: 4*hidden gate rows over [x; h] columns (+ bias column)."""
 
     kind: Literal["lstm"]
-    input_size: int = Field(ge=1)
-    hidden_size: int = Field(ge=1)
+    input_size: int = Field(ge=1, description="Features of the input x.")
+    hidden_size: int = Field(ge=1, description="Features of the hidden state h.")
     bias: bool = True
     batch: int = Field(
         default=1, ge=1, description="Sequences per step (GPU: the GEMM's N; EIE/SCNN: 1)."
@@ -270,7 +274,7 @@ class WorkloadSpec(ArchsimModel):
     name: str = Field(min_length=1)
     source: str = Field(min_length=1, description="Citation of the shapes and densities.")
     description: str = ""
-    layers: list[LayerSpec] = Field(min_length=1)
+    layers: list[LayerSpec] = Field(min_length=1, description="Layers, run in this order.")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _origin: str = PrivateAttr(default="<api>")
 

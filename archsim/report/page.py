@@ -27,12 +27,13 @@ def environment() -> Environment:
 def write_page(text: str, path: str | Path, default_name: str) -> Path:
     """Write ``text`` to ``path`` atomically; returns the file written.
 
-    When ``path`` is an existing directory the page goes to ``path/default_name``. The text goes
+    When ``path`` is an existing directory, or names one with a trailing slash (``"out/"``, which
+    is created), the page goes to ``path/default_name``. The text goes
     to a temporary file in the target directory first and is then renamed over the target, so
     readers never see a half-written page and no temporary file is left behind.
     """
     target = Path(path)
-    if target.is_dir():
+    if target.is_dir() or str(path).endswith(("/", os.sep)):
         target = target / default_name
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

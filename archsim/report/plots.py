@@ -10,7 +10,9 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
@@ -204,6 +206,17 @@ _SVG_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _SVG_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
 
 
+@contextmanager
+def _no_glyph_warnings() -> Iterator[None]:
+    """Silence matplotlib's one-warning-per-character "Glyph ... missing from font" (a layer
+    named in CJK or with emoji flooded stderr); such characters are drawn as boxes."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"Glyph \d+ .* missing from", category=UserWarning
+        )
+        yield
+
+
 def figure_to_svg(fig: Figure, id_prefix: str = "") -> str:
     """The figure as inline SVG text: no XML header, comments or metadata, text as paths.
 
@@ -211,7 +224,10 @@ def figure_to_svg(fig: Figure, id_prefix: str = "") -> str:
     figures can be inlined in one HTML document without id clashes.
     """
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "archsim"}):
+    with (
+        matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "archsim"}),
+        _no_glyph_warnings(),
+    ):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     text = _SVG_PREAMBLE.sub("", buf.getvalue(), count=1)
     text = _SVG_COMMENT.sub("", text)
@@ -225,5 +241,6 @@ def figure_to_svg(fig: Figure, id_prefix: str = "") -> str:
 def figure_to_png(fig: Figure, path: str | Path, dpi: int = 150) -> Path:
     """Write the figure as a PNG file; returns the path."""
     out = Path(path)
-    fig.savefig(out, format="png", dpi=dpi, metadata={"Software": None})
+    with _no_glyph_warnings():
+        fig.savefig(out, format="png", dpi=dpi, metadata={"Software": None})
     return out

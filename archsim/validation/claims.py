@@ -9,10 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from archsim.validation.runs import Runs
+from archsim.validation.runs import ClaimUnavailable, Runs
 
 __all__ = ["Claim", "ClaimUnavailable", "ToleranceKind", "STATUSES"]
 
@@ -21,10 +20,6 @@ __all__ = ["Claim", "ClaimUnavailable", "ToleranceKind", "STATUSES"]
 ToleranceKind = Literal["relative", "absolute", "at_most", "at_least"]
 #: Outcomes of a claim; SKIPPED when its input (real data, a simulator) is not available.
 STATUSES = ("PASS", "FAIL", "SKIPPED")
-
-
-class ClaimUnavailable(Exception):
-    """A claim cannot be computed here (missing data folder, accelerator not simulated yet)."""
 
 
 @dataclass(frozen=True)

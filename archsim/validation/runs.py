@@ -11,10 +11,17 @@ from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.results import RunResult
 from archsim.simulate import simulate
-from archsim.validation.claims import ClaimUnavailable
+
+
+class ClaimUnavailable(Exception):
+    """A claim cannot be computed here (missing data folder, accelerator not simulated yet).
+
+    Defined here, where runs raise it; ``archsim.validation.claims`` re-exports it."""
+
 
 __all__ = [
     "Runs",
+    "ClaimUnavailable",
     "alex8_real_workload",
     "default_eie_data",
     "EIE_DATA_RELATIVE",

@@ -33,6 +33,17 @@ def _read(path: Path, dtype: type, allow_empty: bool = False) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype)
 
 
+def _finite(values: np.ndarray, path: Path) -> np.ndarray:
+    """``values`` unchanged; a NaN or infinity (no fixed-point value) is a ``WorkloadError``."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise WorkloadError(
+            f"{path}: malformed: value {values[bad[0]]} at index {bad[0]} ({bad.size} such); "
+            "allowed: finite float32 numbers"
+        )
+    return values
+
+
 def _pe_files(folder: Path, stem: str) -> list[Path]:
     sub = folder / stem
     if not sub.is_dir():
@@ -59,8 +70,8 @@ def read_eie_dir(
     folder = Path(folder)
     if not folder.is_dir():
         raise WorkloadError(f"{folder}: data folder not found")
-    act = _read(folder / "act.dat", np.float32)
-    codebook = _read(folder / "arithm.dat", np.float32)
+    act = _finite(_read(folder / "act.dat", np.float32), folder / "act.dat")
+    codebook = _finite(_read(folder / "arithm.dat", np.float32), folder / "arithm.dat")
     if codebook[0] != 0.0:
         raise WorkloadError(f"{folder / 'arithm.dat'}: codebook entry 0 must be 0.0 (padding)")
     ptr_files, spm_files = _pe_files(folder, "ptr"), _pe_files(folder, "spm")

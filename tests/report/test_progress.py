@@ -77,6 +77,11 @@ def test_terminal_table_fits_80_columns() -> None:
     wl = wl.model_copy(update={"layers": wl.layers[7:]})
     for result in (archsim.simulate("tiny_eie", wl), make_gpu_result(6)):
         lines = format_layer_table(result).splitlines()
-        assert max(map(len, lines)) <= 80
-        assert len(lines) == len(result.layers) + 5  # head, rule, rows, rule, 2 total lines
+        # 80 columns when names have at most 17 characters; longer names widen the table
+        # instead of being cut (ResNet's res2a_branch2a/b/c must stay distinct)
+        longest = max(len(lr.layer) for lr in result.layers)
+        assert max(map(len, lines)) <= 80 + max(0, longest - 17)
+        exposed = result.total_cycles > sum(lr.cycles for lr in result.layers)
+        # head, rule, rows, rule, 2 total lines (+1 saying why layer cycles do not add up)
+        assert len(lines) == len(result.layers) + 5 + exposed
     assert "peak %" in format_layer_table(make_gpu_result(2))

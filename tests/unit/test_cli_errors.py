@@ -162,7 +162,7 @@ HW_CASES: list[tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]] = 
     (
         "negative_frequency",
         lambda d: _set(d, "clock.frequency_hz", -1),
-        ("clock.frequency_hz", "greater than 0", "got -1"),
+        ("clock.frequency_hz", "greater than or equal to 1", "got -1"),
     ),
     (
         "fifo_depth_zero",

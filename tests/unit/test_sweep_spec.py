@@ -192,7 +192,7 @@ def test_model_fingerprint_follows_the_model_code_not_the_reports(tmp_path):
 
     root = Path(archsim.__file__).parent
     copy = tmp_path / "archsim"
-    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__", "*.yaml"))
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
     before = source_digest(copy)
     assert before == model_fingerprint()
     (copy / "report" / "page.py").write_text("# a report change\n", encoding="utf-8")

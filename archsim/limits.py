@@ -1,0 +1,137 @@
+"""Size limits checked before a run: refuse a layer that would exhaust memory or never finish.
+
+A 1e9 x 1e9 fc layer used to die in a NumPy allocation, and a GEMM of m = n = k = 1e7 on a
+systolic array looped for hours. Each layer's work and memory are estimated from its shape
+before anything is allocated. The limits are a policy, not a property of the model: raise them
+with the environment variables below when the machine has the memory and time.
+
+- ``ARCHSIM_MAX_MEMORY_BYTES`` (default 8 GiB): tensors a model materialises for one layer.
+- ``ARCHSIM_MAX_CYCLES`` (default 1e12): ideal cycles of one layer (dense MACs / peak MACs per
+  cycle; 1e12 cycles are 1,000 s at 1 GHz).
+- ``ARCHSIM_MAX_FOLDS`` (default 1e7): systolic-array folds of one layer (planned one by one).
+
+Tensor Core GPUs are planned analytically per wave and are not checked here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from archsim.errors import ConfigError, SimulationError
+
+__all__ = ["LIMITS", "LAYER_KINDS", "limit", "check_workload_size", "layer_memory_bytes"]
+
+#: layer kinds each cycle-level model runs (checked up front, so that a run with a baseline does
+#: not simulate for minutes before the baseline refuses a layer)
+LAYER_KINDS: dict[str, tuple[str, ...]] = {
+    "eie": ("fc", "lstm"),
+    "scnn": ("conv", "fc", "lstm"),
+    "dcnn": ("conv",),
+    "systolic": ("conv", "gemm"),
+}
+
+#: environment variable -> (default, what it bounds)
+LIMITS: dict[str, tuple[float, str]] = {
+    "ARCHSIM_MAX_MEMORY_BYTES": (8 * 2**30, "bytes of tensors materialised for one layer"),
+    "ARCHSIM_MAX_CYCLES": (1e12, "ideal cycles of one layer"),
+    "ARCHSIM_MAX_FOLDS": (1e7, "systolic-array folds of one layer"),
+}
+
+# bytes per materialised element: float64 values plus the integer/quantised copies the
+# datapaths keep (an upper-bound estimate, not an exact count)
+_BYTES_PER_SPARSE_ENTRY = 32  # row, column (int64), code, value and a sort permutation
+_BYTES_PER_DENSE_ELEMENT = 24  # float64 value, fixed-point copy, mask/im2col copy
+
+
+def limit(name: str) -> float:
+    """The limit ``name`` from the environment, else its default."""
+    default, _ = LIMITS[name]
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(name, "", f"{raw!r} is not a positive number; allowed: e.g. 1e13")
+    return value
+
+
+def _conv_elements(layer: Any) -> int:
+    inputs = layer.n * layer.c * layer.h * layer.w
+    weights = layer.k * (layer.c // layer.groups) * layer.r * layer.s
+    outputs = layer.n * layer.k * max(layer.out_h, 1) * max(layer.out_w, 1)
+    return inputs + weights + outputs
+
+
+def layer_memory_bytes(accelerator: str, layer: Any) -> int:
+    """Estimated bytes of the tensors ``accelerator``'s model materialises for ``layer``."""
+    kind = layer.kind
+    if kind in ("fc", "lstm"):
+        shape = layer.matrix_shape
+        if shape is None or layer.data is not None:  # read from files: bounded by them
+            return 0
+        rows, cols = shape
+        nnz = math.ceil(rows * cols * layer.weight_density)
+        return _BYTES_PER_SPARSE_ENTRY * nnz + _BYTES_PER_DENSE_ELEMENT * (rows + cols)
+    if kind == "conv":
+        if accelerator == "systolic":  # im2col of every image and the output
+            m, k, n = layer.n * layer.out_h * layer.out_w, layer.c * layer.r * layer.s, layer.k
+            return _BYTES_PER_DENSE_ELEMENT * (m * k + k * n + m * n)
+        return _BYTES_PER_DENSE_ELEMENT * _conv_elements(layer)
+    if kind == "gemm":
+        m, n, k = layer.m, layer.n, layer.k
+        return _BYTES_PER_DENSE_ELEMENT * (m * k + k * n + m * n)
+    return 0
+
+
+def _macs_dense(layer: Any) -> int:
+    if layer.kind in ("fc", "lstm"):
+        shape = layer.matrix_shape
+        return 0 if shape is None else shape[0] * shape[1] * layer.batch
+    return int(layer.macs_dense)
+
+
+def _folds(hw: Any, layer: Any) -> int:
+    from archsim.accelerators.systolic import layer_gemms
+    from archsim.datapath.systolic_kernels import fold_counts
+
+    g = layer_gemms(layer, hw.timing_model == "scalesim")
+    rf, cf = fold_counts(hw.array.dataflow, hw.array.rows, hw.array.cols, g.m, g.n, g.k)
+    return rf * cf * g.repeat
+
+
+def _refuse(origin: str, index: int, layer: Any, what: str, need: float, env: str) -> None:
+    cap = limit(env)
+    if need > cap:
+        raise SimulationError(
+            f"{origin}: layers.{index}: layer {layer.name!r} needs about {need:.3g} {what}; "
+            f"allowed: up to {cap:.3g} (set {env} to raise it if the machine can take it)"
+        )
+
+
+def check_workload_size(hw: Any, workload: Any) -> None:
+    """Raise ``SimulationError`` naming the first layer over a limit (see the module doc)."""
+    acc = hw.accelerator
+    if acc == "tensor_core":
+        return
+    peak = max(int(hw.peak_macs_per_cycle), 1)
+    kinds = LAYER_KINDS.get(acc)
+    for i, layer in enumerate(workload.layers):
+        origin = workload.origin
+        if kinds is not None and layer.kind not in kinds:
+            raise SimulationError(
+                f"{origin}: layers.{i}.kind: {hw.name} ({acc}) runs {' and '.join(kinds)} "
+                f"layers, not layer {layer.name!r} of kind {layer.kind!r}; allowed: "
+                f"{', '.join(kinds)}"
+            )
+        if layer.kind not in ("fc", "lstm", "conv", "gemm"):
+            continue
+        _refuse(origin, i, layer, "bytes of memory", layer_memory_bytes(acc, layer),
+                "ARCHSIM_MAX_MEMORY_BYTES")  # fmt: skip
+        _refuse(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
+        if acc == "systolic" and layer.kind in ("conv", "gemm"):
+            _refuse(origin, i, layer, "folds", _folds(hw, layer), "ARCHSIM_MAX_FOLDS")

@@ -1,0 +1,84 @@
+"""Output folders written all-or-nothing, also when the folder is a mount point.
+
+Files are first written into a hidden temporary folder *inside* the target folder, so every
+rename stays on one filesystem (a Docker ``-v`` mount, an NFS share: renaming from the parent
+would fail with "Invalid cross-device link"). Should a rename still fail across devices, the file
+is copied next to its destination and renamed there, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from archsim.errors import ConfigError
+
+__all__ = ["check_out_dir", "write_outputs_atomically"]
+
+_TMP_PREFIX = ".archsim-tmp-"
+
+
+def check_out_dir(text: str, option: str = "--out") -> Path:
+    """The output folder named by ``text``; refuses an empty name or an existing non-folder."""
+    if not text.strip():
+        raise ConfigError(option, "", "empty folder name; allowed: a folder path, e.g. out")
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(option, "", f"{path} exists and is not a folder; allowed: a folder")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(option, "", f"{parent} is a file; allowed: a folder path")
+            break
+    return path
+
+
+def _move(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst``; across filesystems, copy beside ``dst`` and rename there."""
+    try:
+        os.replace(src, dst)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        part = dst.with_name(f".{dst.name}.part")
+        try:
+            shutil.copyfile(src, part)
+            os.replace(part, dst)
+        finally:
+            part.unlink(missing_ok=True)
+
+
+def write_outputs_atomically(
+    out_dir: Path, write: Callable[[Path], Iterable[str]], option: str = "--out"
+) -> list[Path]:
+    """Call ``write(tmp)`` (which writes files into ``tmp`` and returns their names), then move
+    them into ``out_dir``. On failure nothing new is left: no temporary folder, and no
+    ``out_dir`` when this call created it. Returns the final paths.
+    """
+    out_dir = check_out_dir(str(out_dir), option)
+    created = not out_dir.exists()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out_dir))
+    except OSError as exc:
+        raise ConfigError(option, "", f"cannot create {out_dir}: {exc.strerror}") from None
+    try:
+        names = list(write(tmp))
+        for name in names:
+            _move(tmp / name, out_dir / name)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if created:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise ConfigError(option, "", f"cannot write {out_dir}: {exc.strerror}") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if created:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+    return [out_dir / n for n in names]

@@ -1,0 +1,355 @@
+"""Issue 17's bad inputs: each is one line ``archsim: error: ...``, exit 2, nothing written.
+
+In-process (``archsim.cli.main``) so the whole file stays fast; ``test_cli_errors.py`` covers
+the real terminal.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from archsim.cli import main
+from archsim.config.io import parse_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = (ROOT / "hw_configs" / "tiny_eie.yaml").read_text(encoding="utf-8")
+WORKLOAD = (
+    "schema_version: 1\nname: t\nsource: test\nlayers:\n"
+    "  - {name: fc1, kind: fc, inputs: 64, outputs: 32, weight_density: 0.2,"
+    " activation_density: 0.5}\n"
+)
+
+
+def _hw(**changes: Any) -> str:
+    data = yaml.safe_load(TINY)
+    for dotted, value in changes.items():
+        section, field = dotted.split("__")
+        data[section][field] = value
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def _run(tmp_path: Path, capsys: Any, hw: str, wl: str = WORKLOAD, *extra: str) -> str:
+    (tmp_path / "hw.yaml").write_text(hw, encoding="utf-8")
+    (tmp_path / "wl.yaml").write_text(wl, encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["run", str(tmp_path / "hw.yaml"), str(tmp_path / "wl.yaml"), "-o", str(out), "-q"]
+    code = main([*argv, *extra])
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert code == 2, captured
+    assert captured.out == "" and len(lines) == 1 and lines[0].startswith("archsim: error: ")
+    assert "Traceback" not in captured.err
+    assert not out.exists()
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("changes", "needles"),
+    [
+        ({"clock__frequency_hz": float("inf")}, ("clock.frequency_hz", "finite number")),
+        ({"clock__frequency_hz": float("nan")}, ("clock.frequency_hz", "finite number")),
+        ({"clock__frequency_hz": 1e30}, ("clock.frequency_hz", "less than or equal to 1")),
+        ({"dram__latency_s": float("inf")}, ("dram.latency_s", "finite number")),
+        ({"dram__bandwidth_bytes_per_s": 1e30}, ("dram.bandwidth_bytes_per_s", "less than")),
+        ({"activation_fifo__depth": 10**9}, ("activation_fifo.depth", "65536")),
+        ({"activation_fifo__depth": True}, ("activation_fifo.depth", "not a boolean")),
+        ({"arithmetic__data_bits": True}, ("arithmetic.data_bits", "not a boolean")),
+        ({"spmat_sram__size_bytes": 10**30}, ("spmat_sram.size_bytes", "1099511627776")),
+        ({"spmat_sram__size_bytes": 1e30}, ("spmat_sram.size_bytes",)),
+        ({"spmat_sram__width_bits": 6 * 10**12}, ("spmat_sram.width_bits", "65536")),
+        ({"spmat_sram__area_mm2": float("inf")}, ("spmat_sram.area_mm2", "finite number")),
+        ({"spmat_sram__read_energy_pj": float("nan")}, ("spmat_sram.read_energy_pj", "finite")),
+    ],
+    ids=lambda v: "-".join(v) if isinstance(v, dict) else None,
+)
+def test_out_of_range_hardware(
+    tmp_path: Path, capsys: Any, changes: dict[str, Any], needles: tuple[str, ...]
+) -> None:
+    line = _run(tmp_path, capsys, _hw(**changes))
+    for needle in ("hw.yaml", *needles):
+        assert needle in line, line
+
+
+def test_bool_for_a_bool_field_still_works() -> None:
+    """Only numbers refuse booleans: ``strict_capacity: true`` is a real boolean field."""
+    from archsim.config.io import hardware_from_dict
+
+    hw = hardware_from_dict({**yaml.safe_load(TINY), "strict_capacity": True})
+    assert hw.strict_capacity is True
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        (
+            TINY + "pe_array: {num_pes: 8}\n",
+            ("duplicate key 'pe_array'", "at line 16 (first at line 7)"),
+        ),
+        (TINY.replace("name: tiny_eie", "name: tiny_eie\nname: x"), ("duplicate key 'name'",)),
+        (TINY.replace("{num_pes: 4}", "{num_pes: 4, num_pes: 8}"), ("duplicate key 'num_pes'",)),
+        ("a: " + "[" * 2000 + "]" * 2000 + "\n", ("nested too deeply",)),
+        ("{a: " * 2000 + "1" + "}" * 2000 + "\n", ("nested too deeply",)),
+        (TINY + "1: 2\n", ("keys must be text",)),
+    ],
+    ids=["dup_top", "dup_name", "dup_flow", "nested_lists", "nested_maps", "int_key"],
+)
+def test_bad_yaml_structure(
+    tmp_path: Path, capsys: Any, text: str, needles: tuple[str, ...]
+) -> None:
+    line = _run(tmp_path, capsys, text)
+    for needle in ("hw.yaml", *needles):
+        assert needle in line, line
+
+
+def test_duplicate_key_in_workload_layer(tmp_path: Path, capsys: Any) -> None:
+    line = _run(tmp_path, capsys, TINY, WORKLOAD.replace("inputs: 64,", "inputs: 64, inputs: 8,"))
+    assert "wl.yaml" in line and "duplicate key 'inputs'" in line
+
+
+def test_alias_bomb_is_refused() -> None:
+    levels = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    with pytest.raises(Exception, match="more than 1,000,000 values"):
+        parse_yaml("\n".join(levels), "bomb.yaml")
+
+
+def test_merge_keys_may_be_overridden() -> None:
+    data = parse_yaml("base: &b {x: 1, y: 2}\nother: {<<: *b, x: 3}\n", "m.yaml")
+    assert data["other"] == {"x": 3, "y": 2}
+
+
+@pytest.mark.parametrize(
+    ("extra", "needles"),
+    [
+        (("--set", "name="), ("--set", "name", "empty value")),
+        (("--set", "pe_array.num_pes=true"), ("pe_array.num_pes", "not a boolean")),
+        (("--set", "clock.frequency_hz=.inf"), ("clock.frequency_hz", "finite")),
+        (("--set", "activation_fifo.depth=1000000000"), ("activation_fifo.depth", "65536")),
+        (("--set", "pe_array..num_pes=1"), ("--set", "malformed")),
+        (("--set", "pe_array.num_pes=4", "--set", "pe_array.num_pes=8"), ("given twice",)),
+    ],
+    ids=["empty", "bool", "inf", "deep_fifo", "double_dot", "twice"],
+)
+def test_bad_set(tmp_path: Path, capsys: Any, extra: tuple[str, ...], needles: tuple[str, ...]):
+    line = _run(tmp_path, capsys, TINY, WORKLOAD, *extra)
+    for needle in needles:
+        assert needle in line, line
+
+
+def test_empty_out_is_refused(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "tiny_eie", "eie_benchmarks", "-o", "", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("archsim: error: --out: empty folder name")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_below_a_file_is_refused(tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "f").write_text("x", encoding="utf-8")
+    code = main(["run", "tiny_eie", "eie_benchmarks", "-o", str(tmp_path / "f" / "out"), "-q"])
+    assert code == 2 and "is a file" in capsys.readouterr().err
+
+
+def test_out_on_another_filesystem(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    """``-o /mount/point``: a rename into the mounted folder from outside it fails with EXDEV.
+
+    Emulated: any rename whose source is not inside the target folder raises EXDEV. Results
+    must arrive whole, and no temporary file may stay behind.
+    """
+    out = tmp_path / "mnt"
+    out.mkdir()
+    (out / "keep.txt").write_text("user file", encoding="utf-8")
+    real_replace = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        if out not in Path(src).parents:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_replace(src, dst)
+
+    (tmp_path / "wl.yaml").write_text(WORKLOAD, encoding="utf-8")
+    monkeypatch.setattr(os, "replace", replace)
+    assert main(["run", "tiny_eie", str(tmp_path / "wl.yaml"), "-o", str(out), "-q"]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["keep.txt", "report.html", "results.csv", "results.json"]
+    assert '"total_cycles"' in (out / "results.json").read_text(encoding="utf-8")
+
+
+def test_exdev_fallback_copies_then_renames(tmp_path: Path, monkeypatch: Any) -> None:
+    """Even a rename inside the folder failing with EXDEV falls back to copy + rename."""
+    from archsim import output
+
+    real_replace = os.replace
+    calls: list[str] = []
+
+    def replace(src: Any, dst: Any) -> None:
+        calls.append(Path(src).name)
+        if not Path(src).name.endswith(".part"):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+
+    def write(tmp: Path) -> list[str]:
+        (tmp / "a.txt").write_text("payload", encoding="utf-8")
+        return ["a.txt"]
+
+    paths = output.write_outputs_atomically(tmp_path / "o", write)
+    assert paths == [tmp_path / "o" / "a.txt"]
+    assert (tmp_path / "o" / "a.txt").read_text(encoding="utf-8") == "payload"
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["a.txt"]
+    assert calls == ["a.txt", ".a.txt.part"]
+
+
+def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
+    from archsim import output
+    from archsim.errors import ConfigError
+
+    def write(tmp: Path) -> list[str]:
+        (tmp / "half.txt").write_text("half", encoding="utf-8")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(ConfigError, match="No space left"):
+        output.write_outputs_atomically(tmp_path / "o", write)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("value", "file"), [(np.nan, "act.dat"), (np.inf, "act.dat")])
+def test_non_finite_eie_data(
+    tmp_path: Path, capsys: Any, alex8_dir: Path, value: float, file: str
+) -> None:
+    folder = tmp_path / "alex"
+    shutil.copytree(alex8_dir, folder, copy_function=shutil.copyfile)
+    for sub, _, _ in os.walk(folder):
+        os.chmod(sub, 0o755)
+    values = np.fromfile(folder / file, dtype="<f4")
+    values[3] = value
+    values.tofile(folder / file)
+    wl = (
+        "schema_version: 1\nname: a\nsource: test\nlayers:\n"
+        f"  - {{name: fc8, kind: fc, data: {folder}, inputs: 4096, outputs: 1000}}\n"
+    )
+    line = _run(tmp_path, capsys, TINY, wl)
+    for needle in ("wl.yaml", "layers.0.data", file, "index 3", "finite"):
+        assert needle in line, line
+
+
+# ------------------------------------------------------------------------------- size limits
+
+
+def _workload(tmp_path: Path, layer: str) -> Path:
+    path = tmp_path / "big.yaml"
+    path.write_text(
+        f"schema_version: 1\nname: big\nsource: test\nlayers:\n  - {layer}\n", encoding="utf-8"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("hw", "layer", "needles"),
+    [
+        (
+            "eie",
+            "{name: huge, kind: fc, inputs: 1000000000, outputs: 1000000000,"
+            " weight_density: 0.1, activation_density: 0.5}",
+            ("layers.0", "'huge'", "bytes of memory", "ARCHSIM_MAX_MEMORY_BYTES"),
+        ),
+        (
+            "systolic_32x32_os",
+            "{name: g, kind: gemm, m: 10000000, n: 10000000, k: 10000000}",
+            ("layers.0", "bytes of memory", "allowed: up to 8.59e+09"),
+        ),
+        (
+            "systolic_32x32_os",
+            "{name: g, kind: gemm, m: 32, n: 32, k: 32, batch: 20000000}",
+            ("layers.0", "folds", "ARCHSIM_MAX_FOLDS"),
+        ),
+        (
+            "scnn",
+            "{name: c, kind: conv, c: 64, k: 64, h: 100000, w: 100000, r: 3, s: 3,"
+            " weight_density: 0.5, activation_density: 0.5}",
+            ("layers.0", "bytes of memory"),
+        ),
+        (
+            "eie",
+            "{name: g, kind: gemm, m: 8, n: 8, k: 8}",
+            (
+                "layers.0.kind",
+                "runs fc and lstm layers, not layer 'g' of kind 'gemm'",
+                "allowed: fc",
+            ),
+        ),
+    ],
+    ids=["fc_1e9", "gemm_1e7", "many_folds", "conv_1e5", "wrong_kind"],
+)
+def test_oversized_layer_is_refused_before_running(
+    tmp_path: Path, capsys: Any, hw: str, layer: str, needles: tuple[str, ...]
+) -> None:
+    wl = _workload(tmp_path, layer)
+    code = main(["run", hw, str(wl), "-o", str(tmp_path / "out"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    for needle in ("big.yaml", *needles):
+        assert needle in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_limit_is_a_policy_the_user_can_change(tmp_path: Path, monkeypatch: Any) -> None:
+    """A small layer passes by default, is refused under a lowered limit, and a bad value of
+    the variable is itself a one-line error."""
+    import archsim
+    from archsim.errors import ConfigError, SimulationError
+
+    wl = archsim.load_workload(_workload(tmp_path, "{name: g, kind: gemm, m: 64, n: 64, k: 64}"))
+    assert archsim.simulate("systolic_32x32_os", wl).total_cycles > 0
+    monkeypatch.setenv("ARCHSIM_MAX_CYCLES", "10")
+    with pytest.raises(SimulationError, match=r"needs about 256 cycles; allowed: up to 10 "):
+        archsim.simulate("systolic_32x32_os", wl)
+    monkeypatch.setenv("ARCHSIM_MAX_CYCLES", "lots")
+    with pytest.raises(ConfigError, match="ARCHSIM_MAX_CYCLES: 'lots' is not a positive number"):
+        archsim.simulate("systolic_32x32_os", wl)
+
+
+def test_baseline_that_cannot_run_the_workload_fails_first(tmp_path: Path, capsys: Any) -> None:
+    code = main(["run", "scnn", "alexnet", "--baseline", "eie", "-o", str(tmp_path / "o"), "-q"])
+    err = capsys.readouterr().err
+    assert (
+        code == 2 and "alexnet.yaml: layers.0.kind: eie (eie) runs fc and lstm layers, not" in err
+    )
+
+
+def test_scalesim_v3_settings_not_modelled_are_named(tmp_path: Path, capsys: Any) -> None:
+    fixtures = ROOT / "tests" / "fixtures" / "scalesim"
+    cfg = (fixtures / "gemm256_os_32x32_user.cfg").read_text(encoding="utf-8")
+    cfg = cfg.replace("SparsitySupport : false", "SparsitySupport : true")
+    cfg = cfg.replace("IfmapSRAMBankNum: 1", "IfmapSRAMBankNum: 4")
+    cfg = cfg.replace("MemoryBanks:   1", "MemoryBanks:   2")
+    (tmp_path / "a.cfg").write_text(cfg, encoding="utf-8")
+    topology = str(fixtures / "gemm256_os_32x32_user.csv")
+    out = tmp_path / "out"
+    assert main(["run", "--from-scalesim", str(tmp_path / "a.cfg"), topology, "-o", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [e.split("] ")[1].split(" =")[0] for e in err] == [
+        "SparsitySupport",
+        "SparseRep",
+        "BlockSize",
+        "IfmapSRAMBankNum",
+        "MemoryBanks",
+    ], err
+    assert all(e.startswith("archsim: warning: ") and "is not modelled; " in e for e in err)
+    assert (out / "COMPUTE_REPORT.csv").is_file()
+    code = main(["run", "--from-scalesim", str(fixtures / "gemm256_os_32x32_user.cfg"), topology,
+                 "-o", str(tmp_path / "o2")])  # fmt: skip
+    assert code == 0 and capsys.readouterr().err == ""
+
+
+def test_empty_hardware_name_is_refused(tmp_path: Path, capsys: Any) -> None:
+    line = _run(tmp_path, capsys, TINY.replace("name: tiny_eie", "name: ''"))
+    assert "hw.yaml: name: must not be empty" in line
