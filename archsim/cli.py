@@ -14,7 +14,7 @@ import textwrap
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from archsim import cli_compress, cli_onnx
 from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
@@ -23,7 +23,7 @@ from archsim.config.io import (
     list_presets,
     load_hardware,
     load_workload,
-    parse_yaml,
+    parse_overrides,
     preset_dirs,
     read_yaml,
 )
@@ -119,29 +119,6 @@ def build_parser() -> argparse.ArgumentParser:
     cli_onnx.add_parser(sub)
     cli_compress.add_parser(sub)
     return p
-
-
-def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
-    """``["a.b=3", "c=true"]`` -> ``{"a.b": 3, "c": True}`` (values parsed as YAML scalars)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        path, sep, raw = item.partition("=")
-        path = path.strip()
-        if not sep or not path or "" in path.split("."):
-            raise ConfigError(
-                "--set", item, "malformed; allowed: PATH=VALUE, e.g. pe_array.num_pes=128"
-            )
-        if not raw.strip():
-            raise ConfigError(
-                "--set", path, "empty value; allowed: PATH=VALUE (PATH=\"''\" for empty text)"
-            )
-        if path in out:
-            raise ConfigError("--set", path, "given twice; allowed: each path once")
-        try:
-            out[path] = parse_yaml(raw, "--set")
-        except ConfigError:
-            out[path] = raw
-    return out
 
 
 def _display_width(text: str) -> int:

@@ -61,7 +61,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _system(args: argparse.Namespace):
-    from archsim.cli import parse_overrides
+    from archsim.config.io import parse_overrides
     from archsim.system import load_system
 
     cfg = load_system(args.system)

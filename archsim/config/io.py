@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Union
@@ -20,6 +21,7 @@ from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
 
 __all__ = [
+    "parse_overrides",
     "HARDWARE_MODELS",
     "HardwareConfig",
     "load_hardware",
@@ -271,3 +273,26 @@ def json_schema(kind: str) -> dict[str, Any]:
         allowed = ", ".join(SCHEMA_KINDS)
         raise ValueError(f"unknown schema kind {kind!r}; allowed: {allowed}")
     return {"$id": f"urn:archsim:schema:{kind}:1", **schema}
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``["a.b=3", "c=true"]`` -> ``{"a.b": 3, "c": True}`` (values parsed as YAML scalars)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        path, sep, raw = item.partition("=")
+        path = path.strip()
+        if not sep or not path or "" in path.split("."):
+            raise ConfigError(
+                "--set", item, "malformed; allowed: PATH=VALUE, e.g. pe_array.num_pes=128"
+            )
+        if not raw.strip():
+            raise ConfigError(
+                "--set", path, "empty value; allowed: PATH=VALUE (PATH=\"''\" for empty text)"
+            )
+        if path in out:
+            raise ConfigError("--set", path, "given twice; allowed: each path once")
+        try:
+            out[path] = parse_yaml(raw, "--set")
+        except ConfigError:
+            out[path] = raw
+    return out

@@ -192,12 +192,12 @@ HW_CASES: list[tuple[str, Callable[[dict[str, Any]], None], tuple[str, ...]]] = 
     (
         "unknown_accelerator",
         lambda d: _set(d, "accelerator", "tpu"),
-        ("accelerator", "'tpu'", "allowed: dcnn, eie, scnn, systolic, tensor_core"),
+        ("accelerator", "'tpu'", "allowed: dcnn, eie, scnn, system, systolic, tensor_core"),
     ),
     (
         "accelerator_missing",
         lambda d: _set(d, "accelerator", DELETE),
-        ("accelerator", "missing", "allowed: dcnn, eie, scnn, systolic, tensor_core"),
+        ("accelerator", "missing", "allowed: dcnn, eie, scnn, system, systolic, tensor_core"),
     ),
     (
         "required_section_missing",

@@ -41,6 +41,12 @@ SKIP: dict[str, str] = {
     "archsim run v100 deepbench_gemm": "160 GEMMs; the GPU tests run DeepBench shapes",
     "frame = archsim.sweep(": "a sweep with worker processes; tests/unit/test_sweep_*.py",
     "from archsim.report import write_sweep_report": "needs the sweep block's `points`",
+    "archsim import onnx model.onnx": "placeholder for the user's model; tests/unit/test_onnx_*.py",
+    "archsim run eie model.onnx": "placeholder model file; tests/integration/test_onnx_digits.py",
+    "archsim compress model.onnx": "placeholder model file; tests/unit/test_compress.py",
+    "python -m archsim.examples.digits": "trains the digits models (minutes); test_onnx_digits.py",
+    "archsim train dgx1_v100 resnet50": "four ResNet-50 steps (a minute); test_multigpu.py trains",
+    "import archsim\n\ntable = archsim.collective(": "a ResNet-50 step; test_multigpu.py runs both",
 }
 
 
