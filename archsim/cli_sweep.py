@@ -165,8 +165,12 @@ def _interrupts(out: Path) -> Iterator[None]:
     previous = signal.signal(signal.SIGINT, first)
     try:
         yield
-    finally:
+    except KeyboardInterrupt:
+        raise  # ``second`` stays until the process exits: another Ctrl-C quits at once
+    except BaseException:
         signal.signal(signal.SIGINT, previous)
+        raise
+    signal.signal(signal.SIGINT, previous)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -221,6 +221,7 @@ def test_unreachable_scheduler_fails_fast(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("archsim: error: --dask tcp://127.0.0.1:9: cannot reach")
     assert err.count("\n") == 1
+    assert not (tmp_path / "o").exists()  # nothing left behind
     assert main(["sweep", str(spec), "-o", str(tmp_path / "o"), "--dask", "nohost"]) == 2
     assert "not a scheduler address" in capsys.readouterr().err
 
