@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -240,6 +241,20 @@ def _new_pool(threads: int) -> ProcessPoolExecutor:
     )
 
 
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process meanwhile (main thread only), so that the worker a pool
+    starts now inherits it from its first instruction: Ctrl-C is the parent's to handle."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _kill(pool: ProcessPoolExecutor) -> None:
     """Stop a pool's worker at once (Ctrl-C, a dead worker's pool): its chunk is not saved."""
     for proc in list((getattr(pool, "_processes", None) or {}).values()):
@@ -257,7 +272,8 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
     owner: dict[Any, ProcessPoolExecutor] = {}
 
     def submit(chunk: list[Task], w: int) -> Any:
-        fut = pools[w].submit(run_chunk, chunk)
+        with _sigint_ignored():  # a worker started here inherits it while it imports
+            fut = pools[w].submit(run_chunk, chunk)
         owner[fut] = pools[w]
         return fut
 
