@@ -242,17 +242,18 @@ def _new_pool(threads: int) -> ProcessPoolExecutor:
 
 
 @contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored in this process meanwhile (main thread only), so that the worker a pool
-    starts now inherits it from its first instruction: Ctrl-C is the parent's to handle."""
-    if threading.current_thread() is not threading.main_thread():
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT held back in this thread meanwhile: a worker process started now inherits the
+    mask, so it never sees Ctrl-C (the parent's to handle), and a Ctrl-C that comes meanwhile
+    is delivered to this process afterwards, not lost."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:
@@ -272,7 +273,7 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
     owner: dict[Any, ProcessPoolExecutor] = {}
 
     def submit(chunk: list[Task], w: int) -> Any:
-        with _sigint_ignored():  # a worker started here inherits it while it imports
+        with _sigint_blocked():  # a worker started here inherits the mask
             fut = pools[w].submit(run_chunk, chunk)
         owner[fut] = pools[w]
         return fut

@@ -118,8 +118,10 @@ def test_ctrl_c_stops_at_once_and_the_rerun_resumes(tmp_path):
     except ProcessLookupError:  # it had already stopped
         again = False
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "Traceback" not in err, err
-    assert "interrupted again: quitting now" in err or not again
+    # 130, or killed by SIGINT (a shell's $? is 130 too) when the second Ctrl-C lands while
+    # Python finalises, after it has given SIGINT back its default action
+    assert proc.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err
+    assert "interrupted again: quitting now" in err or proc.returncode < 0 or not again
     _no_process_left(proc.pid)
     second = SweepStore(out).finished()
     assert first < second
