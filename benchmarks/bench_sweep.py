@@ -108,10 +108,22 @@ def compare_jobs(args: argparse.Namespace) -> None:
     )
     workers = [c for m in runs[n] for c in m["children"]]
     print(f"-j {n}: largest process under the sweep {max(workers, default=0)} MB (goal < 300)")
+    report_identical(frames, "results.parquet in all runs")
+
+
+def report_identical(frames: list[pd.DataFrame], what: str) -> None:
+    """Print whether ``frames`` are identical, and which columns differ where they are not."""
     same = all(frames[0].equals(f) for f in frames)
-    print(f"identical results.parquet in all {len(frames)} runs: {same}")
-    if not same:
-        raise SystemExit("results differ between runs")
+    print(f"identical {what} ({len(frames)}): {same}")
+    if same:
+        return
+    for i, f in enumerate(frames[1:], 1):
+        if list(f.columns) != list(frames[0].columns):
+            print(f"frame {i}: columns in another order or set")
+        for c in frames[0].columns.intersection(f.columns):
+            if not frames[0][c].equals(f[c]):
+                print(f"frame {i}: column {c!r} differs in {(frames[0][c] != f[c]).sum()} rows")
+    raise SystemExit("results differ")
 
 
 def kill_and_resume(args: argparse.Namespace, plan) -> None:
@@ -221,10 +233,7 @@ def main() -> None:
             f"EIE preparations on the running cluster, {k} worker(s): {counts} per worker = "
             f"{sum(counts) / layers:g} PE-count groups of {layers} layers"
         )
-    same = all(pool.equals(f) for f in frames)
-    print(f"identical results (pool and the {len(frames) - 1} dask runs): {same}")
-    if not same:
-        raise SystemExit("results differ between executors")
+    report_identical(frames, "results (pool and the dask runs)")
 
 
 if __name__ == "__main__":
