@@ -213,9 +213,14 @@ def _result(fut: Any) -> pa.Table:
         ) from None
 
 
-def _exit_status(pool: ProcessPoolExecutor) -> str:
+def _processes(pool: ProcessPoolExecutor) -> list[Any]:
+    """A pool's worker processes (started by its first ``submit``; gone after ``shutdown``)."""
+    return list((getattr(pool, "_processes", None) or {}).values())
+
+
+def _exit_status(processes: list[Any]) -> str:
     """How a dead pool's worker ended: ``killed by SIGKILL``, ``exit code 3``."""
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    for proc in processes:
         proc.join(timeout=1)
         code = proc.exitcode
         if code is not None and code < 0:
@@ -258,7 +263,7 @@ def _sigint_blocked() -> Iterator[None]:
 
 def _kill(pool: ProcessPoolExecutor) -> None:
     """Stop a pool's worker at once (Ctrl-C, a dead worker's pool): its chunk is not saved."""
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    for proc in _processes(pool):
         if proc.is_alive():
             proc.kill()
     pool.shutdown(wait=False, cancel_futures=True)
@@ -270,20 +275,20 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
     threads = max(1, default_jobs() // jobs)
     pools = [_new_pool(threads) for _ in range(jobs)]
 
-    owner: dict[Any, ProcessPoolExecutor] = {}
+    owner: dict[Any, list[Any]] = {}  # future -> the worker process it went to
 
     def submit(chunk: list[Task], w: int) -> Any:
         with _sigint_blocked():  # a worker started here inherits the mask
             fut = pools[w].submit(run_chunk, chunk)
-        owner[fut] = pools[w]
+        owner[fut] = _processes(pools[w])  # before a restart shuts the pool down
         return fut
 
     def result(fut: Any) -> pa.Table:
-        pool = owner.pop(fut)
+        processes = owner.pop(fut)
         try:
             return _result(fut)
         except WorkerDied:
-            raise WorkerDied(_exit_status(pool)) from None
+            raise WorkerDied(_exit_status(processes)) from None
 
     def restart(w: int) -> None:
         _kill(pools[w])
