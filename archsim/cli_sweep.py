@@ -1,8 +1,13 @@
 """``archsim sweep SPEC -o DIR [-j N] [--dask ADDRESS|local]``: run a design-space sweep.
 
 Writes ``DIR/results.parquet`` (one row per point and layer), ``DIR/points.csv`` (one row per
-point), ``DIR/skipped.csv``, ``DIR/sweep.json`` (spec, archsim version, determinism statement),
-the resumable store ``DIR/store/`` and ``DIR/report.html``; prints the Pareto front.
+point), ``DIR/skipped.csv``, ``DIR/errors.csv`` (the points that failed), ``DIR/sweep.json``
+(spec, archsim version, determinism statement), the resumable store ``DIR/store/`` and
+``DIR/report.html``; prints the Pareto front and the failed points.
+
+Exit codes: 0 every point ran; 1 some points failed (listed, and in ``errors.csv``); 2 bad
+input (nothing run, nothing left behind); 130 interrupted (Ctrl-C: the workers stop at once, the
+finished points stay in the store for a re-run; a second Ctrl-C quits without waiting).
 """
 
 from __future__ import annotations
@@ -11,6 +16,10 @@ import argparse
 import json
 import math
 import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +27,13 @@ from archsim.errors import ArchsimError
 
 if TYPE_CHECKING:  # pandas and the sweep engine load when a sweep runs, not for `--help`
     import pandas as pd
+from archsim.explore.plan import DEFAULT_MAX_POINTS
+
+#: exit codes besides 0 and the CLI's 2 for bad input
+EXIT_POINTS_FAILED = 1
+EXIT_INTERRUPTED = 130
+#: failed points printed at the end (all of them are in errors.csv)
+SHOWN_ERRORS = 10
 
 __all__ = ["add_sweep_parser", "cmd_sweep", "format_points", "rebuild_sweep_report"]
 
@@ -52,6 +68,13 @@ def add_sweep_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--retry-errors", action="store_true", help="run again the points stored with status error"
+    )
+    p.add_argument(
+        "--max-points",
+        type=int,
+        default=DEFAULT_MAX_POINTS,
+        metavar="N",
+        help=f"refuse a spec of more than N points (default {DEFAULT_MAX_POINTS:,})",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
 
@@ -91,6 +114,9 @@ def _write_outputs(out: Path, frame: pd.DataFrame, points: pd.DataFrame, title: 
 
     skipped = pd.DataFrame(frame.attrs.get("skipped", []))
     atomic("skipped.csv", lambda p: skipped.to_csv(p, index=False))
+    cols = ["point", "point_key", *frame.attrs["axes"], "error"]
+    errors = points.loc[points["status"] != "ok", cols]
+    atomic("errors.csv", lambda p: errors.to_csv(p, index=False))
     from archsim.report import write_sweep_report
 
     metrics = list(frame.attrs["metrics"])
@@ -124,11 +150,41 @@ def rebuild_sweep_report(folder: Path) -> Path:
     return write_sweep_report(points, folder, axes=axes, metrics=metrics, title=f"Sweep {name}")
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    """Run the ``sweep`` subcommand; returns the exit code."""
-    from archsim.explore import pareto, plan_sweep, run_plan, totals
+@contextmanager
+def _interrupts(out: Path) -> Iterator[None]:
+    """Ctrl-C: say what happens and stop the sweep (``KeyboardInterrupt``); a second Ctrl-C
+    quits at once (the store's files are each complete; the workers follow their parent)."""
 
-    plan = plan_sweep(args.spec)
+    def second(_signum: int, _frame: Any) -> None:
+        sys.stderr.write("archsim: interrupted again: quitting now\n")
+        os._exit(EXIT_INTERRUPTED)
+
+    def first(_signum: int, _frame: Any) -> None:
+        signal.signal(signal.SIGINT, second)
+        sys.stderr.write(
+            f"\narchsim: interrupted: stopping the workers; finished points stay in {out} "
+            "(Ctrl-C again to quit at once)\n"
+        )
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise  # ``second`` stays until the process exits: another Ctrl-C quits at once
+    except BaseException:
+        signal.signal(signal.SIGINT, previous)
+        raise
+    signal.signal(signal.SIGINT, previous)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run the ``sweep`` subcommand; returns the exit code (see the module docstring)."""
+    from archsim.explore import plan_sweep, run_plan, totals
+
+    if args.max_points < 1:
+        raise ArchsimError(f"--max-points: must be >= 1 (got {args.max_points})")
+    plan = plan_sweep(args.spec, max_points=args.max_points)
     if args.jobs is not None and args.jobs < 1:
         raise ArchsimError(f"-j: must be >= 1 (got {args.jobs})")
     out = Path(args.out)
@@ -138,14 +194,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     total = len({p.key for p in plan.points})
     bar = progress_bar(total, f"sweep {plan.spec.name}", progress_enabled(args.quiet))
-    with bar as advance:
-        last = [0]
+    try:
+        with _interrupts(out), bar as advance:
+            last = [0]
 
-        def progress(done: int, _total: int) -> None:
-            advance(done - last[0])
-            last[0] = done
+            def progress(done: int, _total: int) -> None:
+                advance(done - last[0])
+                last[0] = done
 
-        try:
             frame = run_plan(
                 plan,
                 out,
@@ -154,21 +210,41 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 progress=progress,
                 retry_errors=args.retry_errors,
             )
-        except KeyboardInterrupt:
-            raise ArchsimError(
-                f"interrupted; the points that finished are saved in {out}, run the same "
-                "command again to resume"
-            ) from None
+    except KeyboardInterrupt:
+        where = f"the finished points are saved in {out}" if out.is_dir() else "nothing was saved"
+        print(
+            f"archsim: interrupted; {where}, run the same command again to resume", file=sys.stderr
+        )
+        return EXIT_INTERRUPTED
     points = totals(frame)
     try:
         _write_outputs(out, frame, points, f"Sweep {plan.spec.name}")
     except OSError as exc:
         raise ArchsimError(f"{out}: cannot write results: {exc.strerror}") from None
-    if args.quiet:
-        return 0
+    failed = points[points["status"] != "ok"]
+    if not args.quiet:
+        _summary(out, frame, points)
+    for _, row in failed.head(SHOWN_ERRORS).iterrows():
+        print(f"error at point {row['point']}: {row['error']}", file=sys.stderr)
+    if len(failed):
+        more = f" ({len(failed) - SHOWN_ERRORS} more)" if len(failed) > SHOWN_ERRORS else ""
+        print(
+            f"archsim: {len(failed)} of {len(points)} points failed{more}; listed in "
+            f"{out / 'errors.csv'}; after a fix, run again with --retry-errors",
+            file=sys.stderr,
+        )
+        return EXIT_POINTS_FAILED
+    return 0
+
+
+def _summary(out: Path, frame: pd.DataFrame, points: pd.DataFrame) -> None:
+    """Print the counts and the Pareto front."""
+    from archsim.explore import pareto
+
     c = frame.attrs["counts"]
+    name = frame.attrs["name"]
     print(
-        f"sweep {plan.spec.name}: {c['points']} points ({c['ran']} run, {c['resumed']} already "
+        f"sweep {name}: {c['points']} points ({c['ran']} run, {c['resumed']} already "
         f"in {out}, {c['errors']} errors), {c['skipped']} skipped; {c['seconds']:.1f} s"
     )
     metrics = frame.attrs["metrics"]
@@ -182,10 +258,4 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     if len(front):
         print(format_points(front, list(frame.attrs["axes"]), list(metrics)))
-    failed = points[points["status"] != "ok"]
-    for _, row in failed.head(3).iterrows():
-        print(f"error at point {row['point']}: {row['error']}")
-    if len(failed) > 3:
-        print(f"... {len(failed) - 3} more errors (status, error in points.csv)")
-    print(f"wrote {out / 'results.parquet'}, points.csv, report.html")
-    return 0
+    print(f"wrote {out / 'results.parquet'}, points.csv, errors.csv, report.html")

@@ -1,10 +1,33 @@
-"""Design-space sweeps: expand axes, run points (process pool or Dask), resume, Pareto fronts."""
+"""Design-space sweeps: expand axes, run points (process pool or Dask), resume, Pareto fronts.
 
-from archsim.explore.expression import Expression, ExpressionError, derived_quantities
-from archsim.explore.frame import POINT_COLUMNS, pareto, totals
-from archsim.explore.plan import SkippedPoint, SweepPlan, SweepPoint, build_plan, point_key
-from archsim.explore.store import SweepStore
-from archsim.explore.sweep import DETERMINISM, plan_sweep, run_plan, sweep
+The names load on first use (PEP 562): a sweep worker process imports ``explore.executor``
+without pandas, which only the parent's frame assembly needs.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+#: public name -> module that defines it
+_WHERE = {
+    "Expression": "archsim.explore.expression",
+    "ExpressionError": "archsim.explore.expression",
+    "derived_quantities": "archsim.explore.expression",
+    "POINT_COLUMNS": "archsim.explore.frame",
+    "pareto": "archsim.explore.frame",
+    "totals": "archsim.explore.frame",
+    "SkippedPoint": "archsim.explore.plan",
+    "SweepPlan": "archsim.explore.plan",
+    "SweepPoint": "archsim.explore.plan",
+    "build_plan": "archsim.explore.plan",
+    "point_key": "archsim.explore.plan",
+    "SweepStore": "archsim.explore.store",
+    "DETERMINISM": "archsim.explore.sweep",
+    "plan_sweep": "archsim.explore.sweep",
+    "run_plan": "archsim.explore.sweep",
+    "sweep": "archsim.explore.sweep",
+}
 
 __all__ = [
     "DETERMINISM",
@@ -24,3 +47,23 @@ __all__ = [
     "sweep",
     "totals",
 ]
+
+if TYPE_CHECKING:
+    from archsim.explore.expression import Expression, ExpressionError, derived_quantities
+    from archsim.explore.frame import POINT_COLUMNS, pareto, totals
+    from archsim.explore.plan import SkippedPoint, SweepPlan, SweepPoint, build_plan, point_key
+    from archsim.explore.store import SweepStore
+    from archsim.explore.sweep import DETERMINISM, plan_sweep, run_plan, sweep
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module the first time the name is used."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'archsim.explore' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

@@ -6,20 +6,28 @@ share (the materialised workload, EIE's encoding for a PE count); each worker wo
 own contiguous range of the plan and steals from the others when done (``schedule.py``). Every
 point runs ``simulate(hardware, workload, seed)`` and nothing else, so results are bit-identical
 whichever executor runs them. A point that raises becomes an ``error`` record; the sweep goes on.
+A point that kills its worker process is found by running its chunk again point by point
+(``schedule.run_scheduled``) and recorded as an ``error`` too.
 A worker sends back each chunk as one Arrow table (``store.records_to_table``): the parent only
 saves it, and Arrow's buffers travel without per-row pickling.
 """
 
 from __future__ import annotations
 
+import ast
 import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from multiprocessing import get_context
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +36,7 @@ from archsim import memo
 from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
-from archsim.explore.schedule import run_scheduled
+from archsim.explore.schedule import WorkerDied, run_scheduled
 from archsim.explore.store import records_to_table
 
 __all__ = [
@@ -39,6 +47,9 @@ __all__ = [
     "default_jobs",
     "chunk_size",
     "local_cluster_config",
+    "check_dask",
+    "check_main_guard",
+    "WORKER_MEMO_BYTES",
 ]
 
 #: (store key, hardware, workload, seed)
@@ -48,10 +59,19 @@ Record = dict[str, Any]
 
 DASK_CONNECT_TIMEOUT_S = 5
 
+#: memo budget of a sweep worker (and of a serial sweep). The planner keeps the points that
+#: share a preparation together, so a worker needs one group's entries at a time: one EIE PE
+#: count's nine benchmark layers take 230-306 MB by the memo's count (``memo._nbytes``, which
+#: counts a layer's arrays once more inside its preparation). Least recently used entries
+#: are dropped first, which are those of the group before.
+WORKER_MEMO_BYTES = 384 << 20
+
 
 def local_cluster_config() -> dict[str, Any]:
     """Dask settings for the ``LocalCluster`` that ``dask="local"`` starts.
 
+    * No retries of a task whose worker died (``allowed-failures`` 0): the sweep runs such a
+      chunk again point by point itself, and records the point that kills its worker.
     * Work stealing off: the sweep places every chunk itself (see ``schedule.py``), and Dask's
       stealing would move queued chunks away from the worker that holds their preparation.
     * No ``MALLOC_TRIM_THRESHOLD_`` in the workers' environment (the nanny sets 65536 by
@@ -66,6 +86,7 @@ def local_cluster_config() -> dict[str, Any]:
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
     return {
         "distributed.scheduler.work-stealing": False,
+        "distributed.scheduler.allowed-failures": 0,
         "distributed.nanny.pre-spawn-environ": environ,
     }
 
@@ -113,8 +134,17 @@ def run_chunk(tasks: Sequence[Task]) -> pa.Table:
     """Run consecutive points in one worker, with the per-process memo switched on: one row
     per point and layer (``store.records_to_table``)."""
     if not memo.enabled():
-        memo.enable()
+        memo.enable(WORKER_MEMO_BYTES)
     return records_to_table([run_task(t) for t in tasks])
+
+
+def died_record(task: Task, detail: str) -> pa.Table:
+    """The failure record of a point that killed its worker process when run alone."""
+    message = (
+        f"the worker process died while running this point alone ({detail}): a crash, or "
+        "the system out of memory"
+    )
+    return records_to_table([{"point_key": task[0], "status": "error", "error": message}])
 
 
 def _exit_with_parent() -> None:
@@ -132,8 +162,9 @@ def _exit_with_parent() -> None:
 
 
 def _init_worker(numba_threads: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _exit_with_parent()
-    memo.enable()
+    memo.enable(WORKER_MEMO_BYTES)
     import numba
 
     numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
@@ -154,7 +185,7 @@ def chunk_size(n: int, workers: int) -> int:
 def _serial(tasks: Sequence[Task]) -> Iterator[pa.Table]:
     was_on = memo.enabled()
     if not was_on:
-        memo.enable()
+        memo.enable(WORKER_MEMO_BYTES)
     try:
         size = chunk_size(len(tasks), 1)
         for i in range(0, len(tasks), size):
@@ -165,57 +196,190 @@ def _serial(tasks: Sequence[Task]) -> Iterator[pa.Table]:
 
 
 def _result(fut: Any) -> pa.Table:
-    """A chunk's table; a worker that died (killed, out of memory) is one clear error."""
+    """A chunk's table; ``WorkerDied`` when its worker process died (killed, out of memory)."""
     try:
         return fut.result()
     except ArchsimError:
         raise
-    except Exception as exc:  # noqa: BLE001 - BrokenProcessPool, KilledWorker, ...
+    except BrokenProcessPool:
+        raise WorkerDied("the process pool broke") from None
+    except Exception as exc:  # noqa: BLE001 - Dask's KilledWorker, or a lost connection
+        if type(exc).__name__ == "KilledWorker":
+            raise WorkerDied("the Dask worker was lost") from None
         detail = " ".join(str(exc).split())[:200]
         raise ArchsimError(
-            f"a sweep worker died ({type(exc).__name__}: {detail}); the points that finished "
+            f"the sweep stopped ({type(exc).__name__}: {detail}); the points that finished "
             "are saved, run the sweep again to resume"
         ) from None
+
+
+def _processes(pool: ProcessPoolExecutor) -> list[Any]:
+    """A pool's worker processes (started by its first ``submit``; gone after ``shutdown``)."""
+    return list((getattr(pool, "_processes", None) or {}).values())
+
+
+def _exit_status(processes: list[Any]) -> str:
+    """How a dead pool's worker ended: ``killed by SIGKILL``, ``exit code 3``."""
+    for proc in processes:
+        proc.join(timeout=1)
+        code = proc.exitcode
+        if code is not None and code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        if code:
+            return f"exit code {code}"
+    return "it ended"
 
 
 def _first_done(futures: list[Any]) -> list[Any]:
     return list(wait(futures, return_when=FIRST_COMPLETED).done)
 
 
+def _new_pool(threads: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(threads,),
+    )
+
+
+@contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT held back in this thread meanwhile: a worker process started now inherits the
+    mask, so it never sees Ctrl-C (the parent's to handle), and a Ctrl-C that comes meanwhile
+    is delivered to this process afterwards, not lost."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _kill(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool's worker at once (Ctrl-C, a dead worker's pool): its chunk is not saved."""
+    for proc in _processes(pool):
+        if proc.is_alive():
+            proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterator[pa.Table]:
-    """One single-process executor per worker, so that chunks can go to a chosen worker."""
+    """One single-process executor per worker, so that chunks can go to a chosen worker and a
+    worker that dies is replaced alone."""
     threads = max(1, default_jobs() // jobs)
-    pools = [
-        ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=get_context("spawn"),
-            initializer=_init_worker,
-            initargs=(threads,),
-        )
-        for _ in range(jobs)
-    ]
+    pools = [_new_pool(threads) for _ in range(jobs)]
+
+    owner: dict[Any, list[Any]] = {}  # future -> the worker process it went to
+
+    def submit(chunk: list[Task], w: int) -> Any:
+        with _sigint_blocked():  # a worker started here inherits the mask
+            fut = pools[w].submit(run_chunk, chunk)
+        owner[fut] = _processes(pools[w])  # before a restart shuts the pool down
+        return fut
+
+    def result(fut: Any) -> pa.Table:
+        processes = owner.pop(fut)
+        try:
+            return _result(fut)
+        except WorkerDied:
+            raise WorkerDied(_exit_status(processes)) from None
+
+    def restart(w: int) -> None:
+        _kill(pools[w])
+        pools[w] = _new_pool(threads)
+
+    finished = False
     try:
         yield from run_scheduled(
             tasks,
             jobs,
             chunk_size(len(tasks), jobs),
-            lambda chunk, w: pools[w].submit(run_chunk, chunk),
+            submit,
             _first_done,
-            _result,
+            result,
             levels,
+            died=died_record,
+            restart=restart,
         )
+        finished = True
     finally:
         for pool in pools:
+            if not finished:  # Ctrl-C or an error: do not wait for the chunks in flight
+                _kill(pool)
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
+def check_dask(address: str) -> None:
+    """Raise ``ArchsimError`` unless Dask is installed and ``address`` has a scheduler
+    address's form (before a sweep creates anything)."""
     try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:  # pragma: no cover - dask is an optional dependency
+        import dask.distributed  # noqa: F401
+    except ImportError:
         raise ArchsimError(
-            "--dask: dask.distributed is not installed; allowed: pip install 'archsim[dask]'"
+            '--dask: dask.distributed is not installed; allowed: pip install "archsim[dask]" '
+            '(from a clone: pip install ".[dask]"), or no --dask'
         ) from None
+    if address != "local" and "://" not in address and ":" not in address:
+        raise ArchsimError(
+            f"--dask: {address!r} is not a scheduler address; allowed: local, or tcp://HOST:PORT"
+        )
+
+
+def check_main_guard() -> None:
+    """Raise ``ArchsimError`` when the running script starts worker processes from its top
+    level without ``if __name__ == "__main__":``: each worker would import the script again
+    and start the sweep again (``spawn`` start method)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    if main is None or not path or spec_name.endswith("__main__"):
+        return  # an interactive session, a notebook, python -c, python -m package
+    frame, top = sys._getframe(1), None
+    while frame is not None:  # the script's own top-level frame, however deep the call
+        if frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":
+            top = frame
+        frame = frame.f_back
+    if top is None:
+        return
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return
+    line = top.f_lineno
+    guarded = any(
+        isinstance(node, ast.If)
+        and _is_main_test(node.test)
+        and any(s.lineno <= line <= (s.end_lineno or s.lineno) for s in node.body)
+        for node in ast.walk(tree)
+    )
+    if not guarded:
+        raise ArchsimError(
+            f"{path}: line {line} starts sweep worker processes, which import this script "
+            'again; allowed: put the sweep under `if __name__ == "__main__":` (or n_jobs=1)'
+        )
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """Whether ``test`` is ``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    sides = {ast.dump(test.left), ast.dump(test.comparators[0])}
+    return isinstance(test.ops[0], ast.Eq) and sides == {
+        ast.dump(ast.Name("__name__", ast.Load())),
+        ast.dump(ast.Constant("__main__")),
+    }
+
+
+def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
+    check_dask(address)
+    from dask.distributed import Client, LocalCluster
+
     if address == "local":
         import dask
 
@@ -227,10 +391,6 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
                 dashboard_address=":0",
             )
         return Client(cluster), cluster
-    if "://" not in address and ":" not in address:
-        raise ArchsimError(
-            f"--dask: {address!r} is not a scheduler address; allowed: local, or tcp://HOST:PORT"
-        )
     try:
         return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT_S}s"), None
     except (OSError, TimeoutError, ValueError) as exc:
@@ -272,6 +432,7 @@ def _dask(
             first_done,
             _result,
             levels,
+            died=died_record,
         )
     finally:
         client.close()
@@ -300,6 +461,8 @@ def execute(
     if jobs < 1:
         raise ArchsimError(f"-j/n_jobs must be >= 1 (got {jobs})")
     tasks = list(tasks)
+    if dask == "local" or (not dask and jobs > 1 and len(tasks) > 1):
+        check_main_guard()
     if dask:
         stream = _dask(tasks, dask, jobs, levels)
     elif jobs == 1 or len(tasks) == 1:

@@ -5,6 +5,10 @@
 Names are dotted config paths, ``seed`` and the derived quantities of ``derived_quantities``;
 numbers, arithmetic (+ - * / // % **), comparisons, ``and``/``or``/``not``, ``x if c else y``
 and the functions min, max, abs, round, log2, ceil, floor. Nothing else parses.
+
+Every intermediate value is bounded before it is computed (integers by bit length, strings and
+sequences by length, the text by its length and nesting), so that no expression can hang or
+exhaust memory: ``((10**256)**256)**256`` and ``'a' * 2**34`` are one-line errors.
 """
 
 from __future__ import annotations
@@ -44,6 +48,14 @@ _FUNCS = {
     "floor": math.floor,
 }
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
+
+#: largest integer anywhere in an evaluation, bits (a config value needs well under 128)
+MAX_INT_BITS = 4096
+#: longest string or sequence anywhere in an evaluation, items
+MAX_LENGTH = 10_000
+#: longest expression text, characters, and deepest nesting of its syntax tree
+MAX_TEXT_CHARS = 2_000
+MAX_DEPTH = 50
 
 
 class ExpressionError(ValueError):
@@ -87,12 +99,20 @@ class Expression:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        if len(text) > MAX_TEXT_CHARS:
+            raise ExpressionError(
+                f"{text[:40]!r}...: {len(text)} characters; allowed: at most {MAX_TEXT_CHARS}"
+            )
         try:
             tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError as exc:
             raise ExpressionError(f"invalid expression {text!r}: {exc.msg}") from None
+        except (RecursionError, MemoryError):
+            raise ExpressionError(f"{text!r}: nested too deeply") from None
         self._tree = tree.body
         self._check(self._tree)
+        if _depth(self._tree) > MAX_DEPTH:
+            raise ExpressionError(f"{text!r}: nested more than {MAX_DEPTH} levels deep")
 
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"
@@ -149,11 +169,10 @@ class Expression:
             return _lookup(names, _dotted(node), self.text)
         if isinstance(node, ast.BinOp):
             left, right = self._eval(node.left, names), self._eval(node.right, names)
-            if isinstance(node.op, ast.Pow) and abs(right) > 256:
-                raise ExpressionError(f"{self.text!r}: exponent {right} is too large")
-            return _BIN[type(node.op)](left, right)
+            self._bound_binop(node.op, left, right)
+            return self._bounded(_BIN[type(node.op)](left, right))
         if isinstance(node, ast.UnaryOp):
-            return _UNARY[type(node.op)](self._eval(node.operand, names))
+            return self._bounded(_UNARY[type(node.op)](self._eval(node.operand, names)))
         if isinstance(node, ast.BoolOp):
             values = (self._eval(v, names) for v in node.values)
             return all(values) if isinstance(node.op, ast.And) else any(values)
@@ -170,8 +189,77 @@ class Expression:
             return self._eval(branch, names)
         if isinstance(node, ast.Call):
             assert isinstance(node.func, ast.Name)
-            return _FUNCS[node.func.id](*(self._eval(a, names) for a in node.args))
+            args = [self._eval(a, names) for a in node.args]
+            digits = args[1] if node.func.id == "round" and len(args) == 2 else 0
+            if _is_int(digits) and abs(digits) > MAX_INT_BITS // 4:  # rounding makes 10**digits
+                raise ExpressionError(
+                    f"{self.text!r}: round() to {digits} digits; allowed: at most "
+                    f"{MAX_INT_BITS // 4} either way"
+                )
+            return self._bounded(_FUNCS[node.func.id](*args))
         raise ExpressionError(f"{self.text!r}: cannot evaluate {type(node).__name__}")
+
+    def _bound_bits(self, bits: float, what: str) -> None:
+        if bits > MAX_INT_BITS:
+            raise ExpressionError(
+                f"{self.text!r}: {what} would have about {int(bits):,} bits; allowed: integers "
+                f"of at most {MAX_INT_BITS} bits"
+            )
+
+    def _bound_length(self, length: float, what: str) -> None:
+        if length > MAX_LENGTH:
+            raise ExpressionError(
+                f"{self.text!r}: {what} would have {int(length):,} items; allowed: at most "
+                f"{MAX_LENGTH:,}"
+            )
+
+    def _bound_binop(self, op: ast.operator, left: Any, right: Any) -> None:
+        """Refuse an operation whose result would be too large, before computing it."""
+        ints = _is_int(left) and _is_int(right)
+        if isinstance(op, ast.Pow) and _is_number(right) and abs(right) > 256:
+            raise ExpressionError(f"{self.text!r}: exponent {right} is too large; allowed: <= 256")
+        if isinstance(op, ast.Pow) and ints and right > 0:
+            self._bound_bits(abs(left).bit_length() * right, "a power")
+        elif isinstance(op, ast.Mult) and ints:
+            self._bound_bits(abs(left).bit_length() + abs(right).bit_length(), "a product")
+        elif isinstance(op, ast.Mult) and (_is_int(left) or _is_int(right)):
+            seq, n = (right, left) if _is_int(left) else (left, right)
+            if _is_sized(seq):
+                self._bound_length(len(seq) * max(n, 0), "a repeated sequence")
+        elif isinstance(op, ast.Add) and _is_sized(left) and _is_sized(right):
+            self._bound_length(len(left) + len(right), "a concatenation")
+        elif isinstance(op, ast.Mod) and isinstance(left, str | bytes):
+            raise ExpressionError(f"{self.text!r}: string formatting (%) is not allowed")
+
+    def _bounded(self, value: Any) -> Any:
+        """``value``, checked against the size limits (a field's value may be large too)."""
+        if _is_int(value):
+            self._bound_bits(abs(value).bit_length(), "a value")
+        elif _is_sized(value):
+            self._bound_length(len(value), "a value")
+        return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int)  # bool is an int of one bit
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float)
+
+
+def _is_sized(value: Any) -> bool:
+    return isinstance(value, str | bytes | list | tuple)
+
+
+def _depth(node: ast.AST) -> int:
+    """Nesting depth of a syntax tree (iterative: a deep tree cannot exhaust the stack)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in ast.iter_child_nodes(n))
+    return deepest
 
 
 def _dotted(node: ast.AST) -> str:

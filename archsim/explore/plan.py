@@ -3,7 +3,8 @@
 Every axis is checked against the base hardware up front: an unknown path, an empty axis or a
 value of the wrong type is a one-line ``ConfigError`` naming the spec file and the axis. Points
 whose combination the hardware model rejects, or that violate a constraint, are skipped and
-reported, never run.
+reported, never run. The number of points is counted from the spec before any is built, and a
+sweep of more than ``max_points`` is refused (a 10^9-point grid would fill memory first).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import itertools
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,7 +30,19 @@ from archsim.errors import ConfigError
 from archsim.explore.expression import Expression, ExpressionError, derived_quantities
 from archsim.simulate import archsim_version, model_fingerprint
 
-__all__ = ["SweepPoint", "SkippedPoint", "SweepPlan", "build_plan", "point_key"]
+__all__ = [
+    "DEFAULT_MAX_POINTS",
+    "SweepPoint",
+    "SkippedPoint",
+    "SweepPlan",
+    "build_plan",
+    "count_points",
+    "point_key",
+]
+
+#: most points a sweep may have unless the caller raises the limit (``--max-points``); a
+#: planned point costs about 1 ms and a few kB before it runs
+DEFAULT_MAX_POINTS = 100_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +125,48 @@ def _axis_values(axis: list[Any] | AxisRange) -> list:
     return values
 
 
+def _axis_length(axis: list[Any] | AxisRange) -> int:
+    """How many values a grid/zip axis has (at most, for an integer range), without making
+    them."""
+    if isinstance(axis, list):
+        return len(axis)
+    assert axis.num is not None
+    if axis.integer:  # rounded values, duplicates dropped
+        return min(axis.num, int(round(axis.high)) - int(round(axis.low)) + 1)
+    return axis.num
+
+
+def count_points(spec: SweepSpec, workloads: int | None = None) -> int:
+    """Points ``spec`` expands to, constraints not applied (an upper bound for integer
+    ranges), counted without building any."""
+    if spec.mode == "random":
+        assert spec.samples is not None
+        combos = spec.samples
+    elif spec.mode == "zip":
+        combos = max(_axis_length(a) for a in spec.axes.values())
+    else:
+        combos = math.prod(_axis_length(a) for a in spec.axes.values())
+    return combos * len(spec.seeds) * (workloads or len(spec.workloads))
+
+
+def _check_size(spec: SweepSpec, source: str, workloads: int, max_points: int) -> None:
+    n = count_points(spec, workloads)
+    if n <= max_points:
+        return
+    if spec.mode == "random":
+        how = f"samples: {spec.samples:,}"
+    else:
+        how = " x ".join(f"{_axis_length(a):,}" for a in spec.axes.values()) + f" ({spec.mode})"
+    extra = [f"{k:,} {what}" for k, what in ((workloads, "workloads"), (len(spec.seeds), "seeds"))]
+    how += "".join(f" x {e}" for e in extra if not e.startswith("1 "))
+    raise ConfigError(
+        source,
+        "samples" if spec.mode == "random" else "axes",
+        f"{n:,} points ({how}) is more than the limit of {max_points:,}; allowed: fewer "
+        "values, or a higher limit (archsim sweep --max-points N; max_points=N in Python)",
+    )
+
+
 def _check_axis(base: ArchsimModel, source: str, path: str, values: list) -> list:
     """Validate each value of an axis on its own field; returns the coerced values."""
     field_name = f"axes.{path}"
@@ -189,12 +245,16 @@ def build_plan(
     *,
     hardware: ArchsimModel | None = None,
     workloads: list[WorkloadSpec] | None = None,
+    max_points: int = DEFAULT_MAX_POINTS,
 ) -> SweepPlan:
     """Validate and expand ``spec`` (read from ``source``; relative paths from ``base_dir``).
 
     ``hardware``/``workloads`` replace what the spec names (the Python API passes objects).
+    Raises ``ConfigError`` when the spec has more than ``max_points`` points, or when every
+    point is skipped.
     """
     base_dir = base_dir or Path.cwd()
+    _check_size(spec, source, len(workloads) if workloads else len(spec.workloads), max_points)
     base = hardware if hardware is not None else _load("hardware", spec.hardware, base_dir, source)
     if workloads is None:
         workloads = [_load("workload", w, base_dir, source) for w in spec.workloads]
@@ -241,8 +301,24 @@ def build_plan(
                     key = point_key(hw, wl, seed)
                     points.append(SweepPoint(index, key, values, hw, wl, seed))
                 index += 1
+    if not points:
+        _nothing_to_run(source, skipped)
     swept = (["workload"] if len(workloads) > 1 else []) + (["seed"] if len(spec.seeds) > 1 else [])
     return SweepPlan(spec, source, base, swept + list(spec.axes), points, skipped)
+
+
+def _nothing_to_run(source: str, skipped: list[SkippedPoint]) -> None:
+    """Every point is skipped: an error naming the most common reason."""
+    reasons = Counter(s.reason for s in skipped)
+    reason, n = reasons.most_common(1)[0]
+    field_name = "constraints" if reason.startswith("constraint: ") else "axes"
+    others = f" ({len(reasons) - 1} other reasons for the rest)" if len(reasons) > 1 else ""
+    raise ConfigError(
+        source,
+        field_name,
+        f"every one of the {len(skipped):,} points is skipped, {n:,} by {reason!r}{others}; "
+        "allowed: axes and constraints that leave at least one point to run",
+    )
 
 
 def _expression(source: str, where: str, text: str) -> Expression:

@@ -6,15 +6,18 @@ contiguous range of the plan and takes chunks from it in order; a worker whose r
 works the largest remaining range from its far end, and does not enter a group of points
 that another worker is finishing. Locality stays high (a steal costs the thief one cold start,
 and a group is prepared twice only while much of it is left) and the load stays balanced
-however uneven the points' costs are.
+however uneven the points' costs are. A chunk whose worker dies is run again point by point,
+so that a point that kills its worker (a crash, the kernel's OOM killer) is found and recorded
+as failed while every other point still runs.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["RangeScheduler", "run_scheduled"]
+__all__ = ["RangeScheduler", "WorkerDied", "run_scheduled"]
 
 F = TypeVar("F")
 
@@ -151,6 +154,10 @@ class RangeScheduler:
         return self.group[task] == self.group[prev] or self._may_enter(worker, task)
 
 
+class WorkerDied(Exception):
+    """A chunk's worker process died (killed, out of memory, crashed) before it answered."""
+
+
 def run_scheduled(
     tasks: list[Any],
     workers: int,
@@ -159,27 +166,54 @@ def run_scheduled(
     wait_first: Callable[[list[F]], list[F]],
     result: Callable[[F], Any],
     levels: Sequence[int] | None = None,
+    *,
+    died: Callable[[Any, str], Any],
+    restart: Callable[[int], None] | None = None,
 ) -> Iterator[Any]:
     """Run ``tasks`` in chunks on ``workers`` workers; yields each chunk's result as it ends.
 
     ``submit(chunk, worker)`` starts a chunk on one worker and returns a future;
-    ``wait_first(futures)`` blocks until some are done and returns those; ``result(future)``.
-    ``levels``: see ``RangeScheduler``.
+    ``wait_first(futures)`` blocks until some are done and returns those; ``result(future)``
+    returns a chunk's result or raises ``WorkerDied``. ``levels``: see ``RangeScheduler``.
+
+    A chunk whose worker died is run again one point at a time (after ``restart(worker)``, which
+    replaces the dead worker); a point that kills its worker when run alone is the cause, and
+    ``died(task, detail)`` (its failure record) is yielded in place of its result.
     """
     sched = RangeScheduler(len(tasks), workers, chunk, levels)
-    in_flight: dict[Any, int] = {}
+    in_flight: dict[Any, tuple[int, int, list[Any]]] = {}  # future -> worker, generation, chunk
+    generation = [0] * workers  # bumped when a worker is replaced
+    alone: deque[Any] = deque()  # tasks of a chunk whose worker died, to run one by one
 
     def dispatch(worker: int) -> None:
-        span = sched.next(worker)
-        if span is not None:
-            in_flight[submit(tasks[span[0] : span[1]], worker)] = worker
+        """Fill ``worker``'s queue: points to run alone first, then its next chunks."""
+        while sum(w == worker for w, _, _ in in_flight.values()) < IN_FLIGHT_PER_WORKER:
+            if alone:
+                part = [alone.popleft()]
+            else:
+                span = sched.next(worker)
+                if span is None:
+                    return
+                part = tasks[span[0] : span[1]]
+            in_flight[submit(part, worker)] = (worker, generation[worker], part)
 
     for w in range(workers):
-        for _ in range(IN_FLIGHT_PER_WORKER):
-            dispatch(w)
+        dispatch(w)
     while in_flight:
         for fut in wait_first(list(in_flight)):
-            worker = in_flight.pop(fut)
-            done = result(fut)  # raises before anything more goes to a dead worker
+            worker, gen, part = in_flight.pop(fut)
+            try:
+                done = result(fut)
+            except WorkerDied as exc:
+                if restart is not None and gen == generation[worker]:
+                    restart(worker)
+                    generation[worker] += 1
+                if len(part) == 1:
+                    yield died(part[0], str(exc))
+                else:
+                    alone.extend(part)
+                for w in range(workers):  # idle workers share the points to run alone
+                    dispatch(w)
+                continue
             dispatch(worker)  # keep the worker busy while the caller stores ``done``
             yield done

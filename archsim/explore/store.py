@@ -119,6 +119,10 @@ class SweepStore:
         except (OSError, pa.ArrowInvalid) as exc:
             raise ArchsimError(f"{f}: unreadable sweep store file: {exc}") from None
 
+    def empty(self) -> bool:
+        """Whether no point is stored yet (nothing read)."""
+        return not self._files()
+
     def tables(self) -> list[pa.Table]:
         """Every stored table, oldest first (the compacted file, then parts by time)."""
         return [self._read(f) for f in self._files()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -17,9 +18,9 @@ from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.io import load_hardware, load_sweep, load_workload
 from archsim.config.sweep import DEFAULT_METRICS, SweepSpec
 from archsim.config.workload import WorkloadSpec
-from archsim.explore.executor import Task, execute
+from archsim.explore.executor import Task, check_dask, execute
 from archsim.explore.frame import assemble
-from archsim.explore.plan import SweepPlan, build_plan
+from archsim.explore.plan import DEFAULT_MAX_POINTS, SweepPlan, build_plan
 from archsim.explore.store import SweepStore, merge_tables
 from archsim.simulate import archsim_version, model_fingerprint
 
@@ -37,13 +38,15 @@ def plan_sweep(
     hardware: ArchsimModel | str | Path | SweepSpec,
     workload: WorkloadSpec | str | Path | Sequence[WorkloadSpec | str | Path] | None = None,
     axes: Mapping[str, Any] | None = None,
+    *,
+    max_points: int = DEFAULT_MAX_POINTS,
     **spec_fields: Any,
 ) -> SweepPlan:
     """Validate and expand a sweep without running it (see ``sweep`` for the arguments)."""
     if workload is None and axes is None:
         spec, base_dir = load_sweep(hardware)  # type: ignore[arg-type]
         source = str(hardware) if not isinstance(hardware, SweepSpec) else "<api>"
-        return build_plan(spec, source, base_dir)
+        return build_plan(spec, source, base_dir, max_points=max_points)
     if workload is None or not axes:
         raise TypeError("sweep(hardware, workload, axes=...) needs a workload and some axes")
     hw = load_hardware(hardware)  # type: ignore[arg-type]
@@ -61,7 +64,7 @@ def plan_sweep(
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
         raise validation_to_config_error(exc, "<api>", SweepSpec) from None
-    return build_plan(spec, "<api>", Path.cwd(), hardware=hw, workloads=wls)
+    return build_plan(spec, "<api>", Path.cwd(), hardware=hw, workloads=wls, max_points=max_points)
 
 
 def sweep(
@@ -81,6 +84,7 @@ def sweep(
     dask: str | None = None,
     progress: Progress | None = None,
     retry_errors: bool = False,
+    max_points: int = DEFAULT_MAX_POINTS,
 ) -> pd.DataFrame:
     """Run a design-space sweep; returns the tidy frame (one row per point and layer).
 
@@ -93,9 +97,16 @@ def sweep(
     ``out_dir``: a folder for the durable store (Parquet); points already stored there are not
     run again, and each finished chunk is saved at once. ``n_jobs``: worker processes (default:
     the CPUs available; 1 runs here). ``dask``: ``"local"`` or a scheduler address.
-    ``progress(done, total)`` is called as points finish. Use ``archsim.totals(frame)`` for one
-    row per point and ``archsim.pareto`` for the non-dominated points. ``frame.attrs`` holds
-    ``axes``, ``metrics``, ``skipped`` (points not run, with the reason) and ``counts``.
+    ``progress(done, total)`` is called as points finish. A spec of more than ``max_points``
+    points, or whose constraints skip every point, raises ``ConfigError`` before anything runs.
+    A point that raises, or that kills its worker process (found by running its chunk again
+    point by point), is recorded with ``status`` ``error`` and the sweep goes on.
+
+    With ``n_jobs`` > 1 or ``dask="local"`` the workers are new processes that import the
+    calling script again: a script must call ``sweep`` under ``if __name__ == "__main__":``
+    (``ArchsimError`` otherwise). Use ``archsim.totals(frame)`` for one row per point and
+    ``archsim.pareto`` for the non-dominated points. ``frame.attrs`` holds ``axes``,
+    ``metrics``, ``skipped`` (points not run, with the reason) and ``counts``.
     """
     spec_fields: dict[str, Any] = {}
     if axes is not None:
@@ -108,7 +119,7 @@ def sweep(
             "constraints": list(constraints),
             "metrics": dict(metrics or DEFAULT_METRICS),
         }
-    plan = plan_sweep(hardware, workload, axes, **spec_fields)
+    plan = plan_sweep(hardware, workload, axes, max_points=max_points, **spec_fields)
     return run_plan(
         plan, out_dir, n_jobs=n_jobs, dask=dask, progress=progress, retry_errors=retry_errors
     )
@@ -141,6 +152,55 @@ def _levels(plan: SweepPlan, keys: list[str]) -> list[int]:
     return out[: len(keys)]
 
 
+def _run(
+    plan: SweepPlan,
+    store: SweepStore | None,
+    n_jobs: int | None,
+    dask: str | None,
+    progress: Progress | None,
+    retry_errors: bool,
+) -> tuple[list[pa.Table], dict[str, Any]]:
+    """Run what ``store`` lacks; the tables of every point, and the counts."""
+    if store is not None:
+        store.write_json("sweep.json", _metadata(plan))
+    done_keys = store.finished(retry_errors) if store is not None else set()
+    tasks: dict[str, Task] = {}
+    for p in plan.points:
+        if p.key not in done_keys and p.key not in tasks:
+            tasks[p.key] = (p.key, p.hardware, p.workload, p.seed)
+    total = len({p.key for p in plan.points})
+    counts: dict[str, Any] = {
+        "points": len(plan.points),
+        "skipped": len(plan.skipped),
+        "resumed": total - len(tasks),
+        "ran": 0,
+        "errors": 0,
+    }
+    state = {"done": total - len(tasks)}
+    memory: list[pa.Table] = []
+    if progress is not None:
+        progress(state["done"], total)
+
+    def on_table(table: pa.Table) -> None:
+        if store is not None:
+            store.append(table)
+        else:
+            memory.append(table)
+        points = pc.count_distinct(table["point_key"]).as_py()
+        state["done"] += points
+        counts["ran"] += points
+        failed = pc.sum(pc.not_equal(table["status"], "ok")).as_py()  # one row each
+        counts["errors"] += failed or 0
+        if progress is not None:
+            progress(state["done"], total)
+
+    execute(list(tasks.values()), n_jobs, dask, on_table, _levels(plan, list(tasks)))
+    if store is not None:
+        return store.compact(), counts
+    order = {p.key: p.index for p in plan.points}
+    return sorted(memory, key=lambda t: min(order[k] for k in t["point_key"].to_pylist())), counts
+
+
 def run_plan(
     plan: SweepPlan,
     out_dir: str | Path | None = None,
@@ -150,49 +210,23 @@ def run_plan(
     progress: Progress | None = None,
     retry_errors: bool = False,
 ) -> pd.DataFrame:
-    """Run the points of ``plan`` not yet in ``out_dir``'s store; see ``sweep``."""
+    """Run the points of ``plan`` not yet in ``out_dir``'s store; see ``sweep``.
+
+    When it stops before any point is saved (Dask unreachable, Ctrl-C) it removes the folder
+    it created; after that, the store keeps every finished chunk for a re-run to resume.
+    """
     start = time.perf_counter()
+    if dask:
+        check_dask(dask)  # before anything is created
+    created = out_dir is not None and not Path(out_dir).exists()
     store = SweepStore(out_dir) if out_dir is not None else None
-    with store.lock() if store is not None else nullcontext():
-        if store is not None:
-            store.write_json("sweep.json", _metadata(plan))
-        done_keys = store.finished(retry_errors) if store is not None else set()
-        tasks: dict[str, Task] = {}
-        for p in plan.points:
-            if p.key not in done_keys and p.key not in tasks:
-                tasks[p.key] = (p.key, p.hardware, p.workload, p.seed)
-        total = len({p.key for p in plan.points})
-        counts = {
-            "points": len(plan.points),
-            "skipped": len(plan.skipped),
-            "resumed": total - len(tasks),
-            "ran": 0,
-            "errors": 0,
-        }
-        state = {"done": total - len(tasks)}
-        memory: list[pa.Table] = []
-        if progress is not None:
-            progress(state["done"], total)
-
-        def on_table(table: pa.Table) -> None:
-            if store is not None:
-                store.append(table)
-            else:
-                memory.append(table)
-            points = pc.count_distinct(table["point_key"]).as_py()
-            state["done"] += points
-            counts["ran"] += points
-            failed = pc.sum(pc.not_equal(table["status"], "ok")).as_py()  # one row each
-            counts["errors"] += failed or 0
-            if progress is not None:
-                progress(state["done"], total)
-
-        execute(list(tasks.values()), n_jobs, dask, on_table, _levels(plan, list(tasks)))
-        if store is not None:
-            tables = store.compact()
-        else:
-            order = {p.key: p.index for p in plan.points}
-            tables = sorted(memory, key=lambda t: min(order[k] for k in t["point_key"].to_pylist()))
+    try:
+        with store.lock() if store is not None else nullcontext():
+            tables, counts = _run(plan, store, n_jobs, dask, progress, retry_errors)
+    except BaseException:
+        if created and store is not None and store.empty():
+            shutil.rmtree(store.folder, ignore_errors=True)
+        raise
     rows = [{"point": p.index, "point_key": p.key, **p.values} for p in plan.points]
     frame = assemble(rows, plan.axes, merge_tables(tables))
     counts["seconds"] = round(time.perf_counter() - start, 3)

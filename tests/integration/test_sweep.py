@@ -86,6 +86,7 @@ def test_local_cluster_keeps_freed_memory_and_dask_does_not_steal_chunks():
         config = local_cluster_config()
     assert config == {
         "distributed.scheduler.work-stealing": False,
+        "distributed.scheduler.allowed-failures": 0,
         "distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 1, "MY_VAR": "x"},
     }
     assert base["MALLOC_TRIM_THRESHOLD_"] == 65536  # the user's config is not modified
@@ -220,6 +221,7 @@ def test_unreachable_scheduler_fails_fast(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("archsim: error: --dask tcp://127.0.0.1:9: cannot reach")
     assert err.count("\n") == 1
+    assert not (tmp_path / "o").exists()  # nothing left behind
     assert main(["sweep", str(spec), "-o", str(tmp_path / "o"), "--dask", "nohost"]) == 2
     assert "not a scheduler address" in capsys.readouterr().err
 
@@ -262,13 +264,19 @@ def test_memoised_eie_path_is_identical(tmp_path):
 def test_all_points_failing_still_gives_a_full_frame_and_report(tmp_path, capsys):
     spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [1]\n  strict_capacity: [true]\n")
     out = tmp_path / "out"
-    assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
-    text = capsys.readouterr().out
-    assert "1 errors" in text and "error at point 0: SimulationError" in text
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 1  # points failed: 1
+    captured = capsys.readouterr()
+    assert "1 errors" in captured.out
+    assert "error at point 0: SimulationError" in captured.err
+    assert "1 of 1 points failed; listed in" in captured.err
     points = pd.read_csv(out / "points.csv")
     assert points["status"].tolist() == ["error"]
     assert points["total_time_s"].isna().all() and "total_energy_pj" in points.columns
     assert (out / "report.html").stat().st_size > 1000
+    errors = pd.read_csv(out / "errors.csv")
+    assert (
+        errors["point"].tolist() == [0] and errors["error"].str.startswith("SimulationError").all()
+    )
 
 
 def test_a_second_sweep_into_a_busy_folder_fails_at_once(tmp_path, capsys):
@@ -280,18 +288,42 @@ def test_a_second_sweep_into_a_busy_folder_fails_at_once(tmp_path, capsys):
     assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
 
 
-def _die(tasks):  # stands in for run_chunk in a worker process: the worker is killed
-    os.kill(os.getpid(), signal.SIGKILL)
+def _die_at_fifo_2(tasks):  # stands in for run_chunk in a worker: one point kills its worker
+    from archsim.explore.executor import run_chunk
+
+    if any(t[1].pe_array.num_pes == 3 and t[1].activation_fifo.depth == 2 for t in tasks):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return run_chunk(tasks)
 
 
-def test_a_dead_worker_is_one_clear_error(tmp_path, monkeypatch):
-    from archsim.errors import ArchsimError
+def test_a_point_that_kills_its_worker_is_run_alone_and_recorded(tmp_path, monkeypatch):
     from archsim.explore import executor
 
-    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 3, 4]\n")
-    monkeypatch.setattr(executor, "run_chunk", _die)
-    with pytest.raises(ArchsimError, match="a sweep worker died .*run the sweep again"):
-        run_plan(plan_sweep(spec), tmp_path / "out", n_jobs=2)
+    spec = write_spec(
+        tmp_path, "axes:\n  pe_array.num_pes: [2, 3, 4]\n  activation_fifo.depth: [1, 2, 3, 4]\n"
+    )
+    plan = plan_sweep(spec)
+    monkeypatch.setattr(executor, "run_chunk", _die_at_fifo_2)
+    frame = run_plan(plan, tmp_path / "out", n_jobs=2)  # chunks of 2: (3, 1) shares one
+    points = archsim.totals(frame).set_index("point")
+    failed = points[points["status"] != "ok"]
+    assert failed.index.tolist() == [5]  # num_pes 3, depth 2: the only point lost
+    assert (
+        failed["error"]
+        .iloc[0]
+        .startswith("the worker process died while running this point alone (killed by SIGKILL)")
+    )
+    assert frame.attrs["counts"]["errors"] == 1
+    monkeypatch.undo()
+    serial = archsim.totals(run_plan(plan, n_jobs=1)).set_index("point")
+    ok = points.index != 5
+    pd.testing.assert_frame_equal(points[ok], serial[ok], check_dtype=False)  # NaN at 5
+    # the point is stored as failed: a resume does not run it again, --retry-errors does
+    again = run_plan(plan, tmp_path / "out", n_jobs=1)
+    assert again.attrs["counts"]["ran"] == 0
+    retried = run_plan(plan, tmp_path / "out", n_jobs=1, retry_errors=True)
+    assert retried.attrs["counts"]["ran"] == 1
+    assert (archsim.totals(retried)["status"] == "ok").all()
 
 
 def test_store_reads_ipc_and_older_parquet_parts_and_compacts_them(tmp_path):

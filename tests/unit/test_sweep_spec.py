@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -367,3 +368,75 @@ def test_two_workers_meet_once_and_finish_together(groups, size, chunk, seed):
     assert len(started) <= groups + 1, f"{len(started)} group starts for {groups} groups"
     wait_bound = (size / 2 + chunk + 3) * cost.max()
     assert abs(finish[0] - finish[1]) <= wait_bound + 1e-9, (finish, wait_bound)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("((10**256)**256)**256 > num_pes", "a power would have about 217,"),
+        ("(((2**256)**256)**256)**256", "a power would have about 65,"),
+        ("'aaaaaaaa' * 2**34", "a repeated sequence would have 137,438,953,472 items"),
+        ("2**34 * 'a'", "a repeated sequence would have"),
+        (" * ".join(["10**200"] * 7), "a product would have about 4,6"),
+        ("'%999999999d' % 1", "string formatting (%) is not allowed"),
+        ("round(7, -10**9)", "round() to"),
+        ("2 ** 1000", "exponent 1000 is too large"),
+        ("1 + " * 1000 + "1", "characters; allowed: at most 2000"),
+        ("-" * 100 + "1", "nested more than 50 levels deep"),
+    ],
+)
+def test_expressions_cannot_hang_or_exhaust_memory(text, message):
+    t0 = time.perf_counter()
+    with pytest.raises(ExpressionError) as err:
+        Expression(text).evaluate({"num_pes": 64})
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert time.perf_counter() - t0 < 0.5
+    assert Expression("num_pes * 2**20 <= 8 * 2**20").evaluate({"num_pes": 8}) is True
+
+
+def test_point_count_is_checked_before_any_point_is_built(tmp_path):
+    axis = "[" + ", ".join(str(v) for v in range(1000)) + "]"
+    spec = tmp_path / "huge.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: huge\nhardware: tiny_eie\nworkload: eie_benchmarks\naxes:\n"
+        f"  pe_array.num_pes: {axis}\n  activation_fifo.depth: {axis}\n"
+        "  spmat_sram.width_bits: {low: 8, high: 4096, num: 1000, integer: true}\n"
+    )
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError) as err:
+        plan_sweep(spec)
+    assert time.perf_counter() - t0 < 5  # nothing expanded: a 10^9-point grid is refused
+    assert str(err.value) == (
+        f"{spec}: axes: 1,000,000,000 points (1,000 x 1,000 x 1,000 (grid)) is more than the "
+        "limit of 100,000; allowed: fewer values, or a higher limit (archsim sweep "
+        "--max-points N; max_points=N in Python)"
+    )
+    random = tmp_path / "random.yaml"
+    random.write_text(
+        "schema_version: 1\nname: r\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+        "mode: random\nsamples: 3000000000\naxes:\n  pe_array.num_pes: [2, 4]\n"
+    )
+    with pytest.raises(ConfigError, match="random.yaml: samples: 3,000,000,000 points"):
+        plan_sweep(random)
+    small = tmp_path / "small.yaml"
+    small.write_text(
+        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+        "seeds: [0, 1]\naxes:\n  pe_array.num_pes: [2, 4, 8]\n"
+    )
+    with pytest.raises(ConfigError, match=r"6 points \(3 \(grid\) x 2 seeds\) is more than"):
+        plan_sweep(small, max_points=5)
+    assert len(plan_sweep(small, max_points=6).points) == 6
+
+
+def test_constraints_that_skip_every_point_are_an_error(tmp_path):
+    spec = tmp_path / "none.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: n\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+        "axes:\n  pe_array.num_pes: [2, 4]\nconstraints:\n  - num_pes > 100\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        plan_sweep(spec)
+    assert str(err.value) == (
+        f"{spec}: constraints: every one of the 2 points is skipped, 2 by 'constraint: "
+        "num_pes > 100'; allowed: axes and constraints that leave at least one point to run"
+    )
