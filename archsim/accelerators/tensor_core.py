@@ -4,7 +4,8 @@ Per layer (``lower_to_gemm``) every plan of ``gpu_plan.plans_for`` (tile x split
 simulated and the fastest kept -- the documented selection rule, standing in for cuBLAS's
 heuristics/autotuning. A plan runs as one kernel (plus a reduction kernel for split-K):
 
-1. launch overhead (``launch_overhead_s``);
+1. launch cost (``launch``: per kernel in a CUDA graph, or launched eagerly; seconds of wall
+   time, converted to SM cycles at the configured clock);
 2. CTAs dispatched over the SMs in *rounds* of ``ctas_per_sm`` co-resident CTAs: ``full``
    rounds on every SM, then a tail round in which the remaining CTAs are spread one SM at a
    time (some SMs get one more CTA than others, the rest idle) -- wave quantisation;
@@ -12,8 +13,15 @@ heuristics/autotuning. A plan runs as one kernel (plus a reduction kernel for sp
    (``datapath.gpu_sm.sm_round``: k-loop with multi-buffered A/B loads, MMA issue on the
    sub-cores' tensor cores, epilogue) at the bandwidth share the SM gets when the round starts:
    ``min(SM fill port, L2 / active SMs, HBM / (active SMs x L2 miss fraction))`` using the
-   achievable bandwidths -- so tail rounds on few SMs run faster when memory-bound;
+   achievable bandwidths -- so tail rounds on few SMs run faster when memory-bound. Clock
+   domains: the fill port (the kernel family's) and L2 bandwidth are bytes per SM clock (the
+   L2 is taken to scale with the SM clock); HBM bandwidth is bytes per second, so it shrinks
+   per SM cycle as the clock rises;
 4. split-K: a reduction kernel (launch + reading the FP32 partials and C, writing D at HBM speed).
+
+Only the rounds, launch and HBM terms depend on the clock: plans and L2 traffic are memoised,
+so evaluating a layer at a second clock (``cfg.model_copy`` with another
+``clock.frequency_hz``, as the power model does) re-runs only the cheap SimPy schedule.
 
 SimPy holds the shared memory system (active-SM count) and one process per group of SMs that
 behave alike (at most two), so a layer costs (rounds + a few) events. Tile quantisation (padded
@@ -37,7 +45,7 @@ from archsim.accelerators.gpu_plan import (
     plans_for,
     shared_read_bytes,
 )
-from archsim.config.gpu import GpuConfig
+from archsim.config.gpu import GpuConfig, rate_key
 from archsim.config.workload import WorkloadSpec
 from archsim.datapath.gemm_kernels import (
     accumulation_error_bound,
@@ -50,7 +58,7 @@ from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem, lower_to_gemm, materialize_gemm
 
-__all__ = ["KernelRun", "FUNCTIONAL_MAX_MACS", "run_gemm", "simulate_tensor_core"]
+__all__ = ["KernelRun", "FUNCTIONAL_MAX_MACS", "gemm_counts", "run_gemm", "simulate_tensor_core"]
 
 #: layers up to this many MACs (per GEMM) are also computed functionally and checked
 FUNCTIONAL_MAX_MACS = 1 << 24
@@ -80,9 +88,9 @@ class KernelRun:
 class _Memory:
     """The shared L2/HBM system: bandwidth share per SM from the number of active SMs."""
 
-    def __init__(self, cfg: GpuConfig, miss: float) -> None:
+    def __init__(self, cfg: GpuConfig, miss: float, port: float | None = None) -> None:
         clock = cfg.clock.frequency_hz
-        self.port = cfg.sm_memory.shared_bandwidth_bytes_per_clock
+        self.port = port if port is not None else cfg.sm_memory.shared_bandwidth_bytes_per_clock
         self.l2 = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
         self.hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
         self.miss = miss
@@ -102,7 +110,7 @@ class _KernelModel:
 
     def __init__(self, cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> None:
         self.cfg, self.prob, self.plan = cfg, prob, plan
-        self.hbm_loads, self.l2_loads = l2_traffic(cfg, prob, plan)
+        self.hbm_loads, self.l2_loads = _l2_traffic(cfg, prob, plan)
         self.miss = min(1.0, self.hbm_loads / self.l2_loads) if self.l2_loads else 0.0
         clock = cfg.clock.frequency_hz
         l2_lat = cfg.l2.hit_latency_cycles
@@ -142,7 +150,7 @@ class _KernelModel:
 
     def run(self, ctx: SimContext) -> KernelRun:
         """Schedule the kernel(s) in ``ctx`` (from ``ctx.env.now``) and run them."""
-        mem = _Memory(self.cfg, self.miss)
+        mem = _Memory(self.cfg, self.miss, self.plan.fill_bytes_per_clock)
         groups = self.groups()
         busiest_tensor = 0
         start = int(ctx.env.now)
@@ -198,6 +206,19 @@ class _KernelModel:
         return max(1, math.ceil(self._reduce_bytes() / mem.hbm))
 
 
+_TRAFFIC: dict[tuple[str, GemmProblem, KernelPlan], tuple[int, int]] = {}
+
+
+def _l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
+    """:func:`l2_traffic`, memoised (it does not depend on the clock)."""
+    key = (cfg.model_dump_json(exclude={"clock", "launch"}), prob, plan)
+    if key not in _TRAFFIC:
+        if len(_TRAFFIC) >= 16384:
+            _TRAFFIC.clear()
+        _TRAFFIC[key] = l2_traffic(cfg, prob, plan)
+    return _TRAFFIC[key]
+
+
 def _simulate_plans(cfg: GpuConfig, prob: GemmProblem) -> list[tuple[_KernelModel, KernelRun]]:
     """Every plan for ``prob``, each run alone in a scratch SimPy context."""
     clock = cfg.clock.frequency_hz
@@ -227,7 +248,7 @@ def _functional(
     """(max |D - NumPy|, max error bound) of the first GEMM of the layer, summed in the
     kernel's order: per CTA tile, per k-step, per instruction (``accumulation_chunk_k``)."""
     ops = materialize_gemm(prob, seed)
-    if prob.precision == "int8":
+    if prob.accumulate == "int32":
         d = tiled_gemm_int32(ops.a, ops.b, ops.c)
         ref = ops.a.astype(np.int64) @ ops.b.astype(np.int64) + ops.c
         return float(np.abs(d.astype(np.int64) - ref).max()), 0.0
@@ -236,22 +257,38 @@ def _functional(
     t = plan.tile
     half = prob.accumulate == "fp16"
     if plan.split_k > 1:
-        d = split_k_gemm_fp32(a32, b32, c32, t.m, t.n, t.k, ik, plan.k_slice, half)
+        d = split_k_gemm_fp32(a32, b32, c32, t.m, t.n, plan.k_step, ik, plan.k_slice, half)
     else:
-        d = tiled_gemm_fp32(a32, b32, c32, t.m, t.n, t.k, ik, half)
+        d = tiled_gemm_fp32(a32, b32, c32, t.m, t.n, plan.k_step, ik, half)
     ref = a32.astype(np.float64) @ b32.astype(np.float64) + ops.c.astype(np.float64)
     u = 2.0**-11 if half else 2.0**-24
     bound = accumulation_error_bound(a32, b32, ops.c, ik, u, plan.split_k, plan.k_slice)
+    if not half and prob.out_type in _NARROW_OUTPUT:  # D rounded once more to its output type
+        d = _as_output(d, prob.out_type)
+        bound = bound + _NARROW_OUTPUT[prob.out_type] * (np.abs(ref) + bound)
     err = np.abs(d.astype(np.float64) - ref)
     if not np.all(err <= bound):
         raise SimulationError(f"layer {prob.layer!r}: functional GEMM exceeds its error bound")
     return float(err.max()), float(bound.max())
 
 
-def _counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
+#: unit roundoff of output types narrower than the FP32 accumulator
+_NARROW_OUTPUT = {"bf16": 2.0**-8, "fp16": 2.0**-11}
+
+
+def _as_output(d: np.ndarray, out_type: str) -> np.ndarray:
+    """FP32 ``d`` rounded to ``out_type`` (nearest even), held in float32."""
+    if out_type == "fp16":
+        return d.astype(np.float16).astype(np.float32)
+    bits = d.astype(np.float32).view(np.uint32)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.view(np.float32)
+
+
+def gemm_counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
     """Actions to price: MMA/FMA work, shared-memory, L2 and HBM bytes."""
     p = run.plan
-    fma = p.ctas * p.tile.m * p.tile.n * p.steps * p.tile.k  # padded tiles included
+    fma = p.ctas * p.tile.m * p.tile.n * p.steps * p.k_step  # padded tiles included
     d_bytes = prob.batch * prob.m * prob.n * prob.out_bytes  # C has D's size and type
     core = (
         {"tensor_core": {"fma": fma, "op": fma // 64}}
@@ -279,7 +316,7 @@ def _outcome(
     clock = cfg.clock.frequency_hz
     time_s = run.cycles / clock
     if p.tensor_ops:
-        rate = cfg.tensor_cores.precision_rate[prob.precision]  # type: ignore[index]
+        rate = cfg.tensor_cores.precision_rate[rate_key(prob.precision)]  # type: ignore[index]
         peak_macs = int(cfg.peak_fma_per_cycle * rate)
         peak_tflops = cfg.peak_tflops(prob.precision)
     else:
@@ -293,6 +330,7 @@ def _outcome(
     tflops = 2 * prob.macs / time_s / 1e12
     extras = {
         "tc_tile": p.name,
+        "tc_kernel_family": p.family,
         "tc_split_k": p.split_k,
         "tc_tensor_ops": p.tensor_ops,
         "tc_plans_tried": n_plans,
@@ -322,7 +360,7 @@ def _outcome(
         macs_effective=round(prob.macs * wd * ad),
         peak_macs_per_cycle=peak_macs,
         dram_bytes=run.hbm_bytes,
-        counts=_counts(prob, run),
+        counts=gemm_counts(prob, run),
         extras=extras,
     )
 

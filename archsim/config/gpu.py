@@ -13,13 +13,22 @@ __all__ = [
     "CudaCoreConfig",
     "GemmLibraryConfig",
     "GpuConfig",
+    "KernelFamily",
     "L2Config",
+    "LaunchConfig",
     "SmMemoryConfig",
     "TensorCoreConfig",
     "ThreadBlockTile",
+    "rate_key",
 ]
 
-Precision = Literal["fp16", "bf16", "tf32", "fp32", "int8"]
+#: tensor-core rate classes; ``fp8`` covers both FP8 formats (e4m3, e5m2 run at one rate)
+Precision = Literal["fp16", "bf16", "tf32", "fp32", "fp8", "int8"]
+
+
+def rate_key(precision: str) -> str:
+    """The ``precision_rate`` key of a GEMM input precision (``fp8_e4m3`` -> ``fp8``)."""
+    return "fp8" if precision.startswith("fp8") else precision
 
 
 class TensorCoreConfig(ArchsimModel):
@@ -105,27 +114,83 @@ class CudaCoreConfig(ArchsimModel):
     fma_latency_cycles: PositiveInt = Field(default=4, description="Dependent FFMA latency.")
 
 
-class GemmLibraryConfig(ArchsimModel):
-    """What the GEMM library (cuBLAS/CUTLASS) may do: tensor-op alignment and split-K."""
+class ThreadBlockTile(ArchsimModel):
+    """One CTA tile of the GEMM: m x n outputs, k per main-loop step, warps, pipeline stages.
 
-    tensor_op_alignment_elements: PositiveInt = Field(
+    ``k`` is given for 16-bit operands. Library kernels size a k-step in BYTES (a shared-memory
+    row of ``2 k`` bytes: Hopper's 128-byte TMA swizzle holds 64 FP16, 32 TF32 or 128 FP8
+    elements; CUTLASS's TF32 tiles are 128x128x32 where FP16's are 128x128x64), so a plan's
+    k-step is ``2 k / bytes per element`` elements and a stage holds the same bytes at every
+    precision.
+    """
+
+    m: PositiveInt
+    n: PositiveInt
+    k: PositiveInt = Field(description="K elements per main-loop step at 16-bit operands.")
+    warps: PositiveInt = 8
+    stages: int = Field(default=2, ge=1, le=8)
+
+
+class KernelFamily(ArchsimModel):
+    """A family of library kernels with its own eligibility rule, tiles and rates.
+
+    The library takes the FIRST family of ``library.families`` that ``prob`` is eligible for
+    (the preset lists them fastest first, as cuBLAS's heuristics prefer them).
+    """
+
+    name: str = Field(min_length=1, description="Family name, e.g. sm90_tma_wgmma.")
+    library_behaviour: str = Field(
+        min_length=1, description="The library behaviour this rule stands for (with a source)."
+    )
+    precisions: list[Precision] | None = Field(
+        default=None, description="Input precisions it runs (None: every tensor-core precision)."
+    )
+    min_alignment_bytes: PositiveInt = Field(
         default=1,
-        description="m, n and k must be multiples of this for a tensor-core kernel; otherwise "
-        "the GEMM runs on the CUDA cores (cuBLAS 9/10: 8 FP16 elements).",
+        description="Leading dimensions of A, B and D must be multiples of this many bytes.",
+    )
+    tensor_ops: bool = Field(default=True, description="False: FP32/FP16 CUDA-core kernels.")
+    fill_bytes_per_clock: PositiveFloat | None = Field(
+        default=None,
+        description="Global->shared fill rate of one SM, bytes per SM clock (None: "
+        "sm_memory.shared_bandwidth_bytes_per_clock).",
+    )
+    mma_rate_fraction: float = Field(
+        default=1.0, gt=0.0, le=1.0, description="Its MMA throughput / the part's tensor rate."
+    )
+    tiles: list[ThreadBlockTile] | None = Field(
+        default=None, min_length=1, description="Its CTA tile menu (None: the preset's tiles)."
+    )
+
+
+class GemmLibraryConfig(ArchsimModel):
+    """What the GEMM library (cuBLAS/CUTLASS) may do: kernel families and split-K."""
+
+    families: list[KernelFamily] = Field(
+        default=[KernelFamily(name="tensor_op", library_behaviour="any shape on tensor cores")],
+        min_length=1,
+        description="Kernel families, fastest first; a GEMM runs in the first it is eligible for.",
     )
     split_k_factors: list[PositiveInt] = Field(
         default=[1, 2, 4, 8, 16, 32], min_length=1, description="Split-K slice counts tried."
     )
 
 
-class ThreadBlockTile(ArchsimModel):
-    """One CTA tile of the GEMM: m x n outputs, k per main-loop step, warps, pipeline stages."""
+class LaunchConfig(ArchsimModel):
+    """Cost of each kernel launch, in seconds of wall time (not SM clock cycles)."""
 
-    m: PositiveInt
-    n: PositiveInt
-    k: PositiveInt
-    warps: PositiveInt = 8
-    stages: int = Field(default=2, ge=1, le=8)
+    mode: Literal["graph", "eager"] = Field(
+        default="graph",
+        description="graph: back-to-back kernels replayed from a CUDA graph (DeepBench and the "
+        "measurement files time so); eager: launched one by one from Python.",
+    )
+    graph_s: NonNegativeFloat = Field(description="Per kernel in a CUDA graph, s.")
+    eager_s: NonNegativeFloat = Field(description="Per kernel launched eagerly from Python, s.")
+
+    @property
+    def seconds(self) -> float:
+        """The launch cost of the configured mode, s."""
+        return self.graph_s if self.mode == "graph" else self.eager_s
 
 
 class GpuConfig(ArchsimModel):
@@ -147,9 +212,14 @@ class GpuConfig(ArchsimModel):
     )
     cuda_cores: CudaCoreConfig
     library: GemmLibraryConfig = GemmLibraryConfig()
-    launch_overhead_s: NonNegativeFloat = Field(description="Kernel launch to first CTA, s.")
+    launch: LaunchConfig
     tiles: list[ThreadBlockTile] = Field(min_length=1, description="CTA tile menu.")
     tdp_w: PositiveFloat
+
+    @property
+    def launch_overhead_s(self) -> float:
+        """Launch cost per kernel in the configured ``launch.mode``, s."""
+        return self.launch.seconds
 
     @property
     def peak_fma_per_cycle(self) -> int:
@@ -163,16 +233,20 @@ class GpuConfig(ArchsimModel):
 
     def peak_tflops(self, precision: str = "fp16") -> float:
         """Dense peak in TFLOPS (2 FLOP per FMA) at ``precision``; 0 if unsupported."""
-        rate = self.tensor_cores.precision_rate.get(precision, 0.0)  # type: ignore[call-overload]
+        rates = self.tensor_cores.precision_rate
+        rate = rates.get(rate_key(precision), 0.0)  # type: ignore[call-overload]
         return 2 * self.peak_fma_per_cycle * rate * self.clock.frequency_hz / 1e12
 
     @model_validator(mode="after")
     def _tiles_fit(self) -> GpuConfig:
-        for i, t in enumerate(self.tiles):
+        tiles = [(f"tiles.{i}", t) for i, t in enumerate(self.tiles)]
+        for j, fam in enumerate(self.library.families):
+            tiles += [(f"library.families.{j}.tiles.{i}", t) for i, t in enumerate(fam.tiles or [])]
+        for where, t in tiles:
             need = t.stages * (t.m + t.n) * t.k * 2  # FP16 A and B tiles per stage
             if need > self.sm_memory.max_shared_bytes:
                 raise ValueError(
-                    f"tiles.{i}: {t.m}x{t.n}x{t.k} with {t.stages} stages needs {need} B of "
+                    f"{where}: {t.m}x{t.n}x{t.k} with {t.stages} stages needs {need} B of "
                     f"shared memory; allowed <= {self.sm_memory.max_shared_bytes}"
                 )
         return self

@@ -180,8 +180,11 @@ class ConvLayer(ArchsimModel):
         )
 
 
-GemmPrecision = Literal["fp16", "bf16", "tf32", "fp32", "int8"]
+GemmPrecision = Literal[
+    "fp16", "bf16", "tf32", "fp32", "fp8_e4m3", "fp8_e5m2", "fp8", "int8"
+]  # fmt: skip
 GemmAccumulate = Literal["fp32", "fp16", "int32"]
+GemmOutput = Literal["fp32", "fp16", "bf16", "int32"]
 
 #: Accumulator types allowed for each GEMM input precision (tensor-core MMA pairs).
 GEMM_ACCUMULATE: dict[str, tuple[str, ...]] = {
@@ -189,7 +192,16 @@ GEMM_ACCUMULATE: dict[str, tuple[str, ...]] = {
     "bf16": ("fp32",),
     "tf32": ("fp32",),
     "fp32": ("fp32",),
+    "fp8_e4m3": ("fp32",),
+    "fp8_e5m2": ("fp32",),
+    "fp8": ("fp32",),
     "int8": ("int32",),
+}
+#: Output (C/D) types allowed for each accumulator type.
+GEMM_OUTPUT: dict[str, tuple[str, ...]] = {
+    "fp32": ("fp32", "fp16", "bf16"),
+    "fp16": ("fp16",),
+    "int32": ("int32",),
 }
 
 
@@ -198,7 +210,9 @@ class GemmLayer(ArchsimModel):
 
     ``transpose_a`` / ``transpose_b`` say that A / B are stored transposed (BLAS ``T``; A is then
     held as k x m, B as n x k); they change the memory layout, not the arithmetic. ``precision``
-    is the type of A and B, ``accumulate`` that of C and D. Densities are fractions of non-zero
+    is the type of A and B (``fp8`` is ``fp8_e4m3``, as ``torch._scaled_mm`` runs it),
+    ``accumulate`` that of the accumulator, ``output`` that of C and D (default: the accumulator
+    type; FP8 GEMMs usually write bf16). Densities are fractions of non-zero
     B ("weight") / A ("activation") elements in [0, 1] and default to 1.0 (dense GEMM).
     """
 
@@ -211,7 +225,10 @@ class GemmLayer(ArchsimModel):
     transpose_b: bool = Field(default=False, description="B stored transposed (n x k).")
     batch: int = Field(default=1, ge=1, description="Independent GEMMs of this shape (batched).")
     precision: GemmPrecision = Field(default="fp16", description="Type of the A and B operands.")
-    accumulate: GemmAccumulate = Field(default="fp32", description="Type of C/D (accumulator).")
+    accumulate: GemmAccumulate = Field(default="fp32", description="Accumulator type.")
+    output: GemmOutput | None = Field(
+        default=None, description="Type of C and D (default: the accumulator type)."
+    )
     weight_density: Density = 1.0
     activation_density: Density = 1.0
     weight_distribution: Literal["uniform"] = "uniform"
@@ -231,6 +248,12 @@ class GemmLayer(ArchsimModel):
             raise ValueError(
                 f"accumulate={self.accumulate!r} is not valid with precision={self.precision!r}; "
                 f"allowed: {', '.join(allowed)}"
+            )
+        outs = GEMM_OUTPUT[self.accumulate]
+        if self.output is not None and self.output not in outs:
+            raise ValueError(
+                f"output={self.output!r} is not valid with accumulate={self.accumulate!r}; "
+                f"allowed: {', '.join(outs)}"
             )
         return self
 
