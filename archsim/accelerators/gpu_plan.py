@@ -55,7 +55,8 @@ class KernelPlan:
     issue_cycles: int
     mma_latency: int
     bubble_cycles: int
-    stage_bytes: int  # A + B bytes per k-step of one CTA
+    stage_bytes: int  # A + B bytes per k-step of one CTA (into its shared memory)
+    l2_stage_bytes: int  # of which read from L2 by this CTA (B shared under TMA multicast)
     epilogue_bytes: int  # bytes one CTA stores (and reads for C) at the end
 
     @property
@@ -214,6 +215,7 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
         fill = fam.fill_bytes_per_clock
     tiles = fam.tiles if fam is not None and fam.tiles else cfg.tiles
     fraction = fam.mma_rate_fraction if fam is not None else 1.0
+    multicast = fam.multicast_ctas if fam is not None else 1
     name = fam.name if fam is not None else "cuda_core"
     out: list[KernelPlan] = []
     for tile in tiles:
@@ -251,6 +253,8 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
                     mma_latency=latency,
                     bubble_cycles=bubble,
                     stage_bytes=(tile.m + tile.n) * ks * prob.in_bytes,
+                    l2_stage_bytes=_cdiv((tile.m * multicast + tile.n) * ks * prob.in_bytes,
+                                         multicast),  # fmt: skip
                     epilogue_bytes=tile.m * tile.n * out_bytes,
                 )
             )
@@ -266,19 +270,24 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
 def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
     """(HBM bytes, L2 bytes) of the main loop's A and B loads.
 
-    Every CTA reads its A and B panels through L2. HBM sees each panel once per *wave* of
-    co-resident CTAs (CTAs are launched M-tile fastest, then N-tile, split slice, batch), or the
-    operands exactly once when A and B together fit in L2. Edge panels count their real rows.
+    Every CTA reads its A and B panels through L2 (its B panel shared with the other CTAs of
+    its cluster under TMA multicast). HBM sees each panel once per *wave* of co-resident CTAs
+    (CTAs are launched M-tile fastest, then N-tile, split slice, batch), or the operands
+    exactly once when A and B together fit in L2, or not at all when A, B and D fit and
+    ``l2.resident_across_calls`` (back-to-back calls of one GEMM find them in L2). Edge panels
+    count their real rows.
 
     Closed form: a *block* (one batch entry and split slice: ``grid_m x grid_n`` CTAs) read
     within one wave loads all of A's and B's panels once; a block cut by wave boundaries loads,
     per piece, the panels that piece touches. Only cut blocks are visited (at most one cut per
     wave); beyond ``_MAX_CUTS`` cuts the mean correction of the first ``_MAX_CUTS`` is used.
     """
-    l2_bytes = plan.ctas * plan.steps * plan.stage_bytes
+    l2_bytes = plan.ctas * plan.steps * plan.l2_stage_bytes
     compulsory = prob.batch * (prob.m + prob.n) * prob.k * prob.in_bytes
     if compulsory <= cfg.l2.size_bytes:
-        return compulsory, l2_bytes
+        keep = cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes
+        resident = compulsory + prob.batch * prob.m * prob.n * prob.out_bytes <= keep
+        return (0 if resident and cfg.l2.resident_across_calls else compulsory), l2_bytes
     slots = cfg.sms * plan.ctas_per_sm
     block = plan.grid_m * plan.grid_n
     waves = _cdiv(plan.ctas, slots)

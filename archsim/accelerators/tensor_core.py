@@ -96,9 +96,10 @@ class _Memory:
         self.miss = miss
         self.active = 0
 
-    def share(self) -> float:
-        """Bytes per clock one active SM can move now."""
-        a = max(self.active, 1)
+    def share(self, l2_ratio: float = 1.0) -> float:
+        """Bytes per clock one active SM can move into shared memory now, when each byte it
+        receives costs ``l2_ratio`` bytes of L2 (and HBM) traffic (< 1 under TMA multicast)."""
+        a = max(self.active, 1) * l2_ratio
         s = min(self.port, self.l2 / a)
         if self.miss > 0:
             s = min(s, self.hbm / (a * self.miss))
@@ -119,11 +120,11 @@ class _KernelModel:
         self.launch = math.ceil(cfg.launch_overhead_s * clock - 1e-9)
         self._cache: dict[tuple[int, int, int], np.ndarray] = {}
 
-    def round(self, n_cta: int, share: float) -> np.ndarray:
-        """``sm_round`` of ``n_cta`` CTAs at ``share`` bytes/clock (memoised)."""
+    def round(self, n_cta: int, mem: _Memory) -> np.ndarray:
+        """``sm_round`` of ``n_cta`` CTAs at the bandwidth shares of ``mem`` now (memoised)."""
         p = self.plan
-        load = max(1, math.ceil(p.stage_bytes / share - 1e-9))
-        epi = max(1, math.ceil(p.epilogue_bytes / share - 1e-9))
+        load = max(1, math.ceil(p.stage_bytes / mem.share(p.l2_stage_bytes / p.stage_bytes) - 1e-9))
+        epi = max(1, math.ceil(p.epilogue_bytes / mem.share() - 1e-9))
         key = (n_cta, load, epi)
         if key not in self._cache:
             sub = self.cfg.tensor_cores.sub_cores_per_sm
@@ -162,7 +163,7 @@ class _KernelModel:
             nonlocal busiest_tensor
             tensor = 0
             for n_cta in rounds:
-                r = self.round(n_cta, mem.share())
+                r = self.round(n_cta, mem)
                 tensor += int(r[SM_FIELDS.index("tensor_busy_cycles")]) // sub_cores
                 yield ctx.timeout(int(r[0]))
             mem.active -= n_sms

@@ -102,6 +102,16 @@ class L2Config(ArchsimModel):
     achievable_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Measured achievable / theoretical bandwidth."
     )
+    resident_across_calls: bool = Field(
+        default=True,
+        description="A GEMM whose A, B and D fit in L2 finds them there when it is called back "
+        "to back (DeepBench and CUDA-graph timings repeat one call without flushing L2): its "
+        "loads cost no HBM traffic. False: every call reads A and B from HBM.",
+    )
+    resident_capacity_bytes: PositiveInt | None = Field(
+        default=None,
+        description="Largest A + B + D that stays resident across calls, bytes (None: size_bytes).",
+    )
 
 
 class CudaCoreConfig(ArchsimModel):
@@ -154,6 +164,11 @@ class KernelFamily(ArchsimModel):
         default=None,
         description="Global->shared fill rate of one SM, bytes per SM clock (None: "
         "sm_memory.shared_bandwidth_bytes_per_clock).",
+    )
+    multicast_ctas: PositiveInt = Field(
+        default=1,
+        description="CTAs of a thread-block cluster (along M) that receive each B tile from one "
+        "L2 read (Hopper TMA multicast); 1: none.",
     )
     mma_rate_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Its MMA throughput / the part's tensor rate."
