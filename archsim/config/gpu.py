@@ -103,7 +103,7 @@ class L2Config(ArchsimModel):
         default=1.0, gt=0.0, le=1.0, description="Measured achievable / theoretical bandwidth."
     )
     resident_across_calls: bool = Field(
-        default=True,
+        default=False,
         description="A GEMM whose A, B and D fit in L2 finds them there when it is called back "
         "to back (DeepBench and CUDA-graph timings repeat one call without flushing L2): its "
         "loads cost no HBM traffic. False: every call reads A and B from HBM.",

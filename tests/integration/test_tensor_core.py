@@ -80,10 +80,11 @@ def test_memory_bound_regime_tracks_bandwidth() -> None:
 def test_split_k_for_tall_skinny_and_simt_fallback() -> None:
     df = _frame("v100", (512, 8, 100000))
     assert "/splitk" in df.tc_tile.iloc[0]
-    simt = _frame("v100", (35, 512, 1760))
+    simt = _frame("v100", (35, 512, 1760), precision="fp32")  # FP32 operands: CUDA cores
     assert simt.tc_tile.iloc[0].endswith("/simt") and not simt.tc_tensor_ops.iloc[0]
+    v100 = _frame("v100", (35, 512, 1760))  # cuBLAS 10.1: tensor cores with padding
     a100 = _frame("a100", (35, 512, 1760))  # cuBLAS 11+: tensor cores with padding
-    assert bool(a100.tc_tensor_ops.iloc[0])
+    assert bool(v100.tc_tensor_ops.iloc[0]) and bool(a100.tc_tensor_ops.iloc[0])
 
 
 @pytest.mark.parametrize(
@@ -105,7 +106,8 @@ def test_functional_output_matches_numpy(hw: str, precision: str, accumulate: st
     ("hw", "precision", "accumulate", "shape", "ik"),
     [("v100", "fp16", "fp32", (256, 256, 256), 4), ("a100", "fp16", "fp32", (256, 256, 256), 16),
      ("a100", "tf32", "fp32", (256, 256, 256), 8), ("h100", "bf16", "fp32", (256, 256, 256), 16),
-     ("v100", "fp32", "fp32", (256, 256, 256), 1), ("v100", "fp16", "fp16", (35, 256, 256), 1)],
+     ("v100", "fp32", "fp32", (256, 256, 256), 1), ("v100", "fp16", "fp16", (35, 256, 256), 4),
+     ("h100", "fp8_e4m3", "fp32", (256, 256, 256), 32), ("h100", "tf32", "fp32", (256, 256, 256), 8)],
 )  # fmt: skip
 def test_accumulation_chunk_is_the_instruction_k(hw, precision, accumulate, shape, ik) -> None:
     """The functional check rounds where the hardware does: after each MMA instruction's k
