@@ -49,7 +49,9 @@ def _problem(name: str, m: int, n: int, k: int, prec: str, ta: bool, tb: bool) -
 def _time_s(hw, prob: GemmProblem, mhz: float | None) -> float:
     cfg = hw
     if mhz is not None:
-        cfg = hw.model_copy(update={"clock": hw.clock.model_copy(update={"frequency_hz": mhz * 1e6})})
+        cfg = hw.model_copy(
+            update={"clock": hw.clock.model_copy(update={"frequency_hz": mhz * 1e6})}
+        )
     best, _ = run_gemm(cfg, prob)
     return best.cycles / cfg.clock.frequency_hz
 
@@ -90,8 +92,12 @@ def h100(args: argparse.Namespace) -> None:
                 meas = float(row["time_s"])
                 for key in (f"{path.stem} {prec}", f"{path.stem} all", "ALL"):
                     groups[key].append((sim, meas))
-                worst.append((abs(sim / meas - 1), f"{name} sim {sim * 1e6:.2f} us meas "
-                                                   f"{meas * 1e6:.2f} us @ {mhz} MHz"))
+                worst.append(
+                    (
+                        abs(sim / meas - 1),
+                        f"{name} sim {sim * 1e6:.2f} us meas {meas * 1e6:.2f} us @ {mhz} MHz",
+                    )
+                )
     print(f"H100 ({args.h100}), clock: {'preset' if args.preset_clock else 'measured sm_mhz'}")
     for key in sorted(groups):
         vals = groups[key]
@@ -123,8 +129,13 @@ def v100(args: argparse.Namespace) -> None:
                 meas = float(row["ms"]) * 1e-3
                 for key in (f"{prec} {row['a_t']}{row['b_t']}", f"{prec} all"):
                     groups[key].append((sim, meas))
-                worst.append((abs(sim / meas - 1), f"{prec} {name} sim {sim * 1e3:.4f} ms "
-                                                   f"meas {meas * 1e3:.4f} ms (row {row['row']})"))
+                worst.append(
+                    (
+                        abs(sim / meas - 1),
+                        f"{prec} {name} sim {sim * 1e3:.4f} ms "
+                        f"meas {meas * 1e3:.4f} ms (row {row['row']})",
+                    )
+                )
         for key in sorted(groups):
             print(f"  {key:<28} {_stats(groups[key])}")
         if args.verbose:

@@ -253,8 +253,9 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
                     mma_latency=latency,
                     bubble_cycles=bubble,
                     stage_bytes=(tile.m + tile.n) * ks * prob.in_bytes,
-                    l2_stage_bytes=_cdiv((tile.m * multicast + tile.n) * ks * prob.in_bytes,
-                                         multicast),  # fmt: skip
+                    l2_stage_bytes=_cdiv(
+                        (tile.m * multicast + tile.n) * ks * prob.in_bytes, multicast
+                    ),  # fmt: skip
                     epilogue_bytes=tile.m * tile.n * out_bytes,
                 )
             )

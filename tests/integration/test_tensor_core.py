@@ -107,7 +107,8 @@ def test_functional_output_matches_numpy(hw: str, precision: str, accumulate: st
     [("v100", "fp16", "fp32", (256, 256, 256), 4), ("a100", "fp16", "fp32", (256, 256, 256), 16),
      ("a100", "tf32", "fp32", (256, 256, 256), 8), ("h100", "bf16", "fp32", (256, 256, 256), 16),
      ("v100", "fp32", "fp32", (256, 256, 256), 1), ("v100", "fp16", "fp16", (35, 256, 256), 4),
-     ("h100", "fp8_e4m3", "fp32", (256, 256, 256), 32), ("h100", "tf32", "fp32", (256, 256, 256), 8)],
+     ("h100", "fp8_e4m3", "fp32", (256, 256, 256), 32),
+     ("h100", "tf32", "fp32", (256, 256, 256), 8)],
 )  # fmt: skip
 def test_accumulation_chunk_is_the_instruction_k(hw, precision, accumulate, shape, ik) -> None:
     """The functional check rounds where the hardware does: after each MMA instruction's k
