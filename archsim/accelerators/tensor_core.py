@@ -220,11 +220,20 @@ def _l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[in
     return _TRAFFIC[key]
 
 
+_RUNS: dict[tuple[str, GemmProblem], list[tuple[_KernelModel, KernelRun]]] = {}
+
+
 def _simulate_plans(cfg: GpuConfig, prob: GemmProblem) -> list[tuple[_KernelModel, KernelRun]]:
-    """Every plan for ``prob``, each run alone in a scratch SimPy context."""
-    clock = cfg.clock.frequency_hz
-    models = [_KernelModel(cfg, prob, plan) for plan in plans_for(cfg, prob)]
-    return [(model, model.run(SimContext(clock))) for model in models]
+    """Every plan for ``prob``, each run alone in a scratch SimPy context (memoised per
+    config and problem: a run depends on nothing else)."""
+    key = (cfg.model_dump_json(), prob)
+    if key not in _RUNS:
+        if len(_RUNS) >= 4096:
+            _RUNS.clear()
+        clock = cfg.clock.frequency_hz
+        models = [_KernelModel(cfg, prob, plan) for plan in plans_for(cfg, prob)]
+        _RUNS[key] = [(model, model.run(SimContext(clock))) for model in models]
+    return _RUNS[key]
 
 
 def run_gemm(cfg: GpuConfig, prob: GemmProblem) -> tuple[KernelRun, list[KernelRun]]:
