@@ -13,7 +13,7 @@ so plans and L2 traffic are memoised across clocks (:func:`plans_for`, :func:`l2
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -58,6 +58,7 @@ class KernelPlan:
     stage_bytes: int  # A + B bytes per k-step of one CTA (into its shared memory)
     l2_stage_bytes: int  # of which read from L2 by this CTA (B shared under TMA multicast)
     epilogue_bytes: int  # bytes one CTA stores (and reads for C) at the end
+    stream_k: bool = False  # persistent CTAs share the tiles' k-iterations evenly (Stream-K)
 
     @property
     def name(self) -> str:
@@ -67,6 +68,8 @@ class KernelPlan:
         s = f"{t.m}x{t.n}x{self.k_step}"
         if self.split_k > 1:
             s += f"/splitk{self.split_k}"
+        if self.stream_k:
+            s += "/streamk"
         return s if self.tensor_ops else s + "/simt"
 
     @property
@@ -214,6 +217,7 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
     if fam is not None and fam.fill_bytes_per_clock is not None:
         fill = fam.fill_bytes_per_clock
     tiles = fam.tiles if fam is not None and fam.tiles else cfg.tiles
+    stream_k = fam is not None and fam.stream_k
     fraction = fam.mma_rate_fraction if fam is not None else 1.0
     multicast = fam.multicast_ctas if fam is not None else 1
     name = fam.name if fam is not None else "cuda_core"
@@ -228,6 +232,7 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
         groups, frags, issue, latency, bubble = _instruction(
             cfg, prob, tile, ks, tensor_ops, fraction
         )
+        first = len(out)
         for split in sorted(set(cfg.library.split_k_factors)):
             k_slice = _cdiv(_cdiv(prob.k, split), ks) * ks
             if split > 1 and (base >= cfg.sms * per_sm or _cdiv(prob.k, k_slice) < split):
@@ -259,6 +264,8 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
                     epilogue_bytes=tile.m * tile.n * out_bytes,
                 )
             )
+        if stream_k and len(out) > first and out[first].split_k == 1:
+            out += _stream_k_plan(cfg, prob, out[first])
     if not out:
         raise SimulationError(
             f"layer {prob.layer!r}: no tile of {cfg.name}'s menu fits an SM at precision "
@@ -266,6 +273,32 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
             f"{cfg.sm_memory.register_file_bytes} B); add a smaller tile"
         )
     return out
+
+
+def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[KernelPlan]:
+    """The Stream-K variant of data-parallel ``plan`` (split_k 1), when its tiles fill the
+    CTA slots unevenly and number fewer than four waves: ``min(slots, iterations)``
+    persistent CTAs each run an equal share of the ``tiles x k-steps`` iterations, then store
+    the tiles they finished plus one FP32 partial tile (written and read by the fix-up)."""
+    tiles = plan.grid_m * plan.grid_n * prob.batch
+    slots = cfg.sms * plan.ctas_per_sm
+    if plan.split_k != 1 or tiles % slots == 0 or tiles >= 4 * slots:
+        return []
+    steps = _cdiv(prob.k, plan.k_step)
+    ctas = min(slots, tiles * steps)
+    share = _cdiv(tiles * steps, ctas)
+    t = plan.tile
+    out_tiles = _cdiv(tiles, ctas)  # tiles one CTA completes (C read + D write), at most
+    return [
+        replace(
+            plan,
+            stream_k=True,
+            ctas=ctas,
+            steps=share,
+            k_slice=min(share, steps) * plan.k_step,
+            epilogue_bytes=t.m * t.n * (2 * prob.out_bytes * out_tiles + 8),
+        )
+    ]
 
 
 def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
@@ -284,6 +317,11 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
     wave); beyond ``_MAX_CUTS`` cuts the mean correction of the first ``_MAX_CUTS`` is used.
     """
     l2_bytes = plan.ctas * plan.steps * plan.l2_stage_bytes
+    if plan.stream_k:  # HBM sees what the data-parallel order of the same tiles loads
+        steps = _cdiv(prob.k, plan.k_step)
+        tiles = plan.grid_m * plan.grid_n * prob.batch
+        dp = replace(plan, stream_k=False, ctas=tiles, steps=steps, k_slice=steps * plan.k_step)
+        return l2_traffic(cfg, prob, dp)[0], l2_bytes
     compulsory = prob.batch * (prob.m + prob.n) * prob.k * prob.in_bytes
     if compulsory <= cfg.l2.size_bytes:
         keep = cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes

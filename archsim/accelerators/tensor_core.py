@@ -266,13 +266,14 @@ def _functional(
     ik = accumulation_chunk_k(cfg, prob, plan)
     t = plan.tile
     half = prob.accumulate == "fp16"
-    if plan.split_k > 1:
+    pieces = -(-prob.k // plan.k_slice)  # split-K slices, or Stream-K's partial sums
+    if pieces > 1:
         d = split_k_gemm_fp32(a32, b32, c32, t.m, t.n, plan.k_step, ik, plan.k_slice, half)
     else:
         d = tiled_gemm_fp32(a32, b32, c32, t.m, t.n, plan.k_step, ik, half)
     ref = a32.astype(np.float64) @ b32.astype(np.float64) + ops.c.astype(np.float64)
     u = 2.0**-11 if half else 2.0**-24
-    bound = accumulation_error_bound(a32, b32, ops.c, ik, u, plan.split_k, plan.k_slice)
+    bound = accumulation_error_bound(a32, b32, ops.c, ik, u, pieces, plan.k_slice)
     if not half and prob.out_type in _NARROW_OUTPUT:  # D rounded once more to its output type
         d = _as_output(d, prob.out_type)
         bound = bound + _NARROW_OUTPUT[prob.out_type] * (np.abs(ref) + bound)

@@ -170,6 +170,11 @@ class KernelFamily(ArchsimModel):
         description="CTAs of a thread-block cluster (along M) that receive each B tile from one "
         "L2 read (Hopper TMA multicast); 1: none.",
     )
+    stream_k: bool = Field(
+        default=False,
+        description="Also try Stream-K: persistent CTAs split the tiles' k-iterations evenly "
+        "(for grids that fill the SMs unevenly), with an FP32 fix-up of the shared tiles.",
+    )
     mma_rate_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Its MMA throughput / the part's tensor rate."
     )
