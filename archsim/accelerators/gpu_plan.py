@@ -148,7 +148,7 @@ def _instruction(
         instr_fma = 32.0
         groups = k_step
         latency = cfg.cuda_cores.fma_latency_cycles
-        sustained = 1.0
+        sustained = cc.sustained_fraction
     instr_fma = min(instr_fma, warp_fma / groups)
     frags = max(1, math.ceil(warp_fma / (groups * instr_fma) - 1e-9))
     issue = max(1, math.ceil(instr_fma / sub_rate - 1e-9))

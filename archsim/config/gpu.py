@@ -122,6 +122,12 @@ class CudaCoreConfig(ArchsimModel):
         description="FP16 FMA per SM per clock (packed HFMA2), used with FP16 accumulation."
     )
     fma_latency_cycles: PositiveInt = Field(default=4, description="Dependent FFMA latency.")
+    sustained_fraction: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=1.0,
+        description="Measured sustained FMA issue / peak in library SGEMM kernels; 1.0 = none.",
+    )
 
 
 class ThreadBlockTile(ArchsimModel):
