@@ -50,7 +50,13 @@ from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem, lower_to_gemm, materialize_gemm
 
-__all__ = ["KernelRun", "FUNCTIONAL_MAX_MACS", "run_gemm", "simulate_tensor_core"]
+__all__ = [
+    "KernelRun",
+    "FUNCTIONAL_MAX_MACS",
+    "gemm_counts",
+    "run_gemm",
+    "simulate_tensor_core",
+]
 
 #: layers up to this many MACs (per GEMM) are also computed functionally and checked
 FUNCTIONAL_MAX_MACS = 1 << 24
@@ -248,7 +254,7 @@ def _functional(
     return float(err.max()), float(bound.max())
 
 
-def _counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
+def gemm_counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
     """Actions to price: MMA/FMA work, shared-memory, L2 and HBM bytes."""
     p = run.plan
     fma = p.ctas * p.tile.m * p.tile.n * p.steps * p.tile.k  # padded tiles included
@@ -322,7 +328,7 @@ def _outcome(
         macs_effective=round(prob.macs * wd * ad),
         peak_macs_per_cycle=peak_macs,
         dram_bytes=run.hbm_bytes,
-        counts=_counts(prob, run),
+        counts=gemm_counts(prob, run),
         extras=extras,
     )
 

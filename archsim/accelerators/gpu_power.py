@@ -1,0 +1,221 @@
+"""The SM clock a GPU sustains under its power limit, and the board power at that clock.
+
+A layer is taken to run back-to-back long enough for the clock to settle (as the measured H100
+data was taken), so its clock is a steady state: the highest clock ``f`` <= the cap with
+
+    board power(f) = static + s(f) * E_dyn(f) / t(f) <= power limit,
+
+``s(f) = (V(f) / V(max clock))^2`` from the preset's V/f curve and ``E_dyn`` the layer's priced
+actions at the max-clock voltage (data-dependent actions times the layer's operand toggle
+fraction). The time splits into an SM-clock-bound part and a memory-bound part:
+``t(f) = a / f + b`` from the timing model at the max clock and at half of it; the chosen clock
+is then simulated exactly. The cap is the max boost clock, lowered for tensor-core work by the
+peak-current limit ``tensor_current_clock_hz`` (``d * f * V(f)`` held constant at tensor duty d).
+
+The prices are passed in (``energy_pj``: component -> action -> pJ at the max-clock voltage)
+so that this module only counts; ``energy.pricing_gpu`` makes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from archsim.accelerators.base import LayerOutcome
+from archsim.accelerators.gpu_plan import plans_for
+from archsim.accelerators.tensor_core import KernelRun, gemm_counts, run_gemm, simulate_tensor_core
+from archsim.accelerators.tensor_core import _outcome as layer_outcome  # one layer's outcome
+from archsim.config.gpu import GpuConfig
+from archsim.config.gpu_power import GpuPowerConfig
+from archsim.config.workload import WorkloadSpec, toggle_fraction
+from archsim.engine.context import SimContext
+from archsim.errors import SimulationError
+from archsim.workload.gemm import GemmProblem, lower_to_gemm
+
+__all__ = ["ClockSolution", "action_scale", "board_counts", "simulate_gpu", "solve_clock"]
+
+Prices = Mapping[str, Mapping[str, float]]
+Counts = dict[str, dict[str, int]]
+
+#: actions whose energy follows the operand data (scaled by the toggle fraction)
+_DATA_ACTIONS = ("fma_",)
+#: components on their own supply: no V(f)^2 scaling
+_FIXED_VOLTAGE = ("hbm",)
+_BISECTIONS = 40
+
+
+@dataclass(frozen=True)
+class ClockSolution:
+    """The steady clock of one layer and the board power there."""
+
+    clock_hz: float
+    run: KernelRun  # the fastest plan simulated at clock_hz
+    board_power_w: float
+    power_limited: bool
+    limit: str  # "power", "max_clock" or "tensor_current"
+
+
+def _timing_at(cfg: GpuConfig, prob: GemmProblem, clock_hz: float) -> KernelRun:
+    """The fastest plan of ``prob`` with the SM clock at ``clock_hz`` (cycles at that clock)."""
+    clock = cfg.clock.model_copy(update={"frequency_hz": clock_hz})
+    return run_gemm(cfg.model_copy(update={"clock": clock}), prob)[0]
+
+
+def _tensor_rate(cfg: GpuConfig, prob: GemmProblem, run: KernelRun) -> float:
+    """FMA per clock of one SM's tensor pipes at the layer's precision (0 on CUDA cores)."""
+    if not run.plan.tensor_ops:
+        return 0.0
+    tc = cfg.tensor_cores
+    rate = tc.precision_rate[prob.precision]  # type: ignore[index]
+    return tc.per_sm * tc.fp16_fma_per_clock * rate
+
+
+def board_counts(cfg: GpuConfig, prob: GemmProblem, run: KernelRun, counts: Counts) -> Counts:
+    """``counts`` with the board-level actions: FMAs named by precision, SM active cycles
+    (every SM is clocked while the kernel runs) and tensor-pipe busy cycles (all SMs)."""
+    out = {comp: dict(actions) for comp, actions in counts.items()}
+    if "tensor_core" in out:
+        tc = out["tensor_core"]
+        fma = tc.pop("fma")
+        tc[f"fma_{prob.precision}"] = fma
+        tc["busy_cycles"] = round(fma / _tensor_rate(cfg, prob, run))
+    if "cuda_core" in out:
+        cc = out["cuda_core"]
+        cc["fma_fp16" if prob.accumulate == "fp16" else "fma_fp32"] = cc.pop("fma")
+    out["sm"] = {"active_cycles": cfg.sms * run.cycles}
+    return out
+
+
+def action_scale(power: GpuPowerConfig, counts: Counts, clock_hz: float, toggle: float) -> Counts:
+    """Multiplier per (component, action) on the max-clock price: V^2 and data activity."""
+    s = power.energy_scale(clock_hz)
+    out: dict[str, dict[str, float]] = {}
+    for comp, actions in counts.items():
+        v = 1.0 if comp in _FIXED_VOLTAGE else s
+        out[comp] = {a: v * (toggle if a.startswith(_DATA_ACTIONS) else 1.0) for a in actions}
+    return out  # type: ignore[return-value]
+
+
+def _energy_pj(prices: Prices, counts: Counts, scale: Mapping[str, Mapping[str, float]]) -> float:
+    return sum(
+        n * prices[c][a] * scale[c][a] for c, acts in counts.items() for a, n in acts.items()
+    )
+
+
+def _bisect(ok, lo: float, hi: float) -> float:  # type: ignore[no-untyped-def]
+    """Highest x in [lo, hi] with ok(x), ok monotone (true below a threshold); lo if none."""
+    if ok(hi):
+        return hi
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def _cap(cfg: GpuConfig, run: KernelRun, busy_cycles: int) -> tuple[float, str]:
+    """(clock cap, its name): max boost, or the tensor peak-current clock at this duty."""
+    p = cfg.power
+    assert p is not None
+    f_max, f_t = p.max_clock_hz, p.tensor_current_clock_hz
+    if f_t is None or busy_cycles == 0:
+        return f_max, "max_clock"
+    duty = min(1.0, busy_cycles / (cfg.sms * run.cycles))
+    budget = f_t * p.voltage_v(f_t)
+    f = _bisect(lambda x: duty * x * p.voltage_v(x) <= budget, p.min_clock_hz, f_max)
+    return (f_max, "max_clock") if f >= f_max else (f, "tensor_current")
+
+
+def solve_clock(
+    cfg: GpuConfig, prob: GemmProblem, counts_of, prices: Prices, toggle: float = 1.0
+) -> ClockSolution:  # type: ignore[no-untyped-def]
+    """Steady clock of ``prob`` under ``cfg.power`` (see the module docstring).
+
+    ``counts_of(prob, run)`` gives the simulator's action counts of a run; ``toggle`` is the
+    operand toggle fraction (random data 1, zeros 0).
+    """
+    p = cfg.power
+    if p is None:
+        raise ValueError(f"{cfg.name}: no power block; the clock cannot be solved")
+    f_hi, f_lo = p.max_clock_hz, max(p.min_clock_hz, 0.5 * p.max_clock_hz)
+    runs = {f_hi: _timing_at(cfg, prob, f_hi), f_lo: _timing_at(cfg, prob, f_lo)}
+    t_hi, t_lo = (runs[f].cycles / f for f in (f_hi, f_lo))
+    a = max(0.0, (t_lo - t_hi) / (1 / f_lo - 1 / f_hi))  # SM-clock-bound seconds x Hz
+    b = max(0.0, t_hi - a / f_hi)  # memory-bound seconds
+    base = board_counts(cfg, prob, runs[f_hi], counts_of(prob, runs[f_hi]))
+    sm_energy = p.sm_active_energy_pj_per_cycle * cfg.sms  # pJ per clock, all SMs
+
+    def power(f: float) -> float:
+        t = a / f + b
+        scale = action_scale(p, base, f, toggle)
+        e = _energy_pj(prices, {c: x for c, x in base.items() if c != "sm"}, scale)
+        return p.static_power_w + e * 1e-12 / t + sm_energy * 1e-12 * f * p.energy_scale(f)
+
+    cap, limit = _cap(cfg, runs[f_hi], base.get("tensor_core", {}).get("busy_cycles", 0))
+    f = _bisect(lambda x: power(x) <= p.power_limit_w, p.min_clock_hz, cap)
+    if f < cap:
+        limit = "power"
+    run = runs.get(f) or _timing_at(cfg, prob, f)
+    counts = board_counts(cfg, prob, run, counts_of(prob, run))
+    e = _energy_pj(prices, counts, action_scale(p, counts, f, toggle))
+    watts = p.static_power_w + e * 1e-12 * f / run.cycles
+    return ClockSolution(f, run, watts, limit == "power", limit)
+
+
+def _power_extras(cfg: GpuConfig, prob: GemmProblem, sol: ClockSolution, toggle: float) -> dict:
+    return {
+        "clock_hz": sol.clock_hz,
+        "board_power_w": sol.board_power_w,
+        "power_limited": sol.power_limited,
+        "tc_clock_limit": sol.limit,
+        "tc_voltage_v": cfg.power.voltage_v(sol.clock_hz) if cfg.power else float("nan"),
+        "tc_operand_toggle": toggle,
+        "tc_sm_cycles": sol.run.cycles,
+    }
+
+
+def simulate_gpu(
+    config: GpuConfig, workload: WorkloadSpec, seed: int, energy_pj: Prices | None = None
+) -> tuple[list[LayerOutcome], SimContext]:
+    """``simulate_tensor_core`` with every layer at its steady clock under the power limit.
+
+    Without a ``power`` block or prices the preset's fixed clock is used. Layer ``cycles`` are
+    periods of the preset's ``clock.frequency_hz`` (so ``time_s`` is right); ``clock_hz`` is the
+    SM clock the layer ran at and ``tc_sm_cycles`` its length in those clocks.
+    """
+    if config.power is None or energy_pj is None:
+        return simulate_tensor_core(config, workload, seed)
+    f_nom = config.clock.frequency_hz
+    ctx = SimContext(f_nom)
+    outcomes = []
+    for spec in workload.layers:
+        try:
+            prob = lower_to_gemm(spec)
+        except ValueError as exc:
+            raise SimulationError(str(exc)) from None
+        toggle = toggle_fraction(spec.operand_activity)
+        sol = solve_clock(config, prob, gemm_counts, energy_pj, toggle)
+        cfg_f = config.model_copy(
+            update={"clock": config.clock.model_copy(update={"frequency_hz": sol.clock_hz})}
+        )
+        start = int(ctx.env.now)
+        cycles = max(1, round(sol.run.cycles * f_nom / sol.clock_hz))
+        ctx.env.process(_advance(ctx, cycles))
+        ctx.run()
+        o = layer_outcome(cfg_f, prob, sol.run, len(plans_for(cfg_f, prob)), start, seed)
+        counts = board_counts(config, prob, sol.run, o.counts)
+        outcomes.append(
+            replace(
+                o,
+                cycles=cycles,
+                end_cycle=start + cycles,
+                counts=counts,
+                action_scale=action_scale(config.power, counts, sol.clock_hz, toggle),
+                extras={**o.extras, **_power_extras(config, prob, sol, toggle)},
+            )
+        )
+    return outcomes, ctx
+
+
+def _advance(ctx: SimContext, cycles: int) -> Generator[Any, Any, None]:
+    yield ctx.timeout(cycles)
