@@ -43,6 +43,7 @@ _DATA_ACTIONS = ("fma_",)
 #: components on their own supply: no V(f)^2 scaling
 _FIXED_VOLTAGE = ("hbm",)
 _BISECTIONS = 40
+_REFINEMENTS = 3  # timed clocks after the first guess (each a full timing run)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ def _tensor_rate(cfg: GpuConfig, prob: GemmProblem, run: KernelRun) -> float:
 
 def board_counts(cfg: GpuConfig, prob: GemmProblem, run: KernelRun, counts: Counts) -> Counts:
     """``counts`` with the board-level actions: FMAs named by precision, SM active cycles
-    (every SM is clocked while the kernel runs) and tensor-pipe busy cycles (all SMs)."""
+    (each SM that holds a CTA is clocked for the whole kernel; idle SMs are clock-gated) and
+    tensor-pipe busy cycles (all SMs)."""
     out = {comp: dict(actions) for comp, actions in counts.items()}
     if "tensor_core" in out:
         tc = out["tensor_core"]
@@ -83,7 +85,7 @@ def board_counts(cfg: GpuConfig, prob: GemmProblem, run: KernelRun, counts: Coun
     if "cuda_core" in out:
         cc = out["cuda_core"]
         cc["fma_fp16" if prob.accumulate == "fp16" else "fma_fp32"] = cc.pop("fma")
-    out["sm"] = {"active_cycles": cfg.sms * run.cycles}
+    out["sm"] = {"active_cycles": min(cfg.sms, run.plan.ctas) * run.cycles}
     return out
 
 
@@ -126,39 +128,71 @@ def _cap(cfg: GpuConfig, run: KernelRun, busy_cycles: int) -> tuple[float, str]:
     return (f_max, "max_clock") if f >= f_max else (f, "tensor_current")
 
 
+def _board_power_w(
+    p: GpuPowerConfig, prices: Prices, counts: Counts, clock_hz: float, cycles: int, toggle: float
+) -> float:
+    """Static + priced actions of one run of ``cycles`` SM clocks at ``clock_hz``, W."""
+    e = _energy_pj(prices, counts, action_scale(p, counts, clock_hz, toggle))
+    return p.static_power_w + e * 1e-12 * clock_hz / cycles
+
+
+def _power_limited_clock(
+    cfg: GpuConfig, prices: Prices, base: Counts, toggle: float, cap: float, at: tuple
+) -> float:
+    """Highest supported clock <= ``cap`` with board power <= the limit; the time is
+    ``a / f + b`` through the two timed points ``at = ((f1, t1), (f2, t2))`` (b = 0 when
+    they coincide: all SM-clock-bound)."""
+    p = cfg.power
+    assert p is not None
+    (f1, t1), (f2, t2) = at
+    cycles_1 = t1 * f1  # SM clocks of the run timed at f1, whose counts ``base`` holds
+    a = t1 * f1 if f1 == f2 else max(0.0, (t2 - t1) / (1 / f2 - 1 / f1))  # s x Hz
+    b = max(0.0, t1 - a / f1)  # memory-bound seconds
+    per_run = {c: x for c, x in base.items() if c != "sm"}  # clock-independent counts
+    sm_pj_per_clock = p.sm_active_energy_pj_per_cycle * base["sm"]["active_cycles"] / cycles_1
+
+    def power(f: float) -> float:
+        e = _energy_pj(prices, per_run, action_scale(p, per_run, f, toggle))
+        sm_w = sm_pj_per_clock * 1e-12 * f * p.energy_scale(f)
+        return p.static_power_w + e * 1e-12 / (a / f + b) + sm_w
+
+    return p.clock_at_or_below(_bisect(lambda x: power(x) <= p.power_limit_w, p.min_clock_hz, cap))
+
+
 def solve_clock(
     cfg: GpuConfig, prob: GemmProblem, counts_of, prices: Prices, toggle: float = 1.0
 ) -> ClockSolution:  # type: ignore[no-untyped-def]
     """Steady clock of ``prob`` under ``cfg.power`` (see the module docstring).
 
     ``counts_of(prob, run)`` gives the simulator's action counts of a run; ``toggle`` is the
-    operand toggle fraction (random data 1, zeros 0).
+    operand toggle fraction (random data 1, zeros 0). Power grows with the clock, so a layer
+    under the limit at max boost takes its cap (one timing run). Otherwise a first clock is
+    solved as if all time were SM-clock-bound, timed, and the solve repeated with the time
+    split through both timed clocks; it stops when the supported clock no longer changes.
     """
     p = cfg.power
     if p is None:
         raise ValueError(f"{cfg.name}: no power block; the clock cannot be solved")
-    f_hi, f_lo = p.max_clock_hz, max(p.min_clock_hz, 0.5 * p.max_clock_hz)
-    runs = {f_hi: _timing_at(cfg, prob, f_hi), f_lo: _timing_at(cfg, prob, f_lo)}
-    t_hi, t_lo = (runs[f].cycles / f for f in (f_hi, f_lo))
-    a = max(0.0, (t_lo - t_hi) / (1 / f_lo - 1 / f_hi))  # SM-clock-bound seconds x Hz
-    b = max(0.0, t_hi - a / f_hi)  # memory-bound seconds
-    base = board_counts(cfg, prob, runs[f_hi], counts_of(prob, runs[f_hi]))
-    sm_energy = p.sm_active_energy_pj_per_cycle * cfg.sms  # pJ per clock, all SMs
-
-    def power(f: float) -> float:
-        t = a / f + b
-        scale = action_scale(p, base, f, toggle)
-        e = _energy_pj(prices, {c: x for c, x in base.items() if c != "sm"}, scale)
-        return p.static_power_w + e * 1e-12 / t + sm_energy * 1e-12 * f * p.energy_scale(f)
-
-    cap, limit = _cap(cfg, runs[f_hi], base.get("tensor_core", {}).get("busy_cycles", 0))
-    f = _bisect(lambda x: power(x) <= p.power_limit_w, p.min_clock_hz, cap)
-    if f < cap:
-        limit = "power"
-    run = runs.get(f) or _timing_at(cfg, prob, f)
+    f_hi = p.max_clock_hz
+    run = _timing_at(cfg, prob, f_hi)
+    base = board_counts(cfg, prob, run, counts_of(prob, run))
+    cap, limit = _cap(cfg, run, base.get("tensor_core", {}).get("busy_cycles", 0))
+    cap = p.clock_at_or_below(cap)
+    f, timed = cap, f_hi  # timed: the clock ``run`` was simulated at
+    if _board_power_w(p, prices, base, f_hi, run.cycles, toggle) > p.power_limit_w:
+        hi = (f_hi, run.cycles / f_hi)
+        f = _power_limited_clock(cfg, prices, base, toggle, cap, (hi, hi))
+        for _ in range(_REFINEMENTS):
+            run, timed = _timing_at(cfg, prob, f), f
+            g = _power_limited_clock(cfg, prices, base, toggle, cap, (hi, (f, run.cycles / f)))
+            if g == f:
+                break
+            f = g
+        limit = "power" if f < cap else limit
+    if timed != f:
+        run = _timing_at(cfg, prob, f)
     counts = board_counts(cfg, prob, run, counts_of(prob, run))
-    e = _energy_pj(prices, counts, action_scale(p, counts, f, toggle))
-    watts = p.static_power_w + e * 1e-12 * f / run.cycles
+    watts = _board_power_w(p, prices, counts, f, run.cycles, toggle)
     return ClockSolution(f, run, watts, limit == "power", limit)
 
 

@@ -7,6 +7,7 @@ file/row or paper each comes from). Every energy is at the voltage the V/f curve
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
@@ -31,6 +32,10 @@ class GpuPowerConfig(ArchsimModel):
 
     power_limit_w: PositiveFloat = Field(description="Board power limit (TDP), W.")
     max_clock_hz: PositiveFloat = Field(description="Maximum boost SM clock, Hz.")
+    clock_step_hz: PositiveFloat = Field(
+        description="Spacing of the SM clocks the GPU can run at, Hz (clocks are max_clock_hz "
+        "minus whole steps)."
+    )
     static_power_w: PositiveFloat = Field(
         description="Board power with the GPU warm and no kernel running (leakage, memory "
         "refresh, fans/VRM), W; charged for every second of a run."
@@ -112,6 +117,11 @@ class GpuPowerConfig(ArchsimModel):
                 w = (clock_hz - a.clock_hz) / (b.clock_hz - a.clock_hz)
                 return a.voltage_v + w * (b.voltage_v - a.voltage_v)
         return pts[-1].voltage_v
+
+    def clock_at_or_below(self, clock_hz: float) -> float:
+        """The highest supported clock <= ``clock_hz`` (never below the curve's first clock)."""
+        steps = math.ceil((self.max_clock_hz - clock_hz) / self.clock_step_hz - 1e-9)
+        return max(self.min_clock_hz, self.max_clock_hz - max(0, steps) * self.clock_step_hz)
 
     def energy_scale(self, clock_hz: float) -> float:
         """(V(clock_hz) / V(max_clock_hz))^2: dynamic energy per action relative to max clock."""
