@@ -47,7 +47,7 @@ def main() -> None:
         hw = hw.model_copy(update={"power": None})
     supported = set(hw.tensor_cores.precision_rate) | {"fp32"}
     head = f"{'row':<28}{'MHz meas':>9}{'pred':>7}{'err':>8}{'W meas':>8}{'pred':>7}{'err':>8}"
-    print(head + f"{'J meas':>9}{'pred':>8}{'err':>8}")
+    print(head + f"{'J meas':>9}{'pred':>8}{'err':>8}{'W x t_meas':>11}")
     with open(args.data / "gemm_square.csv", newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if int(r["m"]) >= MIN_SIZE and r["board_w"]]
     for r in rows:
@@ -62,17 +62,21 @@ def main() -> None:
         print(
             f"{name:<28}{mhz:>9.0f}{p['mhz']:>7.0f}{_err(p['mhz'], mhz)}{w:>8.0f}{p['w']:>7.0f}"
             f"{_err(p['w'], w)}{j:>9.4f}{p['j']:>8.4f}{_err(p['j'], j)}"
+            f"{_err(p['w'] * float(r['time_s']), j):>11}"
         )
     energy = json.loads((args.data / "device_memory_energy.json").read_text())["energy"]
     for key, activity in (("gemm_fp16_8192", "random"), ("gemm_fp16_8192_zeros", "zeros")):
         e = energy[key]
         mhz, w, j = float(e["smi_mid"][0]["clocks.sm"]), e["watts"], e["joules_per_call"]
         p = _predict(hw, 8192, 8192, 8192, "fp16", activity)
+        t = e["seconds"] / e["calls"]
         print(
             f"{'json ' + key:<28}{mhz:>9.0f}{p['mhz']:>7.0f}{_err(p['mhz'], mhz)}{w:>8.0f}"
             f"{p['w']:>7.0f}{_err(p['w'], w)}{j:>9.4f}{p['j']:>8.4f}{_err(p['j'], j)}"
+            f"{_err(p['w'] * t, j):>11}"
         )
     print("json hbm_copy_4GB: calibration entry (sm_active_energy_pj_per_cycle); no copy layer")
+    print("W x t_meas: predicted board power x measured time per call vs measured J")
 
 
 if __name__ == "__main__":

@@ -38,8 +38,11 @@ __all__ = ["ClockSolution", "action_scale", "board_counts", "simulate_gpu", "sol
 Prices = Mapping[str, Mapping[str, float]]
 Counts = dict[str, dict[str, int]]
 
-#: actions whose energy follows the operand data (scaled by the toggle fraction)
-_DATA_ACTIONS = ("fma_",)
+#: actions whose energy follows the operand data (scaled by the toggle fraction): the
+#: datapath and the buses that carry operands (zeros toggle neither); HBM and per-cycle
+#: clocking energy do not follow the data
+_DATA_ACTIONS = {"tensor_core": ("fma_",), "cuda_core": ("fma_",), "shared_memory": ("read",
+                 "write"), "l2": ("read", "write")}  # fmt: skip
 #: components on their own supply: no V(f)^2 scaling
 _FIXED_VOLTAGE = ("hbm",)
 _BISECTIONS = 40
@@ -95,7 +98,8 @@ def action_scale(power: GpuPowerConfig, counts: Counts, clock_hz: float, toggle:
     out: dict[str, dict[str, float]] = {}
     for comp, actions in counts.items():
         v = 1.0 if comp in _FIXED_VOLTAGE else s
-        out[comp] = {a: v * (toggle if a.startswith(_DATA_ACTIONS) else 1.0) for a in actions}
+        data = _DATA_ACTIONS.get(comp, ())
+        out[comp] = {a: v * (toggle if a.startswith(data) else 1.0) for a in actions}
     return out  # type: ignore[return-value]
 
 

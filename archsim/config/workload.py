@@ -8,9 +8,16 @@ matrix multiply, e.g. the DeepBench shapes for the tensor-core GPUs).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 from archsim.config.base import ArchsimModel
 
@@ -26,10 +33,20 @@ __all__ = [
 
 Density = Annotated[float, Field(ge=0.0, le=1.0)]
 
+
 #: operand data as the datapath sees it: "random" (every bit toggles as random data does),
 #: "zeros" (all-zero operands: multipliers and operand buses do not toggle) or a measured
 #: toggle density in [0, 1] relative to random data
-OperandActivity = Literal["random", "zeros"] | Density
+def _activity(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError:
+        raise ValueError(
+            "unknown operand activity; allowed: 'random', 'zeros' or a toggle density in [0, 1]"
+        ) from None
+
+
+OperandActivity = Annotated[Literal["random", "zeros"] | Density, WrapValidator(_activity)]
 _ACTIVITY_FIELD = Field(
     default="random",
     description="Operand data activity for the energy/clock models: 'random' (default), "
