@@ -18,12 +18,13 @@ so that this module only counts; ``energy.pricing_gpu`` makes them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from archsim.accelerators.base import LayerOutcome
-from archsim.accelerators.gpu_plan import plans_for
+from archsim.accelerators.gpu_plan import KernelPlan
 from archsim.accelerators.tensor_core import KernelRun, gemm_counts, run_gemm, simulate_tensor_core
 from archsim.accelerators.tensor_core import _outcome as layer_outcome  # one layer's outcome
 from archsim.config.gpu import GpuConfig
@@ -45,7 +46,6 @@ _DATA_ACTIONS = {"tensor_core": ("fma_",), "cuda_core": ("fma_",), "shared_memor
                  "write"), "l2": ("read", "write")}  # fmt: skip
 #: components on their own supply: no V(f)^2 scaling
 _FIXED_VOLTAGE = ("hbm",)
-_BISECTIONS = 40
 _REFINEMENTS = 3  # timed clocks after the first guess (each a full timing run)
 
 
@@ -58,12 +58,20 @@ class ClockSolution:
     board_power_w: float
     power_limited: bool
     limit: str  # "power", "max_clock" or "tensor_current"
+    plans_tried: int  # plans simulated at max clock to pick the kernel
 
 
-def _timing_at(cfg: GpuConfig, prob: GemmProblem, clock_hz: float) -> KernelRun:
-    """The fastest plan of ``prob`` with the SM clock at ``clock_hz`` (cycles at that clock)."""
-    clock = cfg.clock.model_copy(update={"frequency_hz": clock_hz})
-    return run_gemm(cfg.model_copy(update={"clock": clock}), prob)[0]
+def _timing_at(
+    cfg: GpuConfig, prob: GemmProblem, clock_hz: float, kernel: KernelPlan | None = None
+) -> tuple[KernelRun, list[KernelRun]]:
+    """``run_gemm`` (fastest plan, all plans) with the SM clock at ``clock_hz`` (cycles at it);
+    with ``kernel``, only that plan's tile and split-K (the library picks its kernel by shape,
+    not by the clock the GPU happens to run at)."""
+    update: dict = {"clock": cfg.clock.model_copy(update={"frequency_hz": clock_hz})}
+    if kernel is not None:
+        lib = cfg.library.model_copy(update={"split_k_factors": [kernel.split_k]})
+        update |= {"tiles": [kernel.tile], "library": lib}
+    return run_gemm(cfg.model_copy(update=update), prob)
 
 
 def _tensor_rate(cfg: GpuConfig, prob: GemmProblem, run: KernelRun) -> float:
@@ -109,14 +117,17 @@ def _energy_pj(prices: Prices, counts: Counts, scale: Mapping[str, Mapping[str, 
     )
 
 
-def _bisect(ok, lo: float, hi: float) -> float:  # type: ignore[no-untyped-def]
-    """Highest x in [lo, hi] with ok(x), ok monotone (true below a threshold); lo if none."""
-    if ok(hi):
-        return hi
-    for _ in range(_BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
+def _highest_clock(p: GpuPowerConfig, ok, cap: float) -> float:  # type: ignore[no-untyped-def]
+    """Highest supported clock <= ``cap`` with ``ok(clock)`` (ok true below a threshold); the
+    lowest supported clock if none. Binary search over the clock grid."""
+    step = p.clock_step_hz
+    lo = math.ceil((p.max_clock_hz - cap) / step - 1e-9)  # steps below max: first candidate
+    hi = math.floor((p.max_clock_hz - p.min_clock_hz) / step + 1e-9)  # the lowest clock
+    lo = min(lo, hi)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(p.max_clock_hz - mid * step) else (mid + 1, hi)
+    return p.max_clock_hz - lo * step
 
 
 def _cap(cfg: GpuConfig, run: KernelRun, busy_cycles: int) -> tuple[float, str]:
@@ -128,7 +139,7 @@ def _cap(cfg: GpuConfig, run: KernelRun, busy_cycles: int) -> tuple[float, str]:
         return f_max, "max_clock"
     duty = min(1.0, busy_cycles / (cfg.sms * run.cycles))
     budget = f_t * p.voltage_v(f_t)
-    f = _bisect(lambda x: duty * x * p.voltage_v(x) <= budget, p.min_clock_hz, f_max)
+    f = _highest_clock(p, lambda x: duty * x * p.voltage_v(x) <= budget, f_max)
     return (f_max, "max_clock") if f >= f_max else (f, "tensor_current")
 
 
@@ -153,14 +164,20 @@ def _power_limited_clock(
     a = t1 * f1 if f1 == f2 else max(0.0, (t2 - t1) / (1 / f2 - 1 / f1))  # s x Hz
     b = max(0.0, t1 - a / f1)  # memory-bound seconds
     per_run = {c: x for c, x in base.items() if c != "sm"}  # clock-independent counts
+    at_max = action_scale(p, per_run, p.max_clock_hz, toggle)  # V(f)^2 = 1
+    e_fixed = _energy_pj(prices, {c: x for c, x in per_run.items() if c in _FIXED_VOLTAGE}, at_max)
+    e_v2 = _energy_pj(prices, per_run, at_max) - e_fixed  # pJ, scales with V(f)^2
     sm_pj_per_clock = p.sm_active_energy_pj_per_cycle * base["sm"]["active_cycles"] / cycles_1
 
     def power(f: float) -> float:
-        e = _energy_pj(prices, per_run, action_scale(p, per_run, f, toggle))
-        sm_w = sm_pj_per_clock * 1e-12 * f * p.energy_scale(f)
-        return p.static_power_w + e * 1e-12 / (a / f + b) + sm_w
+        s = p.energy_scale(f)
+        return (
+            p.static_power_w
+            + (e_v2 * s + e_fixed) * 1e-12 / (a / f + b)
+            + sm_pj_per_clock * 1e-12 * f * s
+        )
 
-    return p.clock_at_or_below(_bisect(lambda x: power(x) <= p.power_limit_w, p.min_clock_hz, cap))
+    return _highest_clock(p, lambda x: power(x) <= p.power_limit_w, cap)
 
 
 def solve_clock(
@@ -178,26 +195,26 @@ def solve_clock(
     if p is None:
         raise ValueError(f"{cfg.name}: no power block; the clock cannot be solved")
     f_hi = p.max_clock_hz
-    run = _timing_at(cfg, prob, f_hi)
+    run, tried = _timing_at(cfg, prob, f_hi)
+    kernel = run.plan
     base = board_counts(cfg, prob, run, counts_of(prob, run))
     cap, limit = _cap(cfg, run, base.get("tensor_core", {}).get("busy_cycles", 0))
-    cap = p.clock_at_or_below(cap)
     f, timed = cap, f_hi  # timed: the clock ``run`` was simulated at
     if _board_power_w(p, prices, base, f_hi, run.cycles, toggle) > p.power_limit_w:
         hi = (f_hi, run.cycles / f_hi)
         f = _power_limited_clock(cfg, prices, base, toggle, cap, (hi, hi))
         for _ in range(_REFINEMENTS):
-            run, timed = _timing_at(cfg, prob, f), f
+            run, timed = _timing_at(cfg, prob, f, kernel)[0], f
             g = _power_limited_clock(cfg, prices, base, toggle, cap, (hi, (f, run.cycles / f)))
             if g == f:
                 break
             f = g
         limit = "power" if f < cap else limit
     if timed != f:
-        run = _timing_at(cfg, prob, f)
+        run = _timing_at(cfg, prob, f, kernel)[0]
     counts = board_counts(cfg, prob, run, counts_of(prob, run))
     watts = _board_power_w(p, prices, counts, f, run.cycles, toggle)
-    return ClockSolution(f, run, watts, limit == "power", limit)
+    return ClockSolution(f, run, watts, limit == "power", limit, len(tried))
 
 
 def _power_extras(cfg: GpuConfig, prob: GemmProblem, sol: ClockSolution, toggle: float) -> dict:
@@ -240,7 +257,7 @@ def simulate_gpu(
         cycles = max(1, round(sol.run.cycles * f_nom / sol.clock_hz))
         ctx.env.process(_advance(ctx, cycles))
         ctx.run()
-        o = layer_outcome(cfg_f, prob, sol.run, len(plans_for(cfg_f, prob)), start, seed)
+        o = layer_outcome(cfg_f, prob, sol.run, sol.plans_tried, start, seed)
         counts = board_counts(config, prob, sol.run, o.counts)
         outcomes.append(
             replace(

@@ -7,7 +7,6 @@ file/row or paper each comes from). Every energy is at the voltage the V/f curve
 
 from __future__ import annotations
 
-import math
 from itertools import pairwise
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
@@ -117,11 +116,6 @@ class GpuPowerConfig(ArchsimModel):
                 w = (clock_hz - a.clock_hz) / (b.clock_hz - a.clock_hz)
                 return a.voltage_v + w * (b.voltage_v - a.voltage_v)
         return pts[-1].voltage_v
-
-    def clock_at_or_below(self, clock_hz: float) -> float:
-        """The highest supported clock <= ``clock_hz`` (never below the curve's first clock)."""
-        steps = math.ceil((self.max_clock_hz - clock_hz) / self.clock_step_hz - 1e-9)
-        return max(self.min_clock_hz, self.max_clock_hz - max(0, steps) * self.clock_step_hz)
 
     def energy_scale(self, clock_hz: float) -> float:
         """(V(clock_hz) / V(max_clock_hz))^2: dynamic energy per action relative to max clock."""

@@ -24,12 +24,15 @@ def test_voltage_is_linear_between_points_and_clamped(h100):
     assert p.energy_scale(1.0e9) == pytest.approx(0.49)  # (0.70 / 1.00)^2
 
 
-def test_clocks_come_in_steps_below_max(h100):
+def test_clock_search_stays_on_the_grid(h100):
+    from archsim.accelerators.gpu_power import _highest_clock
+
     p = h100.power
-    assert p.clock_at_or_below(1.98e9) == 1.98e9
-    assert p.clock_at_or_below(1.979e9) == pytest.approx(1.965e9)
-    assert p.clock_at_or_below(1.3901e9) == pytest.approx(1.38e9)
-    assert p.clock_at_or_below(1.0) == p.min_clock_hz
+    assert _highest_clock(p, lambda f: True, 1.98e9) == 1.98e9
+    assert _highest_clock(p, lambda f: True, 1.979e9) == pytest.approx(1.965e9)
+    assert _highest_clock(p, lambda f: f <= 1.3901e9, 1.98e9) == pytest.approx(1.38e9)
+    lowest = 1.98e9 - 109 * 15e6  # the lowest grid clock at or above the curve's 345 MHz
+    assert _highest_clock(p, lambda f: False, 1.98e9) == pytest.approx(lowest)
 
 
 def test_power_limit_below_static_is_one_clear_error(h100):
