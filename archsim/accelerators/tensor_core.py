@@ -58,7 +58,14 @@ from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem, lower_to_gemm, materialize_gemm
 
-__all__ = ["KernelRun", "FUNCTIONAL_MAX_MACS", "gemm_counts", "run_gemm", "simulate_tensor_core"]
+__all__ = [
+    "KernelRun",
+    "FUNCTIONAL_MAX_MACS",
+    "gemm_counts",
+    "run_gemm",
+    "run_plan",
+    "simulate_tensor_core",
+]
 
 #: layers up to this many MACs (per GEMM) are also computed functionally and checked
 FUNCTIONAL_MAX_MACS = 1 << 24
@@ -240,6 +247,13 @@ def run_gemm(cfg: GpuConfig, prob: GemmProblem) -> tuple[KernelRun, list[KernelR
     """Simulate every plan for ``prob``; return (fastest, all) -- ties keep menu order."""
     runs = [run for _, run in _simulate_plans(cfg, prob)]
     return min(runs, key=lambda r: r.cycles), runs
+
+
+def run_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> KernelRun:
+    """Time one ``plan`` (from :func:`plans_for` of a config that differs from ``cfg`` at most
+    in clock and launch cost) at ``cfg``'s clock: the library keeps its kernel whatever clock
+    the GPU runs at."""
+    return _KernelModel(cfg, prob, plan).run(SimContext(cfg.clock.frequency_hz))
 
 
 def _bound(cfg: GpuConfig, run: KernelRun) -> str:

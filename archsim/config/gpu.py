@@ -8,6 +8,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_
 
 from archsim.config.base import ArchsimModel
 from archsim.config.components import ClockConfig, DramConfig, TechnologyConfig
+from archsim.config.gpu_power import GpuPowerConfig
 
 __all__ = [
     "CudaCoreConfig",
@@ -241,6 +242,7 @@ class GpuConfig(ArchsimModel):
     launch: LaunchConfig
     tiles: list[ThreadBlockTile] = Field(min_length=1, description="CTA tile menu.")
     tdp_w: PositiveFloat
+    power: GpuPowerConfig | None = Field(default=None, description="Board power; None: fixed clock")
 
     @property
     def launch_overhead_s(self) -> float:

@@ -8,15 +8,59 @@ matrix multiply, e.g. the DeepBench shapes for the tensor-core GPUs).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 from archsim.config.base import ArchsimModel
 
-__all__ = ["ConvLayer", "FcLayer", "GemmLayer", "LstmLayer", "LayerSpec", "WorkloadSpec"]
+__all__ = [
+    "ConvLayer",
+    "FcLayer",
+    "GemmLayer",
+    "LstmLayer",
+    "LayerSpec",
+    "WorkloadSpec",
+    "toggle_fraction",
+]
 
 Density = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+#: operand data as the datapath sees it: "random" (every bit toggles as random data does),
+#: "zeros" (all-zero operands: multipliers and operand buses do not toggle) or a measured
+#: toggle density in [0, 1] relative to random data
+def _activity(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError:
+        raise ValueError(
+            "unknown operand activity; allowed: 'random', 'zeros' or a toggle density in [0, 1]"
+        ) from None
+
+
+OperandActivity = Annotated[Literal["random", "zeros"] | Density, WrapValidator(_activity)]
+_ACTIVITY_FIELD = Field(
+    default="random",
+    description="Operand data activity for the energy/clock models: 'random' (default), "
+    "'zeros', or a measured toggle density in [0, 1] relative to random data.",
+)
+
+
+def toggle_fraction(activity: OperandActivity) -> float:
+    """Data-dependent switching relative to random operands: random 1, zeros 0, else the value."""
+    if activity == "random":
+        return 1.0
+    if activity == "zeros":
+        return 0.0
+    return float(activity)
 
 
 class _LayerBase(ArchsimModel):
@@ -24,6 +68,7 @@ class _LayerBase(ArchsimModel):
     weight_density: Density | None = None
     activation_density: Density | None = None
     weight_distribution: Literal["uniform"] = "uniform"
+    operand_activity: OperandActivity = _ACTIVITY_FIELD
     data: str | None = Field(
         default=None, description="Directory of a real layer (relative to the workload file)."
     )
@@ -107,6 +152,7 @@ class ConvLayer(ArchsimModel):
     weight_density: Density | None = None
     activation_density: Density | None = None
     weight_distribution: Literal["uniform"] = "uniform"
+    operand_activity: OperandActivity = _ACTIVITY_FIELD
     data: str | None = Field(
         default=None, description="Not supported for conv layers yet (must be left out)."
     )
@@ -232,6 +278,7 @@ class GemmLayer(ArchsimModel):
     weight_density: Density = 1.0
     activation_density: Density = 1.0
     weight_distribution: Literal["uniform"] = "uniform"
+    operand_activity: OperandActivity = _ACTIVITY_FIELD
     data: str | None = Field(
         default=None, description="Not supported for gemm layers (must be left out)."
     )
