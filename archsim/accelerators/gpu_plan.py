@@ -195,7 +195,8 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
     tile = plan.tile
     l2_bytes = plan.ctas * plan.steps * plan.stage_bytes
     eb = prob.in_bytes
-    compulsory = prob.batch * (prob.m + prob.n) * prob.k * eb
+    a_frac = prob.a_unique_fraction  # implicit-GEMM convs: A re-reads the same input pixels
+    compulsory = round(prob.batch * (prob.m * a_frac + prob.n) * prob.k * eb)
     if compulsory <= cfg.l2.size_bytes:
         return compulsory, l2_bytes
     slots = cfg.sms * plan.ctas_per_sm
@@ -210,14 +211,14 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
     kk = np.minimum(plan.k_slice, prob.k - s_idx * plan.k_slice)
     outer = (wave * prob.batch + b_idx) * plan.split_k + s_idx
     total = 0
-    for idx, grid, dim, size in (
-        (m_idx, plan.grid_m, prob.m, tile.m),
-        (n_idx, plan.grid_n, prob.n, tile.n),
+    for idx, grid, dim, size, frac in (
+        (m_idx, plan.grid_m, prob.m, tile.m, a_frac),
+        (n_idx, plan.grid_n, prob.n, tile.n, 1.0),
     ):
         key = outer * grid + idx
         _, first = np.unique(key, return_index=True)
         rows = np.minimum(size, dim - idx[first] * size)
-        total += int((rows * kk[first]).sum()) * eb
+        total += round(int((rows * kk[first]).sum()) * eb * frac)
     return max(total, compulsory), l2_bytes
 
 

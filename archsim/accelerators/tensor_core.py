@@ -38,7 +38,7 @@ from archsim.accelerators.gpu_plan import (
     shared_read_bytes,
 )
 from archsim.config.gpu import GpuConfig
-from archsim.config.workload import WorkloadSpec
+from archsim.config.workload import ConvLayer, WorkloadSpec
 from archsim.datapath.gemm_kernels import (
     accumulation_error_bound,
     split_k_gemm_fp32,
@@ -334,6 +334,12 @@ def simulate_tensor_core(
     ctx = SimContext(config.clock.frequency_hz)
     outcomes = []
     for spec in workload.layers:
+        if isinstance(spec, ConvLayer):  # algorithm choice (cuDNN) lives in gpu_conv
+            from archsim.accelerators.gpu_conv import conv_outcome
+
+            outcomes.append(conv_outcome(config, spec, int(ctx.env.now), seed))
+            ctx.run(until=outcomes[-1].end_cycle)
+            continue
         try:
             prob = lower_to_gemm(spec)
         except ValueError as exc:

@@ -5,8 +5,11 @@
   B > 1 the M x M case).
 * ``lstm`` step at batch B: the stacked gate matrix, ``M = 4 * hidden``, ``N = B``,
   ``K = input + hidden``.
-* ``conv``: implicit GEMM per channel group, ``M = n * out_h * out_w`` output pixels,
-  ``N = filters / groups``, ``K = channels / groups * r * s``; ``batch = groups``.
+* ``conv``: implicit GEMM (NHWC) per channel group, ``M = n * out_h * out_w`` output pixels,
+  ``N = filters / groups``, ``K = channels / groups * r * s``; ``batch = groups``; operands in
+  the layer's ``precision``, FP32 accumulation (INT32 for int8). The other algorithms a GPU
+  library may pick (Winograd, per-group launches, depthwise) live in
+  ``accelerators.gpu_conv``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class GemmProblem:
     transpose_b: bool = False
     weight_density: float = 1.0
     activation_density: float = 1.0
+    #: distinct elements of A / (m * k): 1 for a stored matrix; an implicit-GEMM conv gathers
+    #: A from the input tensor, re-reading each input pixel for up to r * s filter taps
+    a_unique_fraction: float = 1.0
 
     @property
     def macs(self) -> int:
@@ -82,9 +88,12 @@ def lower_to_gemm(layer: GemmLayer | FcLayer | LstmLayer | ConvLayer) -> GemmPro
         )
     if isinstance(layer, ConvLayer):
         m, n, k = layer.gemm_view
+        acc = "int32" if layer.precision == "int8" else "fp32"
+        unique = min(1.0, layer.n * layer.h * layer.w * (layer.c // layer.groups) / (m * k))
         return GemmProblem(
-            m=m, n=n, k=k, batch=layer.groups, precision="fp16", accumulate="fp32", **common
-        )
+            m=m, n=n, k=k, batch=layer.groups, precision=layer.precision, accumulate=acc,
+            a_unique_fraction=unique, **common,
+        )  # fmt: skip
     rows, cols = layer.matrix_shape if isinstance(layer, LstmLayer) else _fc_shape(layer)
     return GemmProblem(
         m=rows, n=layer.batch, k=cols, batch=1, precision="fp16", accumulate="fp32", **common

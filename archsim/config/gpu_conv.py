@@ -1,0 +1,49 @@
+"""What the convolution library (cuDNN) may do on a Tensor Core GPU."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt
+
+from archsim.config.base import ArchsimModel
+
+__all__ = ["CONV_ALGORITHMS", "ConvLibraryConfig"]
+
+ConvAlgorithm = Literal[
+    "implicit_gemm", "grouped_per_launch", "winograd_2x2", "winograd_4x4", "depthwise_direct"
+]
+
+#: every algorithm family ``accelerators.gpu_conv`` can time
+CONV_ALGORITHMS: tuple[str, ...] = (
+    "implicit_gemm",
+    "grouped_per_launch",
+    "winograd_2x2",
+    "winograd_4x4",
+    "depthwise_direct",
+)
+
+
+class ConvLibraryConfig(ArchsimModel):
+    """Algorithms a cuDNN-like library tries for a conv layer (``cudnn.benchmark``: all of them
+    are timed and the fastest kept) and the rules that restrict them."""
+
+    algorithms: list[ConvAlgorithm] = Field(
+        default=list(CONV_ALGORITHMS),
+        min_length=1,
+        description="Algorithm families tried per conv layer; the fastest applicable one wins.",
+    )
+    tensor_op_channel_alignment_elements: PositiveInt = Field(
+        default=8,
+        description="NHWC tensor-core conv kernels need input channels C and filters K to be "
+        "multiples of this (FP16: 8 elements = 16 bytes; cuDNN Developer Guide, Legacy API, "
+        "'Convolution Functions / Data and Filter Formats'); other layers run an implicit GEMM "
+        "on the CUDA cores. Not padded: ../shared/data/h100/conv_alexnet.csv conv1 (C=3) runs "
+        "at 39-42 TFLOPS at batch 32/256, below the part's CUDA-core FP16 peak.",
+    )
+    split_k: bool = Field(
+        default=False,
+        description="Whether forward conv kernels split the reduction (C*R*S) across CTAs. cuDNN's "
+        "forward implicit-GEMM kernels keep one CTA per output tile (split-K is a wgrad "
+        "technique), so the default is False.",
+    )
