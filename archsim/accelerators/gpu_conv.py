@@ -51,6 +51,7 @@ class GemmStep:
     name: str
     problem: GemmProblem
     simt: bool = False
+    tile_k: int | None = None  # only the menu's tiles of this k (the problem's K is padded to it)
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,18 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _problem(layer: ConvLayer, name: str, m: int, n: int, k: int, batch: int) -> GemmProblem:
-    return replace(lower_to_gemm(layer), layer=f"{layer.name}.{name}", m=m, n=n, k=k, batch=batch)
+def _problem(
+    layer: ConvLayer, name: str, m: int, n: int, k: int, batch: int, gather: bool
+) -> GemmProblem:
+    """A GEMM of the layer's precision; ``gather``: A is gathered from the input tensor (implicit
+    GEMM), so only the input's elements are distinct."""
+    frac = 1.0
+    if gather:
+        frac = min(1.0, layer.n * layer.h * layer.w * (layer.c // layer.groups) / (m * k))
+    return replace(
+        lower_to_gemm(layer), layer=f"{layer.name}.{name}", m=m, n=n, k=k, batch=batch,
+        a_unique_fraction=frac,
+    )  # fmt: skip
 
 
 def _aligned(cfg: GpuConfig, layer: ConvLayer) -> bool:
@@ -102,15 +113,29 @@ def _aligned(cfg: GpuConfig, layer: ConvLayer) -> bool:
 
 
 def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
-    m, n, k = layer.gemm_view
+    """Implicit GEMM (and its per-group launches), one candidate per tile k of the menu.
+
+    The k-loop walks the R x S filter taps and, per tap, the group's channels in chunks of the
+    tile's k: a tap whose channel count is not a multiple of tile k pads its last chunk, so
+    ``K = R * S * ceil(C_g / tile_k) * tile_k`` on the tensor cores (a plain 1x1 GEMM and the
+    CUDA-core kernel, which steps through K element by element, keep ``K = R * S * C_g``).
+    """
+    lib = cfg.conv_library
+    m, n, _ = layer.gemm_view
+    cg = layer.c // layer.groups
     simt = not _aligned(cfg, layer)
     plain = layer.r == layer.s == 1 and layer.stride == 1 and layer.pad == 0
     name = "gemm_1x1" if plain else "implicit_gemm"
-    whole = GemmStep(name, _problem(layer, name, m, n, k, layer.groups), simt)
-    out = [ConvCandidate(name, (whole,))]
-    if layer.groups > 1 and "grouped_per_launch" in cfg.conv_library.algorithms:
-        one = GemmStep("group", _problem(layer, "group", m, n, k, 1), simt)
-        out.append(ConvCandidate("grouped_per_launch", (one,) * layer.groups))
+    batched = layer.groups == 1 or simt or lib.grouped_batched_tensor_op
+    out = []
+    for tk in sorted({t.k for t in cfg.tiles}):
+        k = layer.r * layer.s * (cg if simt or plain else _cdiv(cg, tk) * tk)
+        if batched and "implicit_gemm" in lib.algorithms:
+            whole = GemmStep(name, _problem(layer, name, m, n, k, layer.groups, True), simt, tk)
+            out.append(ConvCandidate(name, (whole,)))
+        if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
+            one = GemmStep("group", _problem(layer, "group", m, n, k, 1, True), simt, tk)
+            out.append(ConvCandidate("grouped_per_launch", (one,) * layer.groups))
     return out
 
 
@@ -120,7 +145,7 @@ def _winograd(layer: ConvLayer, tile: int) -> ConvCandidate:
     eb = ELEMENT_BYTES["fp16"]
     tiles = layer.n * _cdiv(layer.out_h, tile) * _cdiv(layer.out_w, tile)
     c, k = layer.c, layer.k
-    gemm = _problem(layer, f"winograd{tile}", tiles, k, c, alpha2)
+    gemm = _problem(layer, f"winograd{tile}", tiles, k, c, alpha2, False)
     gemm_out = gemm.out_bytes
     steps: tuple[Step, ...] = (
         MemoryStep("filter_transform", k * c * 9 * eb, alpha2 * k * c * eb),
@@ -152,10 +177,7 @@ def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     """Every algorithm of ``cfg.conv_library.algorithms`` that applies to ``layer``."""
     algos = cfg.conv_library.algorithms
     out: list[ConvCandidate] = []
-    if "implicit_gemm" in algos:
-        out += _implicit(cfg, layer)
-    elif "grouped_per_launch" in algos and layer.groups > 1:
-        out += _implicit(cfg, layer)[1:]
+    out += _implicit(cfg, layer)
     winograd_ok = layer.r == layer.s == 3 and layer.stride == 1 and layer.groups == 1
     for tile in (2, 4):
         if winograd_ok and f"winograd_{tile}x{tile}" in algos and _aligned(cfg, layer):
@@ -170,14 +192,17 @@ def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     return out
 
 
-def _gemm_config(cfg: GpuConfig, simt: bool) -> GpuConfig:
+def _gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
     """The config a conv GEMM kernel runs under: no split-K unless the library splits conv
-    reductions; CUDA cores when ``simt`` (an alignment no shape meets)."""
+    reductions; CUDA cores when ``simt`` (an alignment no shape meets); the tiles of
+    ``tile_k`` only."""
     over: dict[str, Any] = {}
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
-    if simt:
+    if step.simt:
         over["library.tensor_op_alignment_elements"] = 1 << 40
+    if step.tile_k is not None:
+        over["tiles"] = [t.model_dump() for t in cfg.tiles if t.k == step.tile_k]
     return cfg.with_overrides(over) if over else cfg
 
 
@@ -199,15 +224,15 @@ def time_candidate(cfg: GpuConfig, cand: ConvCandidate) -> tuple[int, ...]:
     """SM cycles of each kernel of ``cand`` (GEMMs: the fastest plan of the GEMM model)."""
     from archsim.accelerators.tensor_core import run_gemm  # tensor_core imports this module
 
-    memo: dict[tuple[GemmProblem, bool], int] = {}
+    memo: dict[tuple[GemmProblem, bool, int | None], int] = {}
     out = []
     for step in cand.steps:
         if isinstance(step, MemoryStep):
             out.append(memory_cycles(cfg, step))
             continue
-        key = (replace(step.problem, layer=""), step.simt)
+        key = (replace(step.problem, layer=""), step.simt, step.tile_k)
         if key not in memo:
-            memo[key] = run_gemm(_gemm_config(cfg, step.simt), step.problem)[0].cycles
+            memo[key] = run_gemm(_gemm_config(cfg, step), step.problem)[0].cycles
         out.append(memo[key])
     return tuple(out)
 
@@ -245,7 +270,7 @@ def _gemm_outcome(cfg: GpuConfig, step: GemmStep, seed: int) -> LayerOutcome:
         precision=p.precision, accumulate=p.accumulate,  # type: ignore[arg-type]
     )  # fmt: skip
     wl = WorkloadSpec(schema_version=1, name=p.layer, source="conv lowering", layers=[layer])
-    outs, _ = simulate_tensor_core(_gemm_config(cfg, step.simt), wl, seed)
+    outs, _ = simulate_tensor_core(_gemm_config(cfg, step), wl, seed)
     return outs[0]
 
 
@@ -256,14 +281,14 @@ def conv_outcome(cfg: GpuConfig, layer: ConvLayer, start: int, seed: int) -> Lay
     counts: dict[str, dict[str, int]] = {}
     dram = 0
     main: LayerOutcome | None = None
-    gemms: dict[tuple[GemmProblem, bool], LayerOutcome] = {}
+    gemms: dict[tuple[GemmProblem, bool, int | None], LayerOutcome] = {}
     for step in choice.candidate.steps:
         if isinstance(step, MemoryStep):
             c = _memory_counts(cfg, step)
             dram += sum(c.get("hbm", {}).values())
             _merge_counts(counts, c)
             continue
-        key = (replace(step.problem, layer=""), step.simt)
+        key = (replace(step.problem, layer=""), step.simt, step.tile_k)
         if key not in gemms:
             gemms[key] = _gemm_outcome(cfg, step, seed)
         out = gemms[key]

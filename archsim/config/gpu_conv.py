@@ -41,6 +41,14 @@ class ConvLibraryConfig(ArchsimModel):
         "on the CUDA cores. Not padded: ../shared/data/h100/conv_alexnet.csv conv1 (C=3) runs "
         "at 39-42 TFLOPS at batch 32/256, below the part's CUDA-core FP16 peak.",
     )
+    grouped_batched_tensor_op: bool = Field(
+        default=False,
+        description="Whether a grouped conv runs as ONE batched tensor-core implicit GEMM. False: "
+        "only per-group launches (or the CUDA-core kernel), as cuDNN 9 on H100 behaves: "
+        "../shared/data/h100/conv_alexnet.csv conv2/conv4/conv5 (groups=2) at batch 1 take "
+        "22.6-23.5 us against 7.6 us for conv3 (groups=1, more MACs); grouped convs slower than "
+        "separate per-group convs: pytorch/pytorch issues #10290 and #73764.",
+    )
     split_k: bool = Field(
         default=False,
         description="Whether forward conv kernels split the reduction (C*R*S) across CTAs. cuDNN's "
