@@ -251,10 +251,9 @@ def _merge_counts(into: dict[str, dict[str, int]], add: dict[str, dict[str, int]
             slot[act] = slot.get(act, 0) + n
 
 
-def _memory_counts(cfg: GpuConfig, step: MemoryStep) -> dict[str, dict[str, int]]:
-    counts = {"l2": {"read_bytes": step.read_bytes, "write_bytes": step.write_bytes}}
-    if step.read_bytes + step.write_bytes > cfg.l2.size_bytes:
-        counts["hbm"] = dict(counts["l2"])
+def _memory_counts(step: MemoryStep) -> dict[str, dict[str, int]]:
+    moved = {"read_bytes": step.read_bytes, "write_bytes": step.write_bytes}
+    counts = {"l2": moved, "hbm": dict(moved)}  # every byte once, as the GEMM's compulsory
     if step.fma:
         counts["cuda_core"] = {"fma": step.fma, "instruction": step.fma // 32}
     return counts
@@ -284,7 +283,7 @@ def conv_outcome(cfg: GpuConfig, layer: ConvLayer, start: int, seed: int) -> Lay
     gemms: dict[tuple[GemmProblem, bool, int | None], LayerOutcome] = {}
     for step in choice.candidate.steps:
         if isinstance(step, MemoryStep):
-            c = _memory_counts(cfg, step)
+            c = _memory_counts(step)
             dram += sum(c.get("hbm", {}).values())
             _merge_counts(counts, c)
             continue
