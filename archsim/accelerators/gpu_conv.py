@@ -194,16 +194,15 @@ def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
 
 def _gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
     """The config a conv GEMM kernel runs under: no split-K unless the library splits conv
-    reductions; CUDA cores when ``simt`` (an alignment no shape meets); the tiles of
-    ``tile_k`` only."""
-    over: dict[str, Any] = {}
+    reductions; the conv library's channel rule instead of the GEMM library's m/n/k alignment
+    rule (CUDA cores when ``simt``: an alignment no shape meets; else tensor cores: 1); the
+    tiles of ``tile_k`` only."""
+    over: dict[str, Any] = {"library.tensor_op_alignment_elements": 1 << 40 if step.simt else 1}
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
-    if step.simt:
-        over["library.tensor_op_alignment_elements"] = 1 << 40
     if step.tile_k is not None:
         over["tiles"] = [t.model_dump() for t in cfg.tiles if t.k == step.tile_k]
-    return cfg.with_overrides(over) if over else cfg
+    return cfg.with_overrides(over)
 
 
 def memory_cycles(cfg: GpuConfig, step: MemoryStep) -> int:
