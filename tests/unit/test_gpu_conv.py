@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import pandas as pd
 import pytest
+import yaml
 
 import archsim
 from archsim.accelerators.gpu_conv import (
@@ -14,6 +17,7 @@ from archsim.accelerators.gpu_conv import (
     conv_candidates,
     memory_cycles,
 )
+from archsim.cli import main
 from archsim.config.workload import ConvLayer, WorkloadSpec
 from archsim.workload.conv import materialize_conv
 from archsim.workload.matvec import LayerDataError
@@ -127,3 +131,33 @@ def test_with_batch_sets_every_layer() -> None:
     assert {lay.n for lay in wl.layers} == {32}  # type: ignore[union-attr]
     with pytest.raises(ValueError, match=">= 1"):
         wl.with_batch(0)
+
+
+def _no_density_yaml(tmp_path: Path) -> Path:
+    layer = {"name": "c1", "kind": "conv", "c": 8, "k": 8, "h": 6, "w": 6, "r": 3, "s": 3}
+    data = {"schema_version": 1, "name": "nod", "source": "test", "layers": [layer]}
+    path = tmp_path / "nod.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_cli_sparse_engine_without_density_is_one_line(tmp_path: Path, capsys) -> None:
+    wl, out = _no_density_yaml(tmp_path), tmp_path / "out"
+    assert main(["run", "dcnn", str(wl), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"archsim: error: {wl}: layers.0.weight_density: missing; sparse conv engines "
+        "(SCNN, DCNN) need it; allowed: a fraction in [0, 1]"
+    ]
+    assert not out.exists()
+
+
+def test_cli_batch(tmp_path: Path, capsys) -> None:
+    wl, out = _no_density_yaml(tmp_path), tmp_path / "out"
+    assert main(["run", "h100", str(wl), "-o", str(out), "-q", "--batch", "0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "archsim: error: --batch: must be >= 1 (got 0); allowed: an integer >= 1"
+    )
+    assert main(["run", "h100", str(wl), "-o", str(out), "-q", "--batch", "4"]) == 0
+    frame = pd.read_csv(out / "results.csv")
+    assert frame.macs_dense.iloc[0] == 4 * 8 * 4 * 4 * 8 * 9  # n = 4 images, 4x4 outputs
