@@ -195,12 +195,18 @@ def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
 def _gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
     """The config a conv GEMM kernel runs under: no split-K unless the library splits conv
     reductions; the conv library's channel rule instead of the GEMM library's m/n/k alignment
-    rule (CUDA cores when ``simt``: an alignment no shape meets; else tensor cores: 1); the
-    tiles of ``tile_k`` only."""
+    rule (CUDA cores when ``simt``: an alignment no shape meets, and the library's CUDA-core
+    conv tile; else tensor cores: 1, and the menu's tiles of ``tile_k``)."""
     over: dict[str, Any] = {"library.tensor_op_alignment_elements": 1 << 40 if step.simt else 1}
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
-    if step.tile_k is not None:
+    if step.simt:
+        lib = cfg.conv_library
+        m, n, k = lib.simt_tile_mnk
+        over["tiles"] = [
+            {"m": m, "n": n, "k": k, "warps": lib.simt_tile_warps, "stages": lib.simt_tile_stages}
+        ]
+    elif step.tile_k is not None:
         over["tiles"] = [t.model_dump() for t in cfg.tiles if t.k == step.tile_k]
     return cfg.with_overrides(over)
 

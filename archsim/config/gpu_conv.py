@@ -41,6 +41,16 @@ class ConvLibraryConfig(ArchsimModel):
         "on the CUDA cores. Not padded: ../shared/data/h100/conv_alexnet.csv conv1 (C=3) runs "
         "at 39-42 TFLOPS at batch 32/256, below the part's CUDA-core FP16 peak.",
     )
+    simt_tile_mnk: tuple[PositiveInt, PositiveInt, PositiveInt] = Field(
+        default=(128, 128, 8),
+        description="CTA tile (m, n, k) of the CUDA-core implicit-GEMM conv kernel: CUTLASS's "
+        "SIMT conv2d fprop (test/unit/conv/device/conv2d_fprop_implicit_gemm_f16nhwc_f16nhwc_"
+        "f16nhwc_simt_f16_sm60.cu: threadblock 128x128x8, warp 64x64x8, 2 stages).",
+    )
+    simt_tile_warps: PositiveInt = Field(
+        default=4, description="Warps of that CTA (128x128 / 64x64)."
+    )
+    simt_tile_stages: int = Field(default=2, ge=1, le=8, description="Its pipeline stages.")
     grouped_batched_tensor_op: bool = Field(
         default=False,
         description="Whether a grouped conv runs as ONE batched tensor-core implicit GEMM. False: "

@@ -1,8 +1,9 @@
 """cuDNN conv layers timed on a real H100 (../shared/data/h100/conv_alexnet.csv) vs the model.
 
-Tolerance 20 % on the ungrouped layers at batch 32 and 256 (the rows whose mechanisms the model
-has: tensor-core implicit GEMM, CUDA-core conv1); every row is printed. Grouped rows and conv1
-at batch 1 are known gaps (see CHANGELOG) and are printed, not asserted.
+Tolerance 30 % (issue 16: per-layer p90 <= 35 %) on the ungrouped layers, batch 1, 32 and 256
+(the rows whose mechanisms the model has: tensor-core implicit GEMM, the CUDA-core conv1 with
+C = 3); each is printed. The grouped rows (conv2, conv4, conv5) are a known gap (CHANGELOG):
+``benchmarks/gpu_conv_vs_measured.py`` prints them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from archsim.accelerators.gpu_conv import best_conv
 from archsim.config.workload import ConvLayer
 
 CSV = Path(__file__).resolve().parents[3] / "shared" / "data" / "h100" / "conv_alexnet.csv"
-TOLERANCE = 0.20
+TOLERANCE = 0.30
 
 
 def _rows() -> list[dict[str, str]]:
@@ -34,7 +35,7 @@ def test_ungrouped_layers_within_tolerance() -> None:
     hw = archsim.load_hardware("h100")
     checked = 0
     for row in _rows():
-        if row["groups"] != "1" or row["batch"] == "1":
+        if row["groups"] != "1":
             continue
         ints = {f: int(row[f]) for f in ("c", "k", "h", "w", "r", "s", "stride", "pad")}
         layer = ConvLayer(kind="conv", name=row["layer"], n=int(row["batch"]), **ints)  # type: ignore[arg-type]
@@ -48,4 +49,4 @@ def test_ungrouped_layers_within_tolerance() -> None:
         )
         assert abs(err) <= TOLERANCE, f"{row['layer']} batch {row['batch']}: {err:+.1%}"
         checked += 1
-    assert checked == 4
+    assert checked == 6
