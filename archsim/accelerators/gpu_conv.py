@@ -27,7 +27,7 @@ from typing import Any
 
 from archsim.accelerators.base import LayerOutcome
 from archsim.config.gpu import GpuConfig
-from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
+from archsim.config.workload import ConvLayer
 from archsim.errors import SimulationError
 from archsim.workload.gemm import ELEMENT_BYTES, GemmProblem, lower_to_gemm
 
@@ -266,16 +266,9 @@ def _memory_counts(step: MemoryStep) -> dict[str, dict[str, int]]:
 
 def _gemm_outcome(cfg: GpuConfig, step: GemmStep, seed: int) -> LayerOutcome:
     """The GEMM model's outcome for one GEMM kernel (counts, extras, cycles)."""
-    from archsim.accelerators.tensor_core import simulate_tensor_core
+    from archsim.accelerators.tensor_core import gemm_outcome
 
-    p = step.problem
-    layer = GemmLayer(
-        kind="gemm", name=p.layer, m=p.m, n=p.n, k=p.k, batch=p.batch,
-        precision=p.precision, accumulate=p.accumulate,  # type: ignore[arg-type]
-    )  # fmt: skip
-    wl = WorkloadSpec(schema_version=1, name=p.layer, source="conv lowering", layers=[layer])
-    outs, _ = simulate_tensor_core(_gemm_config(cfg, step), wl, seed)
-    return outs[0]
+    return gemm_outcome(_gemm_config(cfg, step), step.problem, 0, seed)
 
 
 def conv_outcome(cfg: GpuConfig, layer: ConvLayer, start: int, seed: int) -> LayerOutcome:

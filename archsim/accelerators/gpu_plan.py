@@ -155,7 +155,7 @@ def plans_for(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
             k_slice = _cdiv(_cdiv(prob.k, split), tile.k) * tile.k
             if split > 1 and (base >= cfg.sms * per_sm or _cdiv(prob.k, k_slice) < split):
                 continue
-            out_bytes = 4 if split > 1 else 2 * prob.out_bytes  # fp32 partials / C read + D
+            out_bytes = 4 if split > 1 else prob.c_d_bytes  # fp32 partials / C read + D
             out.append(
                 KernelPlan(
                     tile=tile,

@@ -50,7 +50,7 @@ from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem, lower_to_gemm, materialize_gemm
 
-__all__ = ["KernelRun", "FUNCTIONAL_MAX_MACS", "run_gemm", "simulate_tensor_core"]
+__all__ = ["KernelRun", "FUNCTIONAL_MAX_MACS", "gemm_outcome", "run_gemm", "simulate_tensor_core"]
 
 #: layers up to this many MACs (per GEMM) are also computed functionally and checked
 FUNCTIONAL_MAX_MACS = 1 << 24
@@ -192,7 +192,7 @@ class _KernelModel:
         p, q = self.plan, self.prob
         if p.split_k == 1:
             return 0
-        return q.batch * q.m * q.n * (4 * p.split_k + 2 * q.out_bytes)
+        return q.batch * q.m * q.n * (4 * p.split_k + q.c_d_bytes)
 
     def _reduce_cycles(self, mem: _Memory) -> int:
         return max(1, math.ceil(self._reduce_bytes() / mem.hbm))
@@ -260,7 +260,7 @@ def _counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
     )
     # split-K: FP32 partials out, then the reduction reads them with C and writes D
     partials = prob.batch * prob.m * prob.n * 4 * p.split_k if p.split_k > 1 else 0
-    reads, writes = partials + d_bytes, partials + d_bytes
+    reads, writes = partials + (d_bytes if prob.reads_c else 0), partials + d_bytes
     return {
         **core,
         "shared_memory": {
@@ -325,6 +325,14 @@ def _outcome(
         counts=_counts(prob, run),
         extras=extras,
     )
+
+
+def gemm_outcome(config: GpuConfig, prob: GemmProblem, start: int, seed: int) -> LayerOutcome:
+    """One GEMM problem as its fastest plan, starting at cycle ``start`` (the conv algorithms
+    of ``gpu_conv`` price their GEMM kernels with it)."""
+    tried = _simulate_plans(config, prob)
+    best, run = min(tried, key=lambda mr: mr[1].cycles)
+    return _outcome(config, prob, run, len(tried), start, seed)
 
 
 def simulate_tensor_core(

@@ -7,7 +7,8 @@
   ``K = input + hidden``.
 * ``conv``: implicit GEMM (NHWC) per channel group, ``M = n * out_h * out_w`` output pixels,
   ``N = filters / groups``, ``K = channels / groups * r * s``; ``batch = groups``; operands in
-  the layer's ``precision``, FP32 accumulation (INT32 for int8). The other algorithms a GPU
+  the layer's ``precision``, FP32 accumulation (INT32 for int8), the output written in the
+  layer's precision and never read (beta = 0). The other algorithms a GPU
   library may pick (Winograd, per-group launches, depthwise) live in
   ``accelerators.gpu_conv``.
 """
@@ -46,6 +47,10 @@ class GemmProblem:
     #: distinct elements of A / (m * k): 1 for a stored matrix; an implicit-GEMM conv gathers
     #: A from the input tensor, re-reading each input pixel for up to r * s filter taps
     a_unique_fraction: float = 1.0
+    #: False when the library runs with beta = 0 and never reads C (cuDNN's forward conv)
+    reads_c: bool = True
+    #: type D is stored in; None: the accumulator type (a conv writes its input precision)
+    output: str | None = None
 
     @property
     def macs(self) -> int:
@@ -60,7 +65,12 @@ class GemmProblem:
     @property
     def out_bytes(self) -> int:
         """Bytes per C/D element."""
-        return ELEMENT_BYTES[self.accumulate]
+        return ELEMENT_BYTES[self.output or self.accumulate]
+
+    @property
+    def c_d_bytes(self) -> int:
+        """Bytes the epilogue moves per output element: C read (unless beta = 0) + D write."""
+        return (2 if self.reads_c else 1) * self.out_bytes
 
 
 def lower_to_gemm(layer: GemmLayer | FcLayer | LstmLayer | ConvLayer) -> GemmProblem:
@@ -92,7 +102,7 @@ def lower_to_gemm(layer: GemmLayer | FcLayer | LstmLayer | ConvLayer) -> GemmPro
         unique = min(1.0, layer.n * layer.h * layer.w * (layer.c // layer.groups) / (m * k))
         return GemmProblem(
             m=m, n=n, k=k, batch=layer.groups, precision=layer.precision, accumulate=acc,
-            a_unique_fraction=unique, **common,
+            a_unique_fraction=unique, reads_c=False, output=layer.precision, **common,
         )  # fmt: skip
     rows, cols = layer.matrix_shape if isinstance(layer, LstmLayer) else _fc_shape(layer)
     return GemmProblem(

@@ -161,3 +161,21 @@ def test_cli_batch(tmp_path: Path, capsys) -> None:
     assert main(["run", "h100", str(wl), "-o", str(out), "-q", "--batch", "4"]) == 0
     frame = pd.read_csv(out / "results.csv")
     assert frame.macs_dense.iloc[0] == 4 * 8 * 4 * 4 * 8 * 9  # n = 4 images, 4x4 outputs
+
+
+def test_outcome_counts_come_from_the_timed_kernels() -> None:
+    """The GEMM outcome behind the counts is the very kernel that was timed (same problem:
+    gathered A, beta = 0, FP16 D), so its cycles match the candidate's step."""
+    from archsim.accelerators.gpu_conv import _gemm_outcome, time_candidate
+
+    layer = _conv(n=8, h=28, w=28)
+    for cand in conv_candidates(H100, layer):
+        cycles = time_candidate(H100, cand)
+        for step, c in zip(cand.steps, cycles, strict=True):
+            if isinstance(step, GemmStep):
+                out = _gemm_outcome(H100, step, seed=0)
+                assert out.cycles == c
+    (step,) = _gemms(layer, "implicit_gemm")
+    out = _gemm_outcome(H100, step, seed=0)
+    d_bytes = 8 * 28 * 28 * 64 * 2  # FP16 output written once, never read
+    assert out.counts["hbm"]["write_bytes"] == d_bytes
