@@ -16,7 +16,9 @@ stream (``cudnn.benchmark`` times them all and keeps the fastest; so does this m
 
 GEMM kernels are timed with the GEMM model (``tensor_core.run_gemm``); memory kernels take
 launch + bytes / bandwidth (L2 when the kernel's bytes fit in L2, else HBM, each at its
-config's achievable fraction).
+config's achievable fraction). Small layers are also computed by the chosen algorithm
+(``datapath.conv_algorithms``: the implicit GEMM's gather, the Winograd transforms) and checked
+against the direct convolution.
 """
 
 from __future__ import annotations
@@ -25,11 +27,18 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from archsim.accelerators.base import LayerOutcome
 from archsim.config.gpu import GpuConfig
 from archsim.config.workload import ConvLayer
+from archsim.datapath.conv_algorithms import implicit_gemm_conv, winograd_conv
 from archsim.errors import SimulationError
+from archsim.workload.conv import materialize_conv, reference_conv
 from archsim.workload.gemm import ELEMENT_BYTES, GemmProblem, lower_to_gemm
+
+#: layers up to this many dense MACs are also computed functionally by their chosen algorithm
+FUNCTIONAL_MAX_MACS = 1 << 24
 
 __all__ = [
     "ConvCandidate",
@@ -271,6 +280,22 @@ def _gemm_outcome(cfg: GpuConfig, step: GemmStep, seed: int) -> LayerOutcome:
     return gemm_outcome(_gemm_config(cfg, step), step.problem, 0, seed)
 
 
+def functional_error(layer: ConvLayer, algorithm: str, seed: int) -> float:
+    """Max |output - direct convolution| of ``algorithm`` computed for real on the layer's
+    seeded tensors (densities 1.0 when the layer gives none); raises past 1e-9 relative."""
+    dense = {f: 1.0 for f in ("weight_density", "activation_density") if getattr(layer, f) is None}
+    sc = materialize_conv(layer.model_copy(update=dense), seed)
+    ref = reference_conv(sc)
+    if algorithm.startswith("winograd_"):
+        out = winograd_conv(sc.activations, sc.weights, layer.pad, int(algorithm[-1]))
+    else:  # implicit GEMM, per-group launches and the direct depthwise kernel: one gather
+        out = implicit_gemm_conv(sc.activations, sc.weights, layer.stride, layer.pad, layer.groups)
+    err = float(np.abs(out - ref).max())
+    if err > 1e-9 * max(1.0, float(np.abs(ref).max())):
+        raise SimulationError(f"layer {layer.name!r}: {algorithm} output differs by {err:.3g}")
+    return err
+
+
 def conv_outcome(cfg: GpuConfig, layer: ConvLayer, start: int, seed: int) -> LayerOutcome:
     """The layer run as its fastest algorithm: cycles and counts of all its kernels, the main
     (longest) GEMM's ``tc_*`` columns, ``tc_conv_algo`` and the other candidates' times."""
@@ -306,7 +331,11 @@ def conv_outcome(cfg: GpuConfig, layer: ConvLayer, start: int, seed: int) -> Lay
         tc_conv_kernels=len(choice.candidate.steps),
         tc_conv_tried="; ".join(f"{a}={c}" for a, c in choice.tried.items()),
         tc_tflops=tflops,
+        tc_conv_functional_max_error=float("nan"),
     )
+    if layer.macs_dense <= FUNCTIONAL_MAX_MACS:
+        err = functional_error(layer, choice.candidate.algorithm, seed)
+        extras["tc_conv_functional_max_error"] = err
     if "tc_peak_tflops" in extras:
         extras["tc_peak_fraction"] = tflops / extras["tc_peak_tflops"]
     wd = layer.weight_density if layer.weight_density is not None else 1.0

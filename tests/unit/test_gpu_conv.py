@@ -179,3 +179,13 @@ def test_outcome_counts_come_from_the_timed_kernels() -> None:
     out = _gemm_outcome(H100, step, seed=0)
     d_bytes = 8 * 28 * 28 * 64 * 2  # FP16 output written once, never read
     assert out.counts["hbm"]["write_bytes"] == d_bytes
+
+
+def test_small_layers_are_computed_by_their_algorithm() -> None:
+    from archsim.accelerators.gpu_conv import functional_error
+
+    for algo in ("implicit_gemm", "winograd_2x2", "winograd_4x4"):
+        assert 0.0 <= functional_error(_conv(), algo, seed=0) < 1e-12
+    wl = WorkloadSpec(schema_version=1, name="t", source="test", layers=[_conv(name="a")])
+    row = archsim.simulate("h100", wl).to_dataframe().iloc[0]
+    assert 0.0 <= row.tc_conv_functional_max_error < 1e-12
