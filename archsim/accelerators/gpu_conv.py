@@ -255,7 +255,10 @@ def best_conv(cfg: GpuConfig, layer: ConvLayer) -> ConvChoice:
     """Time every candidate and keep the fastest (ties keep candidate order)."""
     timed = [(c, time_candidate(cfg, c)) for c in conv_candidates(cfg, layer)]
     cand, cycles = min(timed, key=lambda ct: sum(ct[1]))
-    return ConvChoice(cand, cycles, {c.algorithm: sum(t) for c, t in timed})
+    tried: dict[str, int] = {}
+    for c, t in timed:  # an algorithm's fastest variant (tile k) stands for it
+        tried[c.algorithm] = min(sum(t), tried.get(c.algorithm, sum(t)))
+    return ConvChoice(cand, cycles, tried)
 
 
 def _merge_counts(into: dict[str, dict[str, int]], add: dict[str, dict[str, int]]) -> None:
