@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run a baseline (e.g. dcnn for scnn) and add speedup_vs_<baseline> columns",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
+    run.add_argument("--batch", type=int, help="run every conv/fc/lstm layer at this batch size")
     run.add_argument(
         "--from-scalesim",
         nargs=2,
@@ -186,6 +187,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         hw, wl = load_hardware(args.hw), load_workload(args.workload)
     if args.overrides:
         hw = hw.with_overrides(parse_overrides(args.overrides), source="--set")
+    if args.batch is not None:
+        if args.batch < 1:
+            problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
+            raise ConfigError("--batch", "", problem)
+        wl = wl.with_batch(args.batch)
     if args.seed < 0:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
     try:

@@ -237,7 +237,7 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
             k_slice = _cdiv(_cdiv(prob.k, split), ks) * ks
             if split > 1 and (base >= cfg.sms * per_sm or _cdiv(prob.k, k_slice) < split):
                 continue
-            out_bytes = 4 if split > 1 else 2 * prob.out_bytes  # fp32 partials / C read + D
+            out_bytes = 4 if split > 1 else prob.c_d_bytes  # fp32 partials / C read + D
             out.append(
                 KernelPlan(
                     tile=tile,
@@ -322,7 +322,8 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
         tiles = plan.grid_m * plan.grid_n * prob.batch
         dp = replace(plan, stream_k=False, ctas=tiles, steps=steps, k_slice=steps * plan.k_step)
         return l2_traffic(cfg, prob, dp)[0], l2_bytes
-    compulsory = prob.batch * (prob.m + prob.n) * prob.k * prob.in_bytes
+    a_frac = prob.a_unique_fraction  # implicit-GEMM convs: A re-reads the same input pixels
+    compulsory = round(prob.batch * (prob.m * a_frac + prob.n) * prob.k * prob.in_bytes)
     if compulsory <= cfg.l2.size_bytes:
         keep = cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes
         resident = compulsory + prob.batch * prob.m * prob.n * prob.out_bytes <= keep
@@ -333,7 +334,7 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
     n_cuts = waves - 1
     cuts = np.arange(1, min(n_cuts, _MAX_CUTS) + 1, dtype=np.int64) * slots
     cuts = cuts[cuts % block != 0]
-    rows = prob.batch * (prob.m + prob.n) * prob.k  # every block read in one piece
+    rows = prob.batch * (prob.m * a_frac + prob.n) * prob.k  # every block read in one piece
     if cuts.size:
         bl, pos = cuts // block, cuts % block
         first = np.ones(bl.size, bool)
@@ -342,14 +343,14 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
         last[:-1] = bl[1:] != bl[:-1]
         prev = np.where(first, 0, np.concatenate(([0], pos[:-1])))
         kk = _slice_k(prob, plan, bl)
-        pieces = _piece_rows(prob, plan, prev, pos) + np.where(
-            last, _piece_rows(prob, plan, pos, np.full_like(pos, block)), 0
+        pieces = _piece_rows(prob, plan, prev, pos, a_frac) + np.where(
+            last, _piece_rows(prob, plan, pos, np.full_like(pos, block), a_frac), 0
         )
-        corr = int((pieces * kk).sum()) - int(((prob.m + prob.n) * kk[last]).sum())
+        corr = float((pieces * kk).sum()) - float(((prob.m * a_frac + prob.n) * kk[last]).sum())
         if n_cuts > _MAX_CUTS:
             corr = round(corr * n_cuts / _MAX_CUTS)
         rows += corr
-    return max(rows * prob.in_bytes, compulsory), l2_bytes
+    return max(round(rows * prob.in_bytes), compulsory), l2_bytes
 
 
 #: wave boundaries visited exactly by :func:`l2_traffic` (the rest are extrapolated)
@@ -362,8 +363,11 @@ def _slice_k(prob: GemmProblem, plan: KernelPlan, bl: np.ndarray) -> np.ndarray:
     return np.minimum(plan.k_slice, prob.k - s * plan.k_slice)
 
 
-def _piece_rows(prob: GemmProblem, plan: KernelPlan, a: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Rows of A plus columns of B that CTAs ``[a, c)`` of one block load (0 if empty)."""
+def _piece_rows(
+    prob: GemmProblem, plan: KernelPlan, a: np.ndarray, c: np.ndarray, a_frac: float = 1.0
+) -> np.ndarray:
+    """Rows of A (times ``a_frac``, the distinct share of a gathered A) plus columns of B that
+    CTAs ``[a, c)`` of one block load (0 if empty)."""
     gm, gn = plan.grid_m, plan.grid_n
     tm, tn = plan.tile.m, plan.tile.n
     n = c - a
@@ -374,7 +378,7 @@ def _piece_rows(prob: GemmProblem, plan: KernelPlan, a: np.ndarray, c: np.ndarra
     # B: N-tile indices a // gm .. (c - 1) // gm
     hi = (c - 1) // gm
     b_rows = (hi - a // gm + 1) * tn - (tn - last_n) * (hi == gn - 1)
-    return np.where(n > 0, a_rows + b_rows, 0)
+    return np.where(n > 0, a_rows * a_frac + b_rows, 0)
 
 
 def shared_read_bytes(prob: GemmProblem, plan: KernelPlan) -> int:

@@ -46,7 +46,7 @@ from archsim.accelerators.gpu_plan import (
     shared_read_bytes,
 )
 from archsim.config.gpu import GpuConfig, rate_key
-from archsim.config.workload import WorkloadSpec
+from archsim.config.workload import ConvLayer, WorkloadSpec
 from archsim.datapath.gemm_kernels import (
     accumulation_error_bound,
     split_k_gemm_fp32,
@@ -62,6 +62,7 @@ __all__ = [
     "KernelRun",
     "FUNCTIONAL_MAX_MACS",
     "gemm_counts",
+    "gemm_outcome",
     "run_gemm",
     "run_plan",
     "simulate_tensor_core",
@@ -208,7 +209,7 @@ class _KernelModel:
         p, q = self.plan, self.prob
         if p.split_k == 1:
             return 0
-        return q.batch * q.m * q.n * (4 * p.split_k + 2 * q.out_bytes)
+        return q.batch * q.m * q.n * (4 * p.split_k + q.c_d_bytes)
 
     def _reduce_cycles(self, mem: _Memory) -> int:
         return max(1, math.ceil(self._reduce_bytes() / mem.hbm))
@@ -322,7 +323,7 @@ def gemm_counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
     )
     # split-K: FP32 partials out, then the reduction reads them with C and writes D
     partials = prob.batch * prob.m * prob.n * 4 * p.split_k if p.split_k > 1 else 0
-    reads, writes = partials + d_bytes, partials + d_bytes
+    reads, writes = partials + (d_bytes if prob.reads_c else 0), partials + d_bytes
     return {
         **core,
         "shared_memory": {
@@ -390,6 +391,14 @@ def _outcome(
     )
 
 
+def gemm_outcome(config: GpuConfig, prob: GemmProblem, start: int, seed: int) -> LayerOutcome:
+    """One GEMM problem as its fastest plan, starting at cycle ``start`` (the conv algorithms
+    of ``gpu_conv`` price their GEMM kernels with it)."""
+    tried = _simulate_plans(config, prob)
+    best, run = min(tried, key=lambda mr: mr[1].cycles)
+    return _outcome(config, prob, run, len(tried), start, seed)
+
+
 def simulate_tensor_core(
     config: GpuConfig, workload: WorkloadSpec, seed: int
 ) -> tuple[list[LayerOutcome], SimContext]:
@@ -397,6 +406,12 @@ def simulate_tensor_core(
     ctx = SimContext(config.clock.frequency_hz)
     outcomes = []
     for spec in workload.layers:
+        if isinstance(spec, ConvLayer):  # algorithm choice (cuDNN) lives in gpu_conv
+            from archsim.accelerators.gpu_conv import conv_outcome
+
+            outcomes.append(conv_outcome(config, spec, int(ctx.env.now), seed))
+            ctx.run(until=outcomes[-1].end_cycle)
+            continue
         try:
             prob = lower_to_gemm(spec)
         except ValueError as exc:

@@ -8,6 +8,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_
 
 from archsim.config.base import ArchsimModel
 from archsim.config.components import ClockConfig, DramConfig, TechnologyConfig
+from archsim.config.gpu_conv import ConvLibraryConfig
 from archsim.config.gpu_power import GpuPowerConfig
 
 __all__ = [
@@ -239,6 +240,9 @@ class GpuConfig(ArchsimModel):
     )
     cuda_cores: CudaCoreConfig
     library: GemmLibraryConfig = GemmLibraryConfig()
+    conv_library: ConvLibraryConfig = Field(
+        default=ConvLibraryConfig(), description="Conv algorithms (cuDNN) and their rules."
+    )
     launch: LaunchConfig
     tiles: list[ThreadBlockTile] = Field(min_length=1, description="CTA tile menu.")
     tdp_w: PositiveFloat

@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 Density = Annotated[float, Field(ge=0.0, le=1.0)]
+ConvPrecision = Literal["fp16", "bf16", "tf32", "fp32", "int8"]
 
 
 #: operand data as the datapath sees it: "random" (every bit toggles as random data does),
@@ -133,8 +134,10 @@ class ConvLayer(ArchsimModel):
     axes) over inputs zero-padded by ``pad`` pixels on every side. Channels are split into
     ``groups`` independent groups (AlexNet's two-GPU layers have ``groups: 2``).
 
-    Densities are fractions of non-zero weights / input activations in [0, 1]. Real conv data
-    files are not supported yet, so both densities are required.
+    Densities are fractions of non-zero weights / input activations in [0, 1]. The sparse
+    engines (SCNN, DCNN) need both; dense engines (GPUs, systolic arrays) compute every MAC and
+    need neither. ``precision`` is the type of the GPU's operands (accumulation: FP32, INT32 for
+    int8). Real conv data files are not supported yet.
     """
 
     kind: Literal["conv"]
@@ -149,8 +152,15 @@ class ConvLayer(ArchsimModel):
     stride: int = Field(default=1, ge=1, description="Stride (pixels, both axes).")
     pad: int = Field(default=0, ge=0, description="Zero padding on every side (pixels).")
     groups: int = Field(default=1, ge=1, description="Channel groups; c and k divisible by it.")
-    weight_density: Density | None = None
-    activation_density: Density | None = None
+    weight_density: Density | None = Field(
+        default=None, description="Fraction of non-zero weights (needed by SCNN/DCNN)."
+    )
+    activation_density: Density | None = Field(
+        default=None, description="Fraction of non-zero input activations (needed by SCNN/DCNN)."
+    )
+    precision: ConvPrecision = Field(
+        default="fp16", description="Operand type on a GPU (fp16, bf16, tf32, fp32, int8)."
+    )
     weight_distribution: Literal["uniform"] = "uniform"
     operand_activity: OperandActivity = _ACTIVITY_FIELD
     data: str | None = Field(
@@ -164,9 +174,6 @@ class ConvLayer(ArchsimModel):
                 "data is not supported for conv layers yet (no conv data file format); "
                 "remove it and give weight_density and activation_density"
             )
-        for f in ("weight_density", "activation_density"):
-            if getattr(self, f) is None:
-                raise ValueError(f"{f} is required for conv layers (a fraction in [0, 1])")
         for dim, size, filt in (("h", self.h, "r"), ("w", self.w, "s")):
             extent = getattr(self, filt)
             if size + 2 * self.pad - extent < 0:
@@ -362,6 +369,20 @@ class WorkloadSpec(ArchsimModel):
     def origin(self) -> str:
         """File the spec was loaded from (or ``<api>``)."""
         return self._origin
+
+    def with_batch(self, batch: int) -> WorkloadSpec:
+        """A copy run at ``batch`` images / vectors: conv ``n``, fc/lstm ``batch``; ``gemm``
+        layers keep their shapes. The name gets a ``@b<batch>`` suffix."""
+        if batch < 1:
+            raise ValueError(f"batch must be >= 1 (got {batch})")
+        field = {"conv": "n", "fc": "batch", "lstm": "batch"}
+        layers = [
+            lay.model_copy(update={field[lay.kind]: batch}) if lay.kind in field else lay
+            for lay in self.layers
+        ]
+        new = self.model_copy(update={"layers": layers, "name": f"{self.name}@b{batch}"})
+        new._base_dir, new._origin = self._base_dir, self._origin
+        return new
 
     def bind(self, base_dir: Path, origin: str) -> WorkloadSpec:
         """Return a copy that resolves data paths against ``base_dir``."""

@@ -5,8 +5,12 @@
   B > 1 the M x M case).
 * ``lstm`` step at batch B: the stacked gate matrix, ``M = 4 * hidden``, ``N = B``,
   ``K = input + hidden``.
-* ``conv``: implicit GEMM per channel group, ``M = n * out_h * out_w`` output pixels,
-  ``N = filters / groups``, ``K = channels / groups * r * s``; ``batch = groups``.
+* ``conv``: implicit GEMM (NHWC) per channel group, ``M = n * out_h * out_w`` output pixels,
+  ``N = filters / groups``, ``K = channels / groups * r * s``; ``batch = groups``; operands in
+  the layer's ``precision``, FP32 accumulation (INT32 for int8), the output written in the
+  layer's precision and never read (beta = 0). The other algorithms a GPU
+  library may pick (Winograd, per-group launches, depthwise) live in
+  ``accelerators.gpu_conv``.
 """
 
 from __future__ import annotations
@@ -51,9 +55,15 @@ class GemmProblem:
     accumulate: str
     transpose_a: bool = False
     transpose_b: bool = False
-    output: str | None = None  # type of C and D; None: the accumulator type
+    #: type of C and D; None: the accumulator type (a cuDNN conv writes its input precision)
+    output: str | None = None
     weight_density: float = 1.0
     activation_density: float = 1.0
+    #: distinct elements of A / (m * k): 1 for a stored matrix; an implicit-GEMM conv gathers
+    #: A from the input tensor, re-reading each input pixel for up to r * s filter taps
+    a_unique_fraction: float = 1.0
+    #: False when the library runs with beta = 0 and never reads C (cuDNN's forward conv)
+    reads_c: bool = True
 
     @property
     def macs(self) -> int:
@@ -74,6 +84,11 @@ class GemmProblem:
     def out_bytes(self) -> int:
         """Bytes per C/D element."""
         return ELEMENT_BYTES[self.out_type]
+
+    @property
+    def c_d_bytes(self) -> int:
+        """Bytes the epilogue moves per output element: C read (unless beta = 0) + D write."""
+        return (2 if self.reads_c else 1) * self.out_bytes
 
 
 def lower_to_gemm(layer: GemmLayer | FcLayer | LstmLayer | ConvLayer) -> GemmProblem:
@@ -102,9 +117,12 @@ def lower_to_gemm(layer: GemmLayer | FcLayer | LstmLayer | ConvLayer) -> GemmPro
         )
     if isinstance(layer, ConvLayer):
         m, n, k = layer.gemm_view
+        acc = "int32" if layer.precision == "int8" else "fp32"
+        unique = min(1.0, layer.n * layer.h * layer.w * (layer.c // layer.groups) / (m * k))
         return GemmProblem(
-            m=m, n=n, k=k, batch=layer.groups, precision="fp16", accumulate="fp32", **common
-        )
+            m=m, n=n, k=k, batch=layer.groups, precision=layer.precision, accumulate=acc,
+            a_unique_fraction=unique, reads_c=False, output=layer.precision, **common,
+        )  # fmt: skip
     rows, cols = layer.matrix_shape if isinstance(layer, LstmLayer) else _fc_shape(layer)
     return GemmProblem(
         m=rows, n=layer.batch, k=cols, batch=1, precision="fp16", accumulate="fp32", **common
