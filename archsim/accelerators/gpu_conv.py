@@ -46,8 +46,11 @@ __all__ = [
     "GemmStep",
     "MemoryStep",
     "best_conv",
+    "candidate_runs",
     "conv_candidates",
     "conv_outcome",
+    "gemm_config",
+    "memory_counts",
     "memory_cycles",
     "time_candidate",
 ]
@@ -204,24 +207,26 @@ def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     return out
 
 
-def _gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
+def gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
     """The config a conv GEMM kernel runs under: no split-K unless the library splits conv
     reductions; on the CUDA cores (``simt``: the conv library's channel rule failed) one
-    CUDA-core kernel family with the library's SIMT conv tile; else the GEMM library's kernel
-    families, their tiles narrowed to those of ``tile_k`` (a family with no tile of that k
-    keeps its own)."""
+    CUDA-core kernel family with the library's SIMT conv tile; else the conv library's kernel
+    families (``conv_library.families``, default the GEMM library's), their tiles narrowed to
+    those of ``tile_k`` (a family with no tile of that k keeps its own)."""
     over: dict[str, Any] = {}
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
+    families = cfg.conv_library.families or cfg.library.families
     if step.simt:
-        over["library.families"] = [_simt_family(cfg).model_dump()]
+        families = [_simt_family(cfg)]
     elif step.tile_k is not None:
         over["tiles"] = [t.model_dump() for t in _with_k(cfg.tiles, step.tile_k)]
-        over["library.families"] = [
-            f.model_dump() if not f.tiles else {**f.model_dump(), "tiles": [
-                t.model_dump() for t in _with_k(f.tiles, step.tile_k)]}
-            for f in cfg.library.families
-        ]  # fmt: skip
+        families = [
+            f.model_copy(update={"tiles": _with_k(f.tiles, step.tile_k)}) if f.tiles else f
+            for f in families
+        ]
+    if families != cfg.library.families:
+        over["library.families"] = [f.model_dump() for f in families]
     return cfg.with_overrides(over) if over else cfg
 
 
@@ -257,21 +262,27 @@ def memory_cycles(cfg: GpuConfig, step: MemoryStep) -> int:
     return launch + max(1, math.ceil(max(moved / bw, compute) - 1e-9))
 
 
-def time_candidate(cfg: GpuConfig, cand: ConvCandidate) -> tuple[int, ...]:
-    """SM cycles of each kernel of ``cand`` (GEMMs: the fastest plan of the GEMM model)."""
+def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int, Any]]:
+    """(step, SM cycles, the GEMM model's fastest ``KernelRun`` or None for a memory kernel)
+    of each kernel of ``cand``, in launch order."""
     from archsim.accelerators.tensor_core import run_gemm  # tensor_core imports this module
 
-    memo: dict[tuple[GemmProblem, bool, int | None], int] = {}
-    out = []
+    memo: dict[tuple[GemmProblem, bool, int | None], Any] = {}
+    out: list[tuple[Step, int, Any]] = []
     for step in cand.steps:
         if isinstance(step, MemoryStep):
-            out.append(memory_cycles(cfg, step))
+            out.append((step, memory_cycles(cfg, step), None))
             continue
         key = (replace(step.problem, layer=""), step.simt, step.tile_k)
         if key not in memo:
-            memo[key] = run_gemm(_gemm_config(cfg, step), step.problem)[0].cycles
-        out.append(memo[key])
-    return tuple(out)
+            memo[key] = run_gemm(gemm_config(cfg, step), step.problem)[0]
+        out.append((step, memo[key].cycles, memo[key]))
+    return out
+
+
+def time_candidate(cfg: GpuConfig, cand: ConvCandidate) -> tuple[int, ...]:
+    """SM cycles of each kernel of ``cand`` (GEMMs: the fastest plan of the GEMM model)."""
+    return tuple(cycles for _, cycles, _ in candidate_runs(cfg, cand))
 
 
 def best_conv(cfg: GpuConfig, layer: ConvLayer) -> ConvChoice:
@@ -291,7 +302,7 @@ def _merge_counts(into: dict[str, dict[str, int]], add: dict[str, dict[str, int]
             slot[act] = slot.get(act, 0) + n
 
 
-def _memory_counts(step: MemoryStep) -> dict[str, dict[str, int]]:
+def memory_counts(step: MemoryStep) -> dict[str, dict[str, int]]:
     moved = {"read_bytes": step.read_bytes, "write_bytes": step.write_bytes}
     counts = {"l2": moved, "hbm": dict(moved)}  # every byte once, as the GEMM's compulsory
     if step.fma:
@@ -303,7 +314,7 @@ def _gemm_outcome(cfg: GpuConfig, step: GemmStep, seed: int) -> LayerOutcome:
     """The GEMM model's outcome for one GEMM kernel (counts, extras, cycles)."""
     from archsim.accelerators.tensor_core import gemm_outcome
 
-    return gemm_outcome(_gemm_config(cfg, step), step.problem, 0, seed)
+    return gemm_outcome(gemm_config(cfg, step), step.problem, 0, seed)
 
 
 def functional_error(layer: ConvLayer, algorithm: str, seed: int) -> float:
@@ -322,17 +333,23 @@ def functional_error(layer: ConvLayer, algorithm: str, seed: int) -> float:
     return err
 
 
-def conv_outcome(cfg: GpuConfig, layer: ConvLayer, start: int, seed: int) -> LayerOutcome:
-    """The layer run as its fastest algorithm: cycles and counts of all its kernels, the main
-    (longest) GEMM's ``tc_*`` columns, ``tc_conv_algo`` and the other candidates' times."""
-    choice = best_conv(cfg, layer)
+def conv_outcome(
+    cfg: GpuConfig, layer: ConvLayer, start: int, seed: int, choice: ConvChoice | None = None
+) -> LayerOutcome:
+    """The layer run as its fastest algorithm (or ``choice``'s, timed at ``cfg``): cycles and
+    counts of all its kernels, the main (longest) GEMM's ``tc_*`` columns, ``tc_conv_algo``
+    and the other candidates' times."""
+    if choice is None:
+        choice = best_conv(cfg, layer)
+    else:
+        choice = replace(choice, step_cycles=time_candidate(cfg, choice.candidate))
     counts: dict[str, dict[str, int]] = {}
     dram = 0
     main: LayerOutcome | None = None
     gemms: dict[tuple[GemmProblem, bool, int | None], LayerOutcome] = {}
     for step in choice.candidate.steps:
         if isinstance(step, MemoryStep):
-            c = _memory_counts(step)
+            c = memory_counts(step)
             dram += sum(c.get("hbm", {}).values())
             _merge_counts(counts, c)
             continue

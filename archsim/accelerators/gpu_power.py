@@ -24,6 +24,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from archsim.accelerators.base import LayerOutcome
+from archsim.accelerators.gpu_conv import (
+    ConvChoice,
+    best_conv,
+    candidate_runs,
+    conv_outcome,
+    gemm_config,
+    memory_counts,
+)
 from archsim.accelerators.gpu_plan import KernelPlan
 from archsim.accelerators.tensor_core import (
     KernelRun,
@@ -33,14 +41,21 @@ from archsim.accelerators.tensor_core import (
     simulate_tensor_core,
 )
 from archsim.accelerators.tensor_core import _outcome as layer_outcome  # one layer's outcome
-from archsim.config.gpu import GpuConfig
+from archsim.config.gpu import GpuConfig, rate_key
 from archsim.config.gpu_power import GpuPowerConfig
-from archsim.config.workload import WorkloadSpec, toggle_fraction
+from archsim.config.workload import ConvLayer, WorkloadSpec, toggle_fraction
 from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem, lower_to_gemm
 
-__all__ = ["ClockSolution", "action_scale", "board_counts", "simulate_gpu", "solve_clock"]
+__all__ = [
+    "ClockSolution",
+    "action_scale",
+    "board_counts",
+    "simulate_gpu",
+    "solve_clock",
+    "solve_conv_clock",
+]
 
 Prices = Mapping[str, Mapping[str, float]]
 Counts = dict[str, dict[str, int]]
@@ -85,7 +100,7 @@ def _tensor_rate(cfg: GpuConfig, prob: GemmProblem, run: KernelRun) -> float:
     if not run.plan.tensor_ops:
         return 0.0
     tc = cfg.tensor_cores
-    rate = tc.precision_rate[prob.precision]  # type: ignore[index]
+    rate = tc.precision_rate[rate_key(prob.precision)]  # type: ignore[index]
     return tc.per_sm * tc.fp16_fma_per_clock * rate
 
 
@@ -97,7 +112,7 @@ def board_counts(cfg: GpuConfig, prob: GemmProblem, run: KernelRun, counts: Coun
     if "tensor_core" in out:
         tc = out["tensor_core"]
         fma = tc.pop("fma")
-        tc[f"fma_{prob.precision}"] = fma
+        tc[f"fma_{rate_key(prob.precision)}"] = fma
         tc["busy_cycles"] = round(fma / _tensor_rate(cfg, prob, run))
     if "cuda_core" in out:
         cc = out["cuda_core"]
@@ -136,14 +151,14 @@ def _highest_clock(p: GpuPowerConfig, ok, cap: float) -> float:  # type: ignore[
     return p.max_clock_hz - lo * step
 
 
-def _cap(cfg: GpuConfig, run: KernelRun, busy_cycles: int) -> tuple[float, str]:
+def _cap(cfg: GpuConfig, cycles: int, busy_cycles: int) -> tuple[float, str]:
     """(clock cap, its name): max boost, or the tensor peak-current clock at this duty."""
     p = cfg.power
     assert p is not None
     f_max, f_t = p.max_clock_hz, p.tensor_current_clock_hz
     if f_t is None or busy_cycles == 0:
         return f_max, "max_clock"
-    duty = min(1.0, busy_cycles / (cfg.sms * run.cycles))
+    duty = min(1.0, busy_cycles / (cfg.sms * cycles))
     budget = f_t * p.voltage_v(f_t)
     f = _highest_clock(p, lambda x: duty * x * p.voltage_v(x) <= budget, f_max)
     return (f_max, "max_clock") if f >= f_max else (f, "tensor_current")
@@ -186,6 +201,41 @@ def _power_limited_clock(
     return _highest_clock(p, lambda x: power(x) <= p.power_limit_w, cap)
 
 
+@dataclass(frozen=True)
+class _Timed:
+    """A layer timed at one clock: SM cycles, board action counts and what ran."""
+
+    cycles: int
+    counts: Counts
+    ran: Any
+
+
+def _solve(cfg: GpuConfig, measure, prices: Prices, toggle: float):  # type: ignore[no-untyped-def]
+    """(clock, the layer timed there, board W, limit name) for ``measure(clock) -> _Timed``,
+    first called at max boost (see :func:`solve_clock`)."""
+    p = cfg.power
+    if p is None:
+        raise ValueError(f"{cfg.name}: no power block; the clock cannot be solved")
+    f_hi = p.max_clock_hz
+    top = cur = measure(f_hi)
+    base = top.counts
+    cap, limit = _cap(cfg, top.cycles, base.get("tensor_core", {}).get("busy_cycles", 0))
+    f, timed = cap, f_hi  # timed: the clock ``cur`` was simulated at
+    if _board_power_w(p, prices, base, f_hi, top.cycles, toggle) > p.power_limit_w:
+        hi = (f_hi, top.cycles / f_hi)
+        f = _power_limited_clock(cfg, prices, base, toggle, cap, (hi, hi))
+        for _ in range(_REFINEMENTS):
+            cur, timed = measure(f), f
+            g = _power_limited_clock(cfg, prices, base, toggle, cap, (hi, (f, cur.cycles / f)))
+            if g == f:
+                break
+            f = g
+        limit = "power" if f < cap else limit
+    if timed != f:
+        cur = measure(f)
+    return f, cur, _board_power_w(p, prices, cur.counts, f, cur.cycles, toggle), limit
+
+
 def solve_clock(
     cfg: GpuConfig, prob: GemmProblem, counts_of, prices: Prices, toggle: float = 1.0
 ) -> ClockSolution:  # type: ignore[no-untyped-def]
@@ -196,34 +246,69 @@ def solve_clock(
     under the limit at max boost takes its cap (one timing run). Otherwise a first clock is
     solved as if all time were SM-clock-bound, timed, and the solve repeated with the time
     split through both timed clocks; it stops when the supported clock no longer changes.
+    The kernel is picked at max boost and kept at every other clock.
     """
-    p = cfg.power
-    if p is None:
-        raise ValueError(f"{cfg.name}: no power block; the clock cannot be solved")
-    f_hi = p.max_clock_hz
-    run, tried = _timing_at(cfg, prob, f_hi)
-    kernel = run.plan
-    base = board_counts(cfg, prob, run, counts_of(prob, run))
-    cap, limit = _cap(cfg, run, base.get("tensor_core", {}).get("busy_cycles", 0))
-    f, timed = cap, f_hi  # timed: the clock ``run`` was simulated at
-    if _board_power_w(p, prices, base, f_hi, run.cycles, toggle) > p.power_limit_w:
-        hi = (f_hi, run.cycles / f_hi)
-        f = _power_limited_clock(cfg, prices, base, toggle, cap, (hi, hi))
-        for _ in range(_REFINEMENTS):
-            run, timed = _timing_at(cfg, prob, f, kernel)[0], f
-            g = _power_limited_clock(cfg, prices, base, toggle, cap, (hi, (f, run.cycles / f)))
-            if g == f:
-                break
-            f = g
-        limit = "power" if f < cap else limit
-    if timed != f:
-        run = _timing_at(cfg, prob, f, kernel)[0]
-    counts = board_counts(cfg, prob, run, counts_of(prob, run))
-    watts = _board_power_w(p, prices, counts, f, run.cycles, toggle)
-    return ClockSolution(f, run, watts, limit == "power", limit, len(tried))
+    tried: list[KernelRun] = []
+
+    def measure(f: float) -> _Timed:
+        if tried:
+            run = _timing_at(cfg, prob, f, tried[0].plan)[0]
+        else:
+            run, every = _timing_at(cfg, prob, f)
+            tried.extend([run, *every])
+        return _Timed(run.cycles, board_counts(cfg, prob, run, counts_of(prob, run)), run)
+
+    f, cur, watts, limit = _solve(cfg, measure, prices, toggle)
+    return ClockSolution(f, cur.ran, watts, limit == "power", limit, len(tried) - 1)
 
 
-def _power_extras(cfg: GpuConfig, prob: GemmProblem, sol: ClockSolution, toggle: float) -> dict:
+def _at_clock(cfg: GpuConfig, clock_hz: float) -> GpuConfig:
+    return cfg.model_copy(update={"clock": cfg.clock.model_copy(update={"frequency_hz": clock_hz})})
+
+
+def _conv_board_counts(cfg: GpuConfig, choice: ConvChoice) -> tuple[int, Counts]:
+    """(SM cycles, board counts) of a conv algorithm's kernels at ``cfg``'s clock: GEMM
+    kernels as :func:`board_counts`; memory kernels their bytes and FP16 CUDA-core FMAs, with
+    every SM clocked for the kernel."""
+    total: dict[str, dict[str, int]] = {}
+    cycles = 0
+    for step, n, run in candidate_runs(cfg, choice.candidate):
+        cycles += n
+        if run is None:
+            c = memory_counts(step)
+            if "cuda_core" in c:
+                c["cuda_core"] = {"fma_fp16": c["cuda_core"]["fma"], "instruction": 0}
+            c["sm"] = {"active_cycles": cfg.sms * n}
+        else:
+            gcfg = gemm_config(cfg, step)
+            c = board_counts(gcfg, step.problem, run, gemm_counts(step.problem, run))
+        for comp, actions in c.items():
+            slot = total.setdefault(comp, {})
+            for act, k in actions.items():
+                slot[act] = slot.get(act, 0) + k
+    return cycles, total
+
+
+def solve_conv_clock(
+    cfg: GpuConfig, layer: ConvLayer, prices: Prices, toggle: float = 1.0
+) -> tuple[float, ConvChoice, Counts, float, str]:
+    """(clock, algorithm, board counts there, board W, limit name) of a conv layer: the
+    algorithm (``gpu_conv.best_conv``) is picked at max boost and kept; its GEMM kernels take
+    the GEMM model's fastest plan at each clock."""
+    chosen: list[ConvChoice] = []
+
+    def measure(f: float) -> _Timed:
+        at = _at_clock(cfg, f)
+        if not chosen:
+            chosen.append(best_conv(at, layer))
+        cycles, counts = _conv_board_counts(at, chosen[0])
+        return _Timed(cycles, counts, chosen[0])
+
+    f, cur, watts, limit = _solve(cfg, measure, prices, toggle)
+    return f, chosen[0], cur.counts, watts, limit
+
+
+def _power_extras(cfg: GpuConfig, sol: ClockSolution, toggle: float) -> dict:
     return {
         "clock_hz": sol.clock_hz,
         "board_power_w": sol.board_power_w,
@@ -235,6 +320,34 @@ def _power_extras(cfg: GpuConfig, prob: GemmProblem, sol: ClockSolution, toggle:
     }
 
 
+def _gemm_layer(
+    config: GpuConfig, prob: GemmProblem, prices: Prices, toggle: float, start: int, seed: int
+) -> tuple[LayerOutcome, float, Counts, dict]:
+    """(outcome at the solved clock, clock, board counts, power extras) of one GEMM layer."""
+    sol = solve_clock(config, prob, gemm_counts, prices, toggle)
+    o = layer_outcome(_at_clock(config, sol.clock_hz), prob, sol.run, sol.plans_tried, start, seed)
+    counts = board_counts(config, prob, sol.run, o.counts)
+    return o, sol.clock_hz, counts, _power_extras(config, sol, toggle)
+
+
+def _conv_layer(
+    config: GpuConfig, layer: ConvLayer, prices: Prices, toggle: float, start: int, seed: int
+) -> tuple[LayerOutcome, float, Counts, dict]:
+    """As :func:`_gemm_layer` for a conv layer run as its cuDNN-like algorithm."""
+    f, choice, counts, watts, limit = solve_conv_clock(config, layer, prices, toggle)
+    o = conv_outcome(_at_clock(config, f), layer, start, seed, choice)
+    extras = {
+        "clock_hz": f,
+        "board_power_w": watts,
+        "power_limited": limit == "power",
+        "tc_clock_limit": limit,
+        "tc_voltage_v": config.power.voltage_v(f) if config.power else float("nan"),
+        "tc_operand_toggle": toggle,
+        "tc_sm_cycles": o.cycles,
+    }
+    return o, f, counts, extras
+
+
 def simulate_gpu(
     config: GpuConfig, workload: WorkloadSpec, seed: int, energy_pj: Prices | None = None
 ) -> tuple[list[LayerOutcome], SimContext]:
@@ -242,7 +355,8 @@ def simulate_gpu(
 
     Without a ``power`` block or prices the preset's fixed clock is used. Layer ``cycles`` are
     periods of the preset's ``clock.frequency_hz`` (so ``time_s`` is right); ``clock_hz`` is the
-    SM clock the layer ran at and ``tc_sm_cycles`` its length in those clocks.
+    SM clock the layer ran at and ``tc_sm_cycles`` its length in those clocks. Conv layers run
+    as their cuDNN-like algorithm (``gpu_conv``), its kernels together at one steady clock.
     """
     if config.power is None or energy_pj is None:
         return simulate_tensor_core(config, workload, seed)
@@ -250,29 +364,27 @@ def simulate_gpu(
     ctx = SimContext(f_nom)
     outcomes = []
     for spec in workload.layers:
-        try:
-            prob = lower_to_gemm(spec)
-        except ValueError as exc:
-            raise SimulationError(str(exc)) from None
         toggle = toggle_fraction(spec.operand_activity)
-        sol = solve_clock(config, prob, gemm_counts, energy_pj, toggle)
-        cfg_f = config.model_copy(
-            update={"clock": config.clock.model_copy(update={"frequency_hz": sol.clock_hz})}
-        )
         start = int(ctx.env.now)
-        cycles = max(1, round(sol.run.cycles * f_nom / sol.clock_hz))
+        if isinstance(spec, ConvLayer):
+            o, f, counts, extras = _conv_layer(config, spec, energy_pj, toggle, start, seed)
+        else:
+            try:
+                prob = lower_to_gemm(spec)
+            except ValueError as exc:
+                raise SimulationError(str(exc)) from None
+            o, f, counts, extras = _gemm_layer(config, prob, energy_pj, toggle, start, seed)
+        cycles = max(1, round(o.cycles * f_nom / f))
         ctx.env.process(_advance(ctx, cycles))
         ctx.run()
-        o = layer_outcome(cfg_f, prob, sol.run, sol.plans_tried, start, seed)
-        counts = board_counts(config, prob, sol.run, o.counts)
         outcomes.append(
             replace(
                 o,
                 cycles=cycles,
                 end_cycle=start + cycles,
                 counts=counts,
-                action_scale=action_scale(config.power, counts, sol.clock_hz, toggle),
-                extras={**o.extras, **_power_extras(config, prob, sol, toggle)},
+                action_scale=action_scale(config.power, counts, f, toggle),
+                extras={**o.extras, **extras},
             )
         )
     return outcomes, ctx

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, PositiveInt
 
 from archsim.config.base import ArchsimModel
+from archsim.config.gpu_family import KernelFamily
 
 __all__ = ["CONV_ALGORITHMS", "ConvLibraryConfig"]
 
@@ -58,6 +59,12 @@ class ConvLibraryConfig(ArchsimModel):
         "../shared/data/h100/conv_alexnet.csv conv2/conv4/conv5 (groups=2) at batch 1 take "
         "22.6-23.5 us against 7.6 us for conv3 (groups=1, more MACs); grouped convs slower than "
         "separate per-group convs: pytorch/pytorch issues #10290 and #73764.",
+    )
+    families: list[KernelFamily] | None = Field(
+        default=None,
+        min_length=1,
+        description="Kernel families of the tensor-core conv GEMMs, fastest first (a conv GEMM "
+        "runs in the first it is eligible for); None: the GEMM library's families.",
     )
     split_k: bool = Field(
         default=False,

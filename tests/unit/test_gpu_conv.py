@@ -112,8 +112,15 @@ def test_gpu_run_needs_no_densities_and_reports_the_algorithm() -> None:
     layers = [_conv(name="a", n=1), _conv(name="b", n=1, c=3, k=32), _conv(name="d", groups=64)]
     wl = WorkloadSpec(schema_version=1, name="t", source="test", layers=layers)
     df = archsim.simulate("h100", wl).to_dataframe()
-    assert list(df.tc_conv_algo) == [best_conv(H100, lay).candidate.algorithm for lay in layers]
-    assert list(df.cycles) == [best_conv(H100, lay).cycles for lay in layers]
+    # H100 has a power block: the algorithm is picked at max boost, the layer runs at its
+    # solved clock, and ``cycles`` counts periods of the preset clock
+    assert H100.power is not None
+    top = H100.with_overrides({"clock.frequency_hz": H100.power.max_clock_hz})
+    assert list(df.tc_conv_algo) == [best_conv(top, lay).candidate.algorithm for lay in layers]
+    f_nom = H100.clock.frequency_hz
+    for lay, f, cycles in zip(layers, df.clock_hz, df.cycles, strict=True):
+        at_f = best_conv(H100.with_overrides({"clock.frequency_hz": f}), lay).cycles
+        assert cycles == max(1, round(at_f * f_nom / f))
     assert df.tc_tensor_ops.iloc[1] == False  # noqa: E712  (C = 3: CUDA cores)
     assert (df.energy_pj > 0).all() and (df.dram_bytes > 0).all()
     assert (df.macs_effective == df.macs_dense).all()  # dense when no density is given
