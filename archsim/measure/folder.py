@@ -11,8 +11,8 @@ A folder holds
 
 Times are seconds per call (``time_s`` the median, ``min_s`` the fastest), ``sm_mhz`` and
 ``board_w`` means of NVML readings (blank when none was taken). Other files (``README.md``)
-are listed as ignored. Every problem is a one-line :class:`MeasurementError` naming the file,
-the row or key and the field.
+and extra columns are listed as ignored. Every problem is a one-line
+:class:`MeasurementError` naming the file, the row or key and the field.
 """
 
 from __future__ import annotations
@@ -130,8 +130,8 @@ def _cell(path: Path, line: int, col: str, raw: str) -> Any:
     return text
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
-    """One ``gemm_*.csv`` / ``conv_*.csv`` file, every cell checked."""
+def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """One ``gemm_*.csv`` / ``conv_*.csv`` file, every cell checked; and its extra columns."""
     try:
         raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:
@@ -147,8 +147,6 @@ def _read_csv(path: Path) -> pd.DataFrame:
             path, missing[0], f"column missing; required columns: {', '.join(want)}"
         )
     extra = [c for c in header if c not in want]
-    if extra:
-        raise MeasurementError(path, extra[0], f"unknown column; allowed: {', '.join(want)}")
     if raw.empty:
         raise MeasurementError(path, "", "no rows; allowed: at least one measured row")
     raw.columns = header
@@ -163,7 +161,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
             f"{path}: line {int(bad[0]) + 2}", "min_s", "is larger than time_s (the median); "
             "allowed: min_s <= time_s",
         )  # fmt: skip
-    return frame
+    return frame, extra
 
 
 def _need(doc: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
@@ -226,7 +224,9 @@ def read_folder(path: str | Path) -> MeasuredFolder:
         if f.name.startswith("."):
             continue
         if f.suffix == ".csv" and f.name.startswith(("gemm_", "conv_")):
-            (gemm if f.name.startswith("gemm_") else conv)[f.name] = _read_csv(f)
+            frame, extra = _read_csv(f)
+            (gemm if f.name.startswith("gemm_") else conv)[f.name] = frame
+            ignored.extend(f"{f.name}: column {c}" for c in extra)
         elif f.name != DEVICE_FILE:
             ignored.append(f.name)
     if not gemm and not conv:

@@ -2,7 +2,9 @@
 
 Each GEMM row becomes a ``gemm`` layer: the stored shapes give the transpose flags (``a_stored``
 ``"k x m"`` -> ``transpose_a``, ``b_stored`` ``"n x k"`` -> ``transpose_b``: archsim's
-``GemmLayer.a_shape`` / ``b_shape`` are those stored shapes), ``precision`` the operand type and
+``GemmLayer.a_shape`` / ``b_shape`` are those stored shapes; fp8 rows always have B stored
+n x k, since ``torch._scaled_mm`` accepts only a column-major B -- shared/data/h100/README.md
+-- whatever their ``b_stored`` says), ``precision`` the operand type and
 :data:`ACCUMULATE` the accumulator (FP32 for floating point, as PyTorch does; INT32 for int8).
 Each conv row becomes a dense ``conv`` layer. A row that this archsim cannot express (a precision
 its ``GemmLayer`` or the preset lacks) is kept with its reason and left out of the statistics.
@@ -31,7 +33,7 @@ from archsim.simulate import simulate
 __all__ = [
     "ACCUMULATE",
     "GOALS",
-    "LONG_WINDOW_S",
+    "LONG_CALL_S",
     "Comparison",
     "compare",
     "error_stats",
@@ -48,12 +50,12 @@ ACCUMULATE = {"fp16": "fp32", "bf16": "fp32", "tf32": "fp32", "fp32": "fp32", "f
 PRECISION_NAMES = {"fp8": ("fp8_e4m3", "fp8")}
 #: Issue 16's goals for H100 time (median |error|, p90 |error|, Spearman).
 GOALS = {"median_abs_error": 0.10, "p90_abs_error": 0.25, "spearman": 0.97}
-#: NVML board power is a running average over about a second (shared/data/h100/README.md):
-#: a row's ``board_w`` is trusted when its 5 timed replays lasted at least this long.
-LONG_WINDOW_S = 1.0
-#: replays and the calls-per-replay rule of the timing method (README: n so one replay takes
-#: >= 20 ms, at most 500; 5 replays)
-_REPLAYS, _REPLAY_S, _MAX_CALLS = 5, 0.020, 500
+#: Rows whose board power is trusted: one call lasts at least this long (s). NVML's board power
+#: is a running average over about a second (shared/data/h100/README.md: "trust them only for
+#: the long runs (large shapes)"; it names the 8192-16384 square rows, 0.93 ms per call and
+#: up, as sustained load). Every row's 5 replays last only ~0.1 s, so a short kernel's reading
+#: still carries earlier, different work; 0.5 ms keeps all of those rows with margin.
+LONG_CALL_S = 0.5e-3
 
 
 def spearman(x: Iterable[float], y: Iterable[float]) -> float:
@@ -87,12 +89,6 @@ def error_stats(measured: pd.Series, simulated: pd.Series) -> dict[str, float]:
     }
 
 
-def _replay_seconds(time_s: float) -> float:
-    """How long the 5 timed replays of a row took, from the timing rule."""
-    calls = min(_MAX_CALLS, max(1, math.ceil(_REPLAY_S / time_s)))
-    return _REPLAYS * calls * time_s
-
-
 def _precision_name(measured: str) -> tuple[str | None, str]:
     allowed = typing.get_args(GemmLayer.model_fields["precision"].annotation)
     for name in PRECISION_NAMES.get(measured, (measured,)):
@@ -110,7 +106,8 @@ def _gemm_layer(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
         return None, why
     layer = {
         "kind": "gemm", "m": rec["m"], "n": rec["n"], "k": rec["k"],
-        "transpose_a": rec["a_stored"] == "k x m", "transpose_b": rec["b_stored"] == "n x k",
+        "transpose_a": rec["a_stored"] == "k x m",
+        "transpose_b": rec["b_stored"] == "n x k" or rec["precision"] == "fp8",
         "precision": precision, "accumulate": ACCUMULATE[rec["precision"]],
     }  # fmt: skip
     return layer, ""
@@ -173,7 +170,7 @@ def measured_rows(folder: MeasuredFolder) -> pd.DataFrame:
                 "file": name, "line": i + 2, "label": label, "kind": "conv" if is_conv else "gemm",
                 "precision": rec["precision"], "layout": layout, "flops": flops,
                 "time_s": rec["time_s"], "sm_mhz": rec["sm_mhz"], "board_w": rec["board_w"],
-                "long_window": _replay_seconds(rec["time_s"]) >= LONG_WINDOW_S,
+                "long_window": rec["time_s"] >= LONG_CALL_S,
                 "layer": layer, "reason": why,
             })  # fmt: skip
     return pd.DataFrame(out)
@@ -285,12 +282,13 @@ def _group_stats(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _power_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Long-window rows where the model reports a clock or board power."""
-    cols = [c for c in _MODEL_COLUMNS.values() if rows[c].notna().any()]
-    if not cols:
-        return pd.DataFrame()
-    keep = rows[rows["long_window"] & rows["sim_time_s"].notna()]
-    return keep[["file", "label", "precision", "sm_mhz", "board_w", *cols]].reset_index(drop=True)
+    """Long-window rows: measured clock, board power and energy per call (board_w x time_s)
+    next to the model's (clock and board power only where the model reports them)."""
+    keep = rows[rows["long_window"] & rows["sim_time_s"].notna() & rows["board_w"].notna()]
+    cols = [c for c in _MODEL_COLUMNS.values() if keep[c].notna().any()]
+    out = keep[["file", "label", "precision", "sm_mhz", "board_w", *cols, "sim_energy_j"]].copy()
+    out.insert(out.columns.get_loc("sim_energy_j"), "energy_j", keep["board_w"] * keep["time_s"])
+    return out.reset_index(drop=True)
 
 
 def _energy_layer(key: str) -> tuple[dict[str, Any] | None, str]:

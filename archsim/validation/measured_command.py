@@ -16,7 +16,7 @@ import pandas as pd
 from archsim.config.io import load_hardware
 from archsim.errors import ArchsimError
 from archsim.measure.folder import read_folder
-from archsim.validation.measured import GOALS, LONG_WINDOW_S, Comparison, compare
+from archsim.validation.measured import GOALS, LONG_CALL_S, Comparison, compare
 
 __all__ = ["add_arguments", "format_comparison", "goal_lines", "run_measured"]
 
@@ -52,6 +52,11 @@ def _pct(x: float) -> str:
     return "-" if x is None or math.isnan(x) else f"{100 * x:+.1f}%"
 
 
+def _num(x: float, width: int, spec: str) -> str:
+    """``x`` right-aligned in ``width`` with ``spec``; '-' for NaN."""
+    return f"{'-' if math.isnan(x) else format(x, spec):>{width}}"
+
+
 def _stat_line(name: str, s: dict[str, float]) -> str:
     return (
         f"{name:<34}{s['n']:>5}{100 * s['median_abs_error']:>9.1f}%"
@@ -77,7 +82,11 @@ def format_comparison(cmp: Comparison) -> str:
         lines.append(_stat_line(f"{g['file'][:22]} {g['precision']}", g.to_dict()))
     lines.append(_stat_line("all simulated rows", cmp.overall))
     if not cmp.power.empty:
-        lines += ["", f"clock / board power of long rows (replays >= {LONG_WINDOW_S:g} s):"]
+        lines += [
+            "",
+            "clock, board power and energy (board_w x time_s) of the rows whose calls last "
+            f">= {LONG_CALL_S * 1e3:g} ms (NVML averages power over ~1 s):",
+        ]
         lines.append(_power_table(cmp.power))
     if not cmp.energy.empty:
         lines += ["", "energy (NVML counter around ~4 s of calls):"]
@@ -97,22 +106,28 @@ def format_comparison(cmp: Comparison) -> str:
 
 
 def _power_table(power: pd.DataFrame) -> str:
-    lines = [f"  {'shape':<26}{'prec':<6}{'MHz':>7}{'sim':>7}{'W':>7}{'sim':>7}"]
+    lines = [
+        f"  {'shape':<26}{'prec':<6}{'MHz':>7}{'sim':>7}{'W':>7}{'sim':>7}{'J/call':>10}{'sim':>10}"
+    ]
     for _, r in power.iterrows():
         clock = r.get("sim_clock_hz", math.nan) / 1e6
         watts = r.get("sim_board_w", math.nan)
         lines.append(
-            f"  {r['label'][:25]:<26}{r['precision']:<6}{r['sm_mhz']:>7.0f}{clock:>7.0f}"
-            f"{r['board_w']:>7.0f}{watts:>7.0f}"
+            f"  {r['label'][:25]:<26}{r['precision']:<6}{_num(r['sm_mhz'], 7, '.0f')}"
+            f"{_num(clock, 7, '.0f')}{_num(r['board_w'], 7, '.0f')}{_num(watts, 7, '.0f')}"
+            f"{_num(r['energy_j'], 10, '.4g')}{_num(r['sim_energy_j'], 10, '.4g')}"
         )
-    pairs = (("sim_clock_hz", "sm_mhz", "clock"), ("sim_board_w", "board_w", "power"))
-    for col, meas, name in pairs:
+    triples = (
+        ("sim_clock_hz", "sm_mhz", "clock", 1e6),
+        ("sim_board_w", "board_w", "board power", 1.0),
+        ("sim_energy_j", "energy_j", "energy per call", 1.0),
+    )
+    for col, meas, name, scale in triples:
         if col in power and power[col].notna().any():
-            scale = 1e6 if col == "sim_clock_hz" else 1.0
-            err = ((power[col] / scale - power[meas]) / power[meas]).abs().dropna()
+            err = ((power[col] / scale - power[meas]) / power[meas]).dropna()
             lines.append(
-                f"  {name}: median |error| {100 * err.median():.1f}%, "
-                f"max {100 * err.max():.1f}% over {len(err)} rows"
+                f"  {name}: median |error| {100 * err.abs().median():.1f}% (median signed "
+                f"{100 * err.median():+.1f}%) over {len(err)} rows"
             )
     return "\n".join(lines)
 
@@ -171,7 +186,7 @@ def run_measured(args: argparse.Namespace) -> int:
     _echo(f"{folder.device.get('name', '?')} ({folder.path}) vs archsim {hw.name}, "
           f"clock: {args.clock}")  # fmt: skip
     _echo(format_comparison(cmp))
-    for note in (*cmp.notes, *(f"ignored {f} (not a measurement file)" for f in folder.ignored)):
+    for note in (*cmp.notes, *(f"ignored {f}" for f in folder.ignored)):
         _echo(f"note: {note}")
     lines, ok = goal_lines(cmp)
     for line in lines:
