@@ -37,7 +37,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="a few shapes per kind and one energy reading (minutes instead of ~half an hour)",
+        help="a few shapes per kind and one, shorter energy reading",
     )
     p.add_argument(
         "--backend",

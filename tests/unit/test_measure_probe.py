@@ -7,6 +7,7 @@ import math
 import shutil
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -224,3 +225,31 @@ def test_cli_probe_refuses_a_non_empty_folder(tmp_path, capsys) -> None:
     assert main(["probe", "gpu", "-o", str(tmp_path / "p"), "--backend", "fake"]) == 2
     assert "not an empty folder" in capsys.readouterr().err
     assert [p.name for p in (tmp_path / "p").iterdir()] == ["keep.txt"]
+
+
+def _fake_torch(cuda: bool) -> SimpleNamespace:
+    return SimpleNamespace(
+        __version__="2.9.0+cpu",
+        version=SimpleNamespace(cuda=None),
+        cuda=SimpleNamespace(is_available=lambda: cuda),
+    )
+
+
+def test_torch_without_a_cuda_gpu_is_one_line(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(cuda=False))
+    monkeypatch.setitem(sys.modules, "pynvml", SimpleNamespace())
+    with pytest.raises(BackendUnavailable, match="no CUDA GPU visible to PyTorch 2.9.0"):
+        load_backend("torch")
+
+
+def test_nvml_that_does_not_start_is_one_line(monkeypatch) -> None:
+    class NVMLError(Exception):
+        pass
+
+    def init() -> None:
+        raise NVMLError("Driver Not Loaded")
+
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(cuda=True))
+    monkeypatch.setitem(sys.modules, "pynvml", SimpleNamespace(NVMLError=NVMLError, nvmlInit=init))
+    with pytest.raises(BackendUnavailable, match=r"NVML did not start \(Driver Not Loaded\)"):
+        load_backend("torch")
