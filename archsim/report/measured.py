@@ -80,6 +80,45 @@ def _row_cells(r: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
 
 
+def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
+    try:
+        v = float(value) / scale
+    except (TypeError, ValueError):
+        return "\u2013"
+    return "\u2013" if math.isnan(v) else format(v, spec)
+
+
+def _power_table(power: pd.DataFrame | None) -> list[list[str]]:
+    """Sustained rows: measured / simulated clock, board power and energy per call."""
+    if power is None or power.empty:
+        return []
+    out = []
+    for r in power.to_dict(orient="records"):
+        err = (r["sim_energy_j"] - r["energy_j"]) / r["energy_j"]
+        out.append([
+            r["file"], r["label"], r["precision"], _fmt(r["sm_mhz"], ".0f"),
+            _fmt(r.get("sim_clock_hz"), ".0f", 1e6), _fmt(r["board_w"], ".0f"),
+            _fmt(r.get("sim_board_w"), ".0f"), _fmt(r["energy_j"], ".4g"),
+            _fmt(r["sim_energy_j"], ".4g"), _pct(err, signed=True),
+        ])  # fmt: skip
+    return out
+
+
+def _energy_table(energy: pd.DataFrame | None) -> list[list[str]]:
+    """The folder's NVML energy readings against the model (or why not compared)."""
+    if energy is None or energy.empty:
+        return []
+    out = []
+    for e in energy.to_dict(orient="records"):
+        err = (e["sim_energy_j"] - e["joules_per_call"]) / e["joules_per_call"]
+        out.append([
+            e["entry"], _fmt(e["joules_per_call"], ".4g"), _fmt(e["sim_energy_j"], ".4g"),
+            _pct(err, signed=True), _fmt(e["watts"], ".0f"), _fmt(e["sim_power_w"], ".0f"),
+            _fmt(e["sm_mhz"], ".0f"), _fmt(e["sim_clock_hz"], ".0f", 1e6), e["reason"],
+        ])  # fmt: skip
+    return out
+
+
 def render_measured_report(
     rows: pd.DataFrame,
     groups: pd.DataFrame,
@@ -91,8 +130,12 @@ def render_measured_report(
     clock: str,
     goals: Sequence[tuple[bool, str]] = (),
     notes: Sequence[str] = (),
+    power: pd.DataFrame | None = None,
+    energy: pd.DataFrame | None = None,
 ) -> str:
-    """The page's HTML text (self-contained, deterministic)."""
+    """The page's HTML text (self-contained, deterministic). ``power``: sustained rows with
+    ``energy_j`` / ``sim_energy_j`` (and ``sim_clock_hz`` / ``sim_board_w`` when the model
+    reports them); ``energy``: the folder's energy readings vs the model."""
     from archsim.simulate import archsim_version
 
     spear = overall["spearman"]
@@ -121,6 +164,12 @@ def render_measured_report(
         "row_header": ["file", "shape", "precision", "layout", "measured \u00b5s",
                        "archsim \u00b5s", "error", "measured TFLOPS", "archsim TFLOPS", "note"],
         "rows": [_row_cells(r) for r in rows.to_dict(orient="records")],
+        "power_header": ["file", "shape", "precision", "MHz", "archsim MHz", "board W",
+                         "archsim W", "J/call (W \u00d7 s)", "archsim J/call", "energy error"],
+        "power_rows": _power_table(power),
+        "energy_header": ["reading", "J/call", "archsim J/call", "error", "W", "archsim W",
+                          "MHz", "archsim MHz", "not compared because"],
+        "energy_rows": _energy_table(energy),
     }  # fmt: skip
     from markupsafe import Markup
 

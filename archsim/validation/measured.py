@@ -356,9 +356,14 @@ def compare(
         files = ", ".join(sorted(set(block["file"])))
         notes.append(f"not simulated: {len(block)} row(s) of {files}: {why}")
     if not rows[list(_MODEL_COLUMNS.values())].notna().any().any():
+        at = (
+            "rows with an sm_mhz reading ran at it, the others"
+            if clock == "measured"
+            else "it runs"
+        )
         notes.append(
             "the model reports no per-layer clock or board power (no clock_hz / board_power_w "
-            f"columns): it runs at the preset's {hw.clock.frequency_hz / 1e6:g} MHz"
+            f"columns): {at} at the preset's {hw.clock.frequency_hz / 1e6:g} MHz"
         )
     if clock == "measured":
         blank = int((done["clock_source"] == "preset").sum())

@@ -154,6 +154,7 @@ def _write_html(cmp: Comparison, args: argparse.Namespace, hw_name: str, goals: 
         title=f"archsim {hw_name} vs measured silicon", folder=str(args.measured),
         hardware=hw_name, clock=args.clock,
         goals=[(g.startswith("PASS"), g[5:]) for g in goals], notes=cmp.notes,
+        power=cmp.power, energy=cmp.energy,
     )  # fmt: skip
     try:
         path = write_measured_report(Path(args.html), text)
