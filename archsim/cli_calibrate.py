@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from archsim.config.io import load_hardware
 from archsim.errors import ArchsimError
 from archsim.measure.folder import read_folder
 from archsim.validation.calibrate import FIELDS, fit, residuals, write_yaml
+from archsim.validation.measured import load_gpu
 
 __all__ = ["add_parser", "cmd"]
 
@@ -56,12 +56,7 @@ def cmd(args: argparse.Namespace) -> int:
         raise ArchsimError(f"-o: {out}: not a YAML file name; allowed: a path ending in .yaml")
     if out.is_dir():
         raise ArchsimError(f"-o: {out}: is a folder; allowed: a YAML file path")
-    hw = load_hardware(args.hardware)
-    if getattr(hw, "accelerator", None) != "tensor_core":
-        raise ArchsimError(
-            f"--hardware: {args.hardware!r} is a {hw.accelerator} config; allowed: a tensor_core "
-            "GPU preset (v100, a100, h100) or YAML"
-        )
+    hw = load_gpu(args.hardware)
     folder = read_folder(args.measured)
 
     def progress(message: str) -> None:

@@ -44,7 +44,8 @@ class GemmShape:
 
 @dataclass(frozen=True)
 class ConvShape:
-    """One 2-D convolution (NHWC, PyTorch padding and groups) at batch ``n``."""
+    """One 2-D convolution (NHWC, PyTorch padding and groups) at batch ``n``; ``p`` x ``q``
+    is the output size (``ConvLayer.out_h`` / ``out_w``)."""
 
     net: str
     layer: str
@@ -58,17 +59,9 @@ class ConvShape:
     stride: int
     pad: int
     groups: int
+    p: int
+    q: int
     precision: str = "fp16"
-
-    @property
-    def p(self) -> int:
-        """Output height."""
-        return (self.h + 2 * self.pad - self.r) // self.stride + 1
-
-    @property
-    def q(self) -> int:
-        """Output width."""
-        return (self.w + 2 * self.pad - self.s) // self.stride + 1
 
     @property
     def flops(self) -> int:

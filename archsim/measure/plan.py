@@ -99,6 +99,8 @@ def alexnet_convs(batches: tuple[int, ...]) -> list[ConvShape]:
             lay.stride,
             lay.pad,
             lay.groups,
+            lay.out_h,
+            lay.out_w,
         )  # fmt: skip
         for n in batches
         for lay in layers

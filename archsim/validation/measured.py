@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from archsim.config.io import load_hardware
 from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.measure.folder import MeasuredFolder
@@ -37,6 +38,7 @@ __all__ = [
     "Comparison",
     "compare",
     "error_stats",
+    "load_gpu",
     "measured_rows",
     "simulate_rows",
     "spearman",
@@ -124,13 +126,10 @@ def _conv_layer(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     elif rec["precision"] != "fp16":
         return None, f"precision {rec['precision']!r}: this archsim's conv layers are fp16 only"
     try:
-        ConvLayer.model_validate({"name": "x", **layer})
+        conv = ConvLayer.model_validate({"name": "x", **layer})
     except ValidationError as exc:
         return None, " ".join(str(exc.errors()[0]["msg"]).split())
-    if (rec["p"], rec["q"]) != (
-        (rec["h"] + 2 * rec["pad"] - rec["r"]) // rec["stride"] + 1,
-        (rec["w"] + 2 * rec["pad"] - rec["s"]) // rec["stride"] + 1,
-    ):
+    if (rec["p"], rec["q"]) != (conv.out_h, conv.out_w):
         return None, "p, q disagree with h, w, r, s, stride and pad"
     return layer, ""
 
@@ -337,6 +336,17 @@ def _energy_rows(hw: Any, energy: dict[str, Any]) -> pd.DataFrame:
                 rec["reason"] = " ".join(str(exc).split())
         recs.append(rec)
     return pd.DataFrame(recs)
+
+
+def load_gpu(hardware: str) -> Any:
+    """A tensor_core preset or YAML (one-line error for any other accelerator)."""
+    hw = load_hardware(hardware)
+    if getattr(hw, "accelerator", None) != "tensor_core":
+        raise ArchsimError(
+            f"--hardware: {hardware!r} is a {hw.accelerator} config; allowed: a tensor_core "
+            "GPU preset (v100, a100, h100) or YAML"
+        )
+    return hw
 
 
 def compare(

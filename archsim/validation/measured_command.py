@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from archsim.config.io import load_hardware
 from archsim.errors import ArchsimError
 from archsim.measure.folder import read_folder
-from archsim.validation.measured import GOALS, LONG_CALL_S, Comparison, compare
+from archsim.validation.measured import GOALS, LONG_CALL_S, Comparison, compare, load_gpu
 
 __all__ = ["add_arguments", "format_comparison", "goal_lines", "run_measured"]
 
@@ -171,12 +170,7 @@ def run_measured(args: argparse.Namespace) -> int:
             f"validate: --measured compares tensor_core only (got {', '.join(models)}); "
             "allowed: `archsim validate tensor_core --measured DIR`"
         )
-    hw = load_hardware(args.hardware)
-    if getattr(hw, "accelerator", None) != "tensor_core":
-        raise ArchsimError(
-            f"--hardware: {args.hardware!r} is a {hw.accelerator} config; allowed: a tensor_core "
-            "GPU preset (v100, a100, h100) or YAML"
-        )
+    hw = load_gpu(args.hardware)
     folder = read_folder(args.measured)
 
     def progress(message: str) -> None:
