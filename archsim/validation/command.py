@@ -78,6 +78,9 @@ def run_command(args: argparse.Namespace) -> int:
         from archsim.validation.measured_command import run_measured
 
         return run_measured(args)
+    from archsim.validation.measured_command import check_unused
+
+    check_unused(args)
     eie_data = _eie_data(args.eie_data)
     models = list(dict.fromkeys(args.models)) or ["all"]
     unknown = [m for m in models if m not in (*MODELS, "all")]

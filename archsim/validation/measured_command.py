@@ -17,7 +17,7 @@ from archsim.errors import ArchsimError
 from archsim.measure.folder import read_folder
 from archsim.validation.measured import GOALS, LONG_CALL_S, Comparison, compare, load_gpu
 
-__all__ = ["add_arguments", "format_comparison", "goal_lines", "run_measured"]
+__all__ = ["add_arguments", "check_unused", "format_comparison", "goal_lines", "run_measured"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,14 +30,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--hardware",
-        default="h100",
+        default=None,
         metavar="HW",
         help="with --measured: the GPU preset or YAML to simulate (default h100)",
     )
     p.add_argument(
         "--clock",
         choices=["model", "measured"],
-        default="model",
+        default=None,
         help="with --measured: simulate at the model's clock (default) or pin each row's SM "
         "clock to its measured sm_mhz (isolates the time model from the clock model)",
     )
@@ -162,6 +162,16 @@ def _write_html(cmp: Comparison, args: argparse.Namespace, hw_name: str, goals: 
     _echo(f"wrote {path}")
 
 
+def check_unused(args: argparse.Namespace) -> None:
+    """``--hardware`` / ``--clock`` mean something only with ``--measured``."""
+    for flag, value in (("--hardware", args.hardware), ("--clock", args.clock)):
+        if value is not None:
+            raise ArchsimError(
+                f"{flag}: only used with --measured DIR; allowed: "
+                f"`archsim validate tensor_core --measured DIR {flag} ...`"
+            )
+
+
 def run_measured(args: argparse.Namespace) -> int:
     """Implementation of ``archsim validate tensor_core --measured DIR``."""
     models = list(dict.fromkeys(args.models)) or ["tensor_core"]
@@ -170,6 +180,10 @@ def run_measured(args: argparse.Namespace) -> int:
             f"validate: --measured compares tensor_core only (got {', '.join(models)}); "
             "allowed: `archsim validate tensor_core --measured DIR`"
         )
+    if args.markdown:
+        raise ArchsimError("-o/--markdown: not written with --measured; allowed: --html FILE")
+    args.hardware = args.hardware or "h100"
+    args.clock = args.clock or "model"
     hw = load_gpu(args.hardware)
     folder = read_folder(args.measured)
 

@@ -221,3 +221,17 @@ def test_cli_calibrate_prints_residuals_and_is_deterministic(synthetic, fitted, 
     assert "launch_overhead_s" in text and "held out" in text and "fit" in text
     api = write_yaml("h100", fitted, read_folder(synthetic), tmp_path / "api.yaml")
     assert out.read_text() == api.read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["validate", "eie", "--clock", "measured"], "--clock: only used with --measured"),
+        (["validate", "--hardware", "h100"], "--hardware: only used with --measured"),
+        (["validate", "tensor_core", "--measured", "{folder}", "-o", "x.md"], "--html FILE"),
+    ],
+)
+def test_cli_measured_options_out_of_place(folder, capsys, argv, needle) -> None:
+    assert main([a.format(folder=folder) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
