@@ -48,6 +48,10 @@ __all__ = [
 #: _scaled_mm: see shared/data/h100/README.md "How each GEMM was timed")
 ACCUMULATE = {"fp16": "fp32", "bf16": "fp32", "tf32": "fp32", "fp32": "fp32", "fp8": "fp32",
               "int8": "int32"}  # fmt: skip
+#: type of C/D each measured precision writes (torch.mm: the operand type, FP32 for tf32/fp32;
+#: _scaled_mm: bf16; _int_mm: int32), set where this archsim's gemm layers have ``output``
+OUTPUT = {"fp16": "fp16", "bf16": "bf16", "tf32": "fp32", "fp32": "fp32", "fp8": "bf16",
+          "int8": "int32"}  # fmt: skip
 #: archsim names tried, in order, for a measured precision (fp8 rows are e4m3)
 PRECISION_NAMES = {"fp8": ("fp8_e4m3", "fp8")}
 #: Issue 16's goals for H100 time (median |error|, p90 |error|, Spearman).
@@ -112,6 +116,8 @@ def _gemm_layer(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
         "transpose_b": rec["b_stored"] == "n x k" or rec["precision"] == "fp8",
         "precision": precision, "accumulate": ACCUMULATE[rec["precision"]],
     }  # fmt: skip
+    if "output" in GemmLayer.model_fields:
+        layer["output"] = OUTPUT[rec["precision"]]
     return layer, ""
 
 
@@ -200,8 +206,12 @@ def _simulated(df: pd.DataFrame) -> dict[str, pd.Series]:
 
 
 def _at_clock(hw: Any, mhz: float) -> Any:
-    """``hw`` with its SM clock set to a measured ``mhz`` (the one place a clock is pinned)."""
-    return hw.with_overrides({"clock.frequency_hz": float(mhz) * 1e6}, source="--clock measured")
+    """``hw`` with its SM clock pinned to a measured ``mhz`` (the one place a clock is pinned):
+    a preset with a ``power`` block runs with it off (fixed clock, no board-power solve)."""
+    pin: dict[str, Any] = {"clock.frequency_hz": float(mhz) * 1e6}
+    if getattr(hw, "power", None) is not None:
+        pin["power"] = None
+    return hw.with_overrides(pin, source="--clock measured")
 
 
 def simulate_rows(
@@ -213,7 +223,8 @@ def simulate_rows(
     """``rows`` (from :func:`measured_rows`) with ``sim_*`` columns and ``error``.
 
     ``clock="model"`` runs the preset as it is; ``"measured"`` pins each row's SM clock to its
-    ``sm_mhz`` (rows without one keep the preset's clock; ``clock_source`` says which). Rows
+    ``sm_mhz`` with any power solve off (rows without one keep the preset as it is;
+    ``clock_source`` says which). Rows
     are simulated in groups of one file and precision; a group that fails is re-run row by row
     so that each failing row gets its own reason.
     """

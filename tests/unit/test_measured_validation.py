@@ -87,6 +87,8 @@ def test_rows_map_stored_shapes_to_transpose_flags(folder: Path) -> None:
     assert tn["layer"]["transpose_a"] and not tn["layer"]["transpose_b"] and tn["layout"] == "TN"
     int8 = rows[rows["precision"] == "int8"].iloc[0]
     assert int8["layer"]["accumulate"] == "int32"
+    if "output" in GemmLayer.model_fields:  # C/D type where the layers have one
+        assert int8["layer"]["output"] == "int32" and nt["layer"]["output"] == "fp16"
     conv = rows.loc["alexnet conv3 n=1"]
     assert conv["layer"]["kind"] == "conv" and conv["flops"] == 2 * 384 * 13 * 13 * 256 * 9
 
