@@ -44,11 +44,16 @@ class CalibrationField:
     meaning: str
 
 
-#: The documented calibration fields (the lead adds those of the new timing/power models).
+#: The documented calibration fields; a field the config does not have is skipped (and said),
+#: so one registry serves presets before and after a field is renamed.
 FIELDS: tuple[CalibrationField, ...] = (
     CalibrationField(
         "launch_overhead_s", 0.0, 20e-6,
         "time from one kernel to the next (s): the floor of the smallest GEMMs",
+    ),
+    CalibrationField(
+        "launch.graph_s", 0.0, 20e-6,
+        "per kernel in a CUDA graph (s; launch_overhead_s's successor): the smallest GEMMs",
     ),
     CalibrationField(
         "hbm_achievable_fraction", 0.5, 1.0,

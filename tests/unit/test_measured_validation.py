@@ -18,6 +18,13 @@ from archsim.validation import calibrate
 from archsim.validation.calibrate import FIELDS, fit, write_yaml
 from archsim.validation.measured import compare, measured_rows, spearman
 
+#: the launch-floor field of this archsim's GPU config
+LAUNCH = next(
+    f.path
+    for f in FIELDS
+    if f.path.startswith("launch")
+    and calibrate._get(archsim.load_hardware("h100"), f.path) is not None
+)
 GEMMS = [  # m, n, k, a_stored, b_stored, precision, time_s
     (512, 512, 512, "m x k", "k x n", "fp16", 3.4e-6),
     (1024, 1024, 1024, "m x k", "n x k", "fp16", 5.6e-6),
@@ -177,8 +184,8 @@ def test_golden_section_finds_a_bracketed_minimum() -> None:
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Rows 'measured' on h100 with launch_overhead_s = 2 us (small, launch-bound GEMMs)."""
-    hw = archsim.load_hardware("h100").with_overrides({"launch_overhead_s": 2e-6})
+    """Rows 'measured' on h100 with a 2 us launch floor (small, launch-bound GEMMs)."""
+    hw = archsim.load_hardware("h100").with_overrides({LAUNCH: 2e-6})
     shapes = [(512, 512, 512), (768, 768, 768), (1024, 1024, 1024), (1536, 1536, 1536)]
     layers = [{"name": f"g{i}", "kind": "gemm", "m": m, "n": n, "k": k}
               for i, (m, n, k) in enumerate(shapes)]  # fmt: skip
@@ -200,17 +207,19 @@ def fitted(synthetic: Path):
 
 def test_calibrate_fits_only_registered_fields_within_bounds(synthetic, fitted, tmp_path) -> None:
     hw, result = archsim.load_hardware("h100"), fitted
-    assert set(result.after) == {f.path for f in FIELDS}
+    assert set(result.after) | set(result.skipped) == {f.path for f in FIELDS}
+    assert LAUNCH in result.after and LAUNCH not in result.skipped
     for f in FIELDS:
-        assert f.low <= result.after[f.path] <= f.high
+        assert f.path in result.skipped or f.low <= result.after[f.path] <= f.high
     assert result.objective_after < result.objective_before
     # the launch floor moves from the preset's 5 us towards the 2 us the rows were made with
-    assert abs(result.after["launch_overhead_s"] - 2e-6) < abs(5e-6 - 2e-6)
+    start = result.before[LAUNCH]
+    assert abs(result.after[LAUNCH] - 2e-6) < abs(start - 2e-6)
     out = write_yaml("h100", result, read_folder(synthetic), tmp_path / "cal" / "my_gpu.yaml")
     text = out.read_text()
     assert text.startswith("# h100_calibrated: preset 'h100'") and str(synthetic) in text
     cal = archsim.load_hardware(out)
-    assert cal.launch_overhead_s == pytest.approx(result.after["launch_overhead_s"], rel=1e-5)
+    assert calibrate._get(cal, LAUNCH) == pytest.approx(result.after[LAUNCH], rel=1e-5)
     assert cal.sms == hw.sms and cal.name == "h100_calibrated"
     assert sorted(p.name for p in (tmp_path / "cal").iterdir()) == ["my_gpu.yaml"]
 
@@ -220,7 +229,7 @@ def test_cli_calibrate_prints_residuals_and_is_deterministic(synthetic, fitted, 
     assert main(["calibrate", "tensor_core", "--measured", str(synthetic), "-o", str(out),
                  "-q"]) == 0  # fmt: skip
     text = capsys.readouterr().out
-    assert "launch_overhead_s" in text and "held out" in text and "fit" in text
+    assert LAUNCH in text and "held out" in text and "fit" in text
     api = write_yaml("h100", fitted, read_folder(synthetic), tmp_path / "api.yaml")
     assert out.read_text() == api.read_text()
 
