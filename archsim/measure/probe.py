@@ -138,6 +138,24 @@ def _skip(progress: Progress | None, what: str, why: str) -> None:
         progress(f"skipped {what}: {why}")
 
 
+def _time_or_skip(
+    backend: Backend, make: Callable[[], Op], what: str, progress: Progress | None
+) -> Timing | None:
+    """Time the op ``make()`` builds; None (and a progress line saying why) past
+    :data:`MAX_CALL_S` or when the device refuses it (out of memory, a shape the library
+    rejects)."""
+    try:
+        timing = time_in_graph(backend, make())
+    except RuntimeError as exc:  # torch's CUDA / OOM / library errors
+        _skip(progress, what, "failed: " + " ".join(str(exc).split())[:200])
+        return None
+    finally:
+        backend.release()
+    if timing is None:
+        _skip(progress, what, f"one call takes longer than {MAX_CALL_S} s")
+    return timing
+
+
 def gemm_rows(
     backend: Backend,
     shapes: Iterable[tuple[str | None, GemmShape]],
@@ -153,10 +171,8 @@ def gemm_rows(
         if why:
             _skip(progress, what, why)
             continue
-        timing = time_in_graph(backend, backend.gemm(g))
-        backend.release()
+        timing = _time_or_skip(backend, lambda g=g: backend.gemm(g), what, progress)
         if timing is None:
-            _skip(progress, what, f"one call takes longer than {MAX_CALL_S} s")
             continue
         if progress:
             progress(f"{what} {g.a_stored}/{g.b_stored}: {timing.time_s * 1e6:.2f} us")
@@ -173,11 +189,9 @@ def conv_rows(
     """One row per convolution (columns of ``conv_*.csv``)."""
     rows = []
     for c in shapes:
-        timing = time_in_graph(backend, backend.conv(c))
-        backend.release()
         what = f"{c.net} {c.layer} n={c.n}"
+        timing = _time_or_skip(backend, lambda c=c: backend.conv(c), what, progress)
         if timing is None:
-            _skip(progress, what, f"one call takes longer than {MAX_CALL_S} s")
             continue
         if progress:
             progress(f"{what}: {timing.time_s * 1e6:.2f} us")

@@ -253,3 +253,17 @@ def test_nvml_that_does_not_start_is_one_line(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", SimpleNamespace(NVMLError=NVMLError, nvmlInit=init))
     with pytest.raises(BackendUnavailable, match=r"NVML did not start \(Driver Not Loaded\)"):
         load_backend("torch")
+
+
+def test_a_kernel_the_device_refuses_is_skipped_with_its_error() -> None:
+    class Refusing(FakeBackend):
+        def gemm(self, shape: GemmShape):  # type: ignore[override]
+            if shape.m == 4096:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return super().gemm(shape)
+
+    notes: list[str] = []
+    shapes = [(None, GemmShape(4096, 4096, 4096)), (None, GemmShape(1024, 1024, 1024))]
+    frame = gemm_rows(Refusing(), shapes, notes.append)
+    assert list(frame["m"]) == [1024]
+    assert "failed: CUDA out of memory" in notes[0]
