@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from archsim import cli_calibrate, cli_probe
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.config.io import list_presets, load_hardware, load_workload, preset_dirs, read_yaml
 from archsim.errors import ArchsimError, ConfigError, WorkloadError
@@ -99,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     from archsim.validation.command import add_parser as add_validate_parser
 
     add_validate_parser(sub)
+    cli_probe.add_parser(sub)
+    cli_calibrate.add_parser(sub)
     return p
 
 
@@ -288,6 +291,8 @@ _COMMANDS = {
     "schema": _cmd_schema,
     "report": _cmd_report,
     "validate": _cmd_validate,
+    "probe": cli_probe.cmd,
+    "calibrate": cli_calibrate.cmd,
 }
 
 
