@@ -308,15 +308,17 @@ def solve_conv_clock(
     return f, chosen[0], cur.counts, watts, limit
 
 
-def _power_extras(cfg: GpuConfig, sol: ClockSolution, toggle: float) -> dict:
+def _power_extras(
+    cfg: GpuConfig, clock_hz: float, watts: float, limit: str, toggle: float, sm_cycles: int
+) -> dict:
     return {
-        "clock_hz": sol.clock_hz,
-        "board_power_w": sol.board_power_w,
-        "power_limited": sol.power_limited,
-        "tc_clock_limit": sol.limit,
-        "tc_voltage_v": cfg.power.voltage_v(sol.clock_hz) if cfg.power else float("nan"),
+        "clock_hz": clock_hz,
+        "board_power_w": watts,
+        "power_limited": limit == "power",
+        "tc_clock_limit": limit,
+        "tc_voltage_v": cfg.power.voltage_v(clock_hz) if cfg.power else float("nan"),
         "tc_operand_toggle": toggle,
-        "tc_sm_cycles": sol.run.cycles,
+        "tc_sm_cycles": sm_cycles,
     }
 
 
@@ -327,7 +329,10 @@ def _gemm_layer(
     sol = solve_clock(config, prob, gemm_counts, prices, toggle)
     o = layer_outcome(_at_clock(config, sol.clock_hz), prob, sol.run, sol.plans_tried, start, seed)
     counts = board_counts(config, prob, sol.run, o.counts)
-    return o, sol.clock_hz, counts, _power_extras(config, sol, toggle)
+    extras = _power_extras(
+        config, sol.clock_hz, sol.board_power_w, sol.limit, toggle, sol.run.cycles
+    )
+    return o, sol.clock_hz, counts, extras
 
 
 def _conv_layer(
@@ -336,16 +341,7 @@ def _conv_layer(
     """As :func:`_gemm_layer` for a conv layer run as its cuDNN-like algorithm."""
     f, choice, counts, watts, limit = solve_conv_clock(config, layer, prices, toggle)
     o = conv_outcome(_at_clock(config, f), layer, start, seed, choice)
-    extras = {
-        "clock_hz": f,
-        "board_power_w": watts,
-        "power_limited": limit == "power",
-        "tc_clock_limit": limit,
-        "tc_voltage_v": config.power.voltage_v(f) if config.power else float("nan"),
-        "tc_operand_toggle": toggle,
-        "tc_sm_cycles": o.cycles,
-    }
-    return o, f, counts, extras
+    return o, f, counts, _power_extras(config, f, watts, limit, toggle, o.cycles)
 
 
 def simulate_gpu(
