@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from archsim import cli_compress, cli_onnx
+from archsim import cli_calibrate, cli_compress, cli_onnx, cli_probe
 from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.config.io import (
@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run a baseline (e.g. dcnn for scnn) and add speedup_vs_<baseline> columns",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
+    run.add_argument("--batch", type=int, help="run every conv/fc/lstm layer at this batch size")
     run.add_argument(
         "--from-scalesim",
         nargs=2,
@@ -118,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_doctor_parser(sub)
     cli_onnx.add_parser(sub)
     cli_compress.add_parser(sub)
+    cli_probe.add_parser(sub)
+    cli_calibrate.add_parser(sub)
     return p
 
 
@@ -209,6 +212,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
             changes = ", ".join(f"{k}={v}" for k, v in overrides.items())
             overrides["name"] = f"{hw.name} ({changes})"  # type: ignore[attr-defined]
         hw = hw.with_overrides(overrides, source="--set")
+    if args.batch is not None:
+        if args.batch < 1:
+            problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
+            raise ConfigError("--batch", "", problem)
+        wl = wl.with_batch(args.batch)
     if args.seed < 0:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
     try:
@@ -323,6 +331,8 @@ _COMMANDS = {
     "doctor": cmd_doctor,
     "import": cli_onnx.cmd,
     "compress": cli_compress.cmd,
+    "probe": cli_probe.cmd,
+    "calibrate": cli_calibrate.cmd,
 }
 
 

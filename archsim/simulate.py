@@ -63,6 +63,28 @@ PRICE_LISTS = {
 }
 
 
+def _board_columns(extras: dict, energy_pj: float, macs: int) -> dict:
+    """GPU layers solved under a power limit also report joules and pJ per FLOP."""
+    if "board_power_w" not in extras:
+        return extras
+    flops = 2 * macs
+    return {**extras, "energy_j": energy_pj * 1e-12, "pj_per_flop": energy_pj / flops}
+
+
+def _board_totals(layers: list[LayerResult]) -> dict:
+    """Per run: joules, average board watts, pJ/FLOP, time-weighted clock, any power limit."""
+    t = sum(lr.time_s for lr in layers)
+    e = sum(lr.energy_pj for lr in layers)
+    flops = 2 * sum(lr.macs_dense for lr in layers)
+    return {
+        "energy_j": e * 1e-12,
+        "average_power_w": e * 1e-12 / t if t else 0.0,
+        "pj_per_flop": e / flops if flops else 0.0,
+        "clock_hz": sum(lr.extras["clock_hz"] * lr.time_s for lr in layers) / t if t else 0.0,
+        "power_limited": any(lr.extras["power_limited"] for lr in layers),
+    }
+
+
 def simulate(
     hardware: ArchsimModel | str | Path,
     workload: WorkloadSpec | str | Path,
@@ -106,15 +128,18 @@ def simulate(
     origin = provenance(hw, wl)  # before progress reporting wraps the layer list
     if progress is not None:  # reports each layer as the simulator walks the list
         wl = wl.model_copy(update={"layers": ReportingLayers(wl.layers, progress)})
-    outcomes, ctx = REGISTRY[acc](hw, wl, seed)
     prices: PriceList = PRICE_LISTS[acc](hw)
+    # the GPU model solves each layer's clock under the power limit: it needs the prices
+    priced = {"energy_pj": prices.energy_pj} if acc == "tensor_core" else {}
+    outcomes, ctx = REGISTRY[acc](hw, wl, seed, **priced)
     clock = hw.clock.frequency_hz  # type: ignore[attr-defined]
     layers = []
     warnings: list[str] = []
     for o in outcomes:
         t = cycles_to_seconds(o.cycles, clock)
-        by_comp = price_counts(prices, o.counts, t)
+        by_comp = price_counts(prices, o.counts, t, o.action_scale)
         energy = sum(by_comp.values())
+        extras = _board_columns(o.extras, energy, o.macs_dense)
         peak = o.cycles * o.peak_macs_per_cycle
         layers.append(
             LayerResult(
@@ -132,7 +157,7 @@ def simulate(
                 end_cycle=o.end_cycle,
                 energy_by_component_pj=by_comp,
                 counts=o.counts,
-                extras=o.extras,
+                extras=extras,
             )
         )
         warnings.extend(o.warnings)
@@ -143,6 +168,8 @@ def simulate(
         "simpy_events": ctx.events,
         "exposed_io_cycles": ctx.env.now - sum(o.cycles for o in outcomes),
     }
+    if layers and "board_power_w" in layers[0].extras:
+        meta["gpu_board"] = _board_totals(layers)
     return RunResult(
         accelerator=acc,
         hardware=hw.name,  # type: ignore[attr-defined]

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.dcnn import simulate_dcnn
 from archsim.accelerators.eie import EieLayerRun, run_eie_layer, simulate_eie
+from archsim.accelerators.gpu_power import simulate_gpu
 from archsim.accelerators.scnn import run_scnn_conv, simulate_scnn
 from archsim.accelerators.systolic import simulate_systolic
 from archsim.accelerators.tensor_core import run_gemm, simulate_tensor_core
@@ -14,7 +15,7 @@ REGISTRY: dict[str, Callable] = {
     "eie": simulate_eie,
     "scnn": simulate_scnn,
     "dcnn": simulate_dcnn,
-    "tensor_core": simulate_tensor_core,
+    "tensor_core": simulate_gpu,  # simulate_tensor_core at each layer's power-limited clock
     "systolic": simulate_systolic,
 }
 
@@ -28,6 +29,7 @@ __all__ = [
     "simulate_dcnn",
     "simulate_eie",
     "simulate_scnn",
+    "simulate_gpu",
     "simulate_tensor_core",
     "simulate_systolic",
 ]

@@ -28,3 +28,6 @@ class LayerOutcome:
     counts: dict[str, dict[str, int]]
     extras: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    #: multiplier per (component, action) on its price for this layer (e.g. a GPU's supply
+    #: voltage squared and operand activity); absent = 1
+    action_scale: dict[str, dict[str, float]] = field(default_factory=dict)

@@ -1,24 +1,37 @@
 """How a GEMM maps onto a GPU: CTA tiles, split-K, occupancy, MMA instructions, L2 reuse.
 
-A *plan* is one way a cuBLAS/CUTLASS-like library could run a :class:`GemmProblem`: a tile from
-the config's menu, a split-K factor, and tensor cores or (when the shape breaks the library's
-tensor-op alignment rule) the FP32 CUDA cores. ``tensor_core.py`` simulates every plan and
-keeps the fastest (the library's autotuned choice).
+A *plan* is one way a cuBLAS/CUTLASS-like library could run a :class:`GemmProblem`: a kernel
+family (the first of ``library.families`` the problem is eligible for: precision, layout and
+leading-dimension alignment), a tile from that family's menu, a split-K factor, and tensor cores
+or the CUDA cores (FP32 operands, or a family that falls back to them). ``tensor_core.py``
+simulates every plan and keeps the fastest (the library's autotuned choice).
+
+Clock domains: everything here is in SM clock cycles or bytes; nothing depends on the clock,
+so plans and L2 traffic are memoised across clocks (:func:`plans_for`, :func:`l2_traffic`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from archsim.config.gpu import GpuConfig, ThreadBlockTile
+from archsim.config.gpu import GpuConfig, KernelFamily, ThreadBlockTile, rate_key
 from archsim.datapath.gpu_sm import warp_job_cycles
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem
 
-__all__ = ["KernelPlan", "accumulation_chunk_k", "plans_for", "l2_traffic", "shared_read_bytes"]
+__all__ = [
+    "KernelPlan",
+    "accumulation_chunk_k",
+    "check_supported",
+    "family_for",
+    "l2_traffic",
+    "leading_dimensions_bytes",
+    "plans_for",
+    "shared_read_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -28,6 +41,9 @@ class KernelPlan:
     tile: ThreadBlockTile
     split_k: int
     tensor_ops: bool
+    family: str  # kernel family name (``library.families``)
+    fill_bytes_per_clock: float  # global->shared fill rate of one SM, bytes per SM clock
+    k_step: int  # K elements per main-loop step (the tile's k scaled to the operand width)
     ctas_per_sm: int
     grid_m: int
     grid_n: int
@@ -39,17 +55,27 @@ class KernelPlan:
     issue_cycles: int
     mma_latency: int
     bubble_cycles: int
-    stage_bytes: int  # A + B bytes per k-step of one CTA
+    stage_bytes: int  # A + B bytes per k-step of one CTA (into its shared memory)
+    l2_stage_bytes: int  # of which read from L2 by this CTA (B shared under TMA multicast)
     epilogue_bytes: int  # bytes one CTA stores (and reads for C) at the end
+    stream_k: bool = False  # persistent CTAs share the tiles' k-iterations evenly (Stream-K)
 
     @property
     def name(self) -> str:
-        """``MxNxK`` of the tile, ``/splitkS`` when split, ``/simt`` on the CUDA cores."""
+        """``MxNxK`` of the tile (K of this precision), ``/splitkS`` when split, ``/simt`` on
+        the CUDA cores, ``@family`` unless it is the part's first family."""
         t = self.tile
-        s = f"{t.m}x{t.n}x{t.k}"
+        s = f"{t.m}x{t.n}x{self.k_step}"
         if self.split_k > 1:
             s += f"/splitk{self.split_k}"
+        if self.stream_k:
+            s += "/streamk"
         return s if self.tensor_ops else s + "/simt"
+
+    @property
+    def kernel(self) -> str:
+        """``family:name``."""
+        return f"{self.family}:{self.name}"
 
     @property
     def warp_job(self) -> int:
@@ -65,18 +91,33 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def tensor_ops_allowed(cfg: GpuConfig, prob: GemmProblem) -> bool:
-    """Whether the library runs ``prob`` on the tensor cores."""
-    if prob.precision not in cfg.tensor_cores.precision_rate:
+def leading_dimensions_bytes(prob: GemmProblem) -> tuple[int, int, int]:
+    """Leading dimensions of A, B and D in bytes (row-major storage: A m x k or, transposed,
+    k x m; B k x n or n x k; D m x n)."""
+    lda = prob.m if prob.transpose_a else prob.k
+    ldb = prob.k if prob.transpose_b else prob.n
+    return lda * prob.in_bytes, ldb * prob.in_bytes, prob.n * prob.out_bytes
+
+
+def _eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
+    key = rate_key(prob.precision)
+    if fam.precisions is not None and key not in fam.precisions:
         return False
-    a = cfg.library.tensor_op_alignment_elements
-    return prob.m % a == 0 and prob.n % a == 0 and prob.k % a == 0
+    if fam.tensor_ops and key not in cfg.tensor_cores.precision_rate:
+        return False
+    return all(ld % fam.min_alignment_bytes == 0 for ld in leading_dimensions_bytes(prob))
+
+
+def family_for(cfg: GpuConfig, prob: GemmProblem) -> KernelFamily | None:
+    """The first kernel family ``prob`` is eligible for; None: plain CUDA-core kernels (FP32
+    operands, or no family takes the shape)."""
+    return next((f for f in cfg.library.families if _eligible(cfg, f, prob)), None)
 
 
 def check_supported(cfg: GpuConfig, prob: GemmProblem) -> None:
     """Raise ``SimulationError`` for a precision the part cannot run at all."""
     rates = cfg.tensor_cores.precision_rate
-    if prob.precision != "fp32" and prob.precision not in rates:
+    if prob.precision != "fp32" and rate_key(prob.precision) not in rates:
         allowed = ", ".join([*rates, "fp32 (CUDA cores)"])
         raise SimulationError(
             f"layer {prob.layer!r}: precision {prob.precision!r} is not supported by "
@@ -85,27 +126,29 @@ def check_supported(cfg: GpuConfig, prob: GemmProblem) -> None:
 
 
 def _instruction(
-    cfg: GpuConfig, prob: GemmProblem, tile: ThreadBlockTile, tensor_ops: bool
-) -> tuple[int, int, int, int, int]:
+    cfg: GpuConfig, prob: GemmProblem, tile: ThreadBlockTile, k_step: int, tensor_ops: bool,
+    rate_fraction: float,
+) -> tuple[int, int, int, int, int]:  # fmt: skip
     """(groups, frags, issue_cycles, latency, bubble_cycles) of one warp job."""
     tc = cfg.tensor_cores
-    warp_fma = tile.m * tile.n * tile.k / tile.warps
+    warp_fma = tile.m * tile.n * k_step / tile.warps
     if tensor_ops:
         sub_rate = tc.per_sm / tc.sub_cores_per_sm * tc.fp16_fma_per_clock
-        sub_rate *= tc.precision_rate[prob.precision]  # type: ignore[index]
-        im, inn, ik = tc.instruction_mnk
+        sub_rate *= tc.precision_rate[rate_key(prob.precision)]  # type: ignore[index]
+        im, inn, ik16 = tc.instruction_mnk
+        ik = max(1, ik16 * 2 // prob.in_bytes)  # the instruction's k is 32 bytes of operand
         instr_fma = im * inn * ik / tc.instruction_warps
-        groups = _cdiv(tile.k, ik)
+        groups = _cdiv(k_step, ik)
         latency = tc.instruction_latency_cycles
-        sustained = tc.sustained_fraction
+        sustained = tc.sustained_fraction * rate_fraction
     else:  # one FMA per thread of the warp, a dependent chain per k
         cc = cfg.cuda_cores
         per_sm = cc.fp16_fma_per_clock if prob.accumulate == "fp16" else cc.fp32_fma_per_clock
         sub_rate = per_sm / tc.sub_cores_per_sm
         instr_fma = 32.0
-        groups = tile.k
+        groups = k_step
         latency = cfg.cuda_cores.fma_latency_cycles
-        sustained = 1.0
+        sustained = cc.sustained_fraction
     instr_fma = min(instr_fma, warp_fma / groups)
     frags = max(1, math.ceil(warp_fma / (groups * instr_fma) - 1e-9))
     issue = max(1, math.ceil(instr_fma / sub_rate - 1e-9))
@@ -117,19 +160,26 @@ def _instruction(
 def accumulation_chunk_k(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> int:
     """K elements one instruction sums before its result is rounded into the accumulator.
 
-    Tensor ops: the MMA instruction's k, which is given for 16-bit inputs and halves for 32-bit
-    TF32 inputs (A100/H100 m16n8k8 and k8 wgmma; V100 HMMA.884: 4). CUDA cores: 1, one FMA.
+    Tensor ops: the MMA instruction's k, which is given for 16-bit inputs, halves for 32-bit
+    TF32 inputs (A100/H100 m16n8k8 and k8 wgmma; V100 HMMA.884: 4) and doubles for 8-bit ones
+    (k32 wgmma). CUDA cores: 1, one FMA.
     """
     if not plan.tensor_ops:
         return 1
     k16 = cfg.tensor_cores.instruction_mnk[2]
-    return max(1, min(plan.tile.k, k16 * 2 // prob.in_bytes))
+    return max(1, min(plan.k_step, k16 * 2 // prob.in_bytes))
+
+
+def k_step_elements(tile: ThreadBlockTile, prob: GemmProblem) -> int:
+    """K elements of one main-loop step: the tile's 16-bit k at the operand width (the same
+    bytes per stage at every precision; see :class:`ThreadBlockTile`)."""
+    return max(1, tile.k * 2 // prob.in_bytes)
 
 
 def _occupancy(cfg: GpuConfig, prob: GemmProblem, tile: ThreadBlockTile) -> int:
     """Co-resident CTAs per SM: shared memory, registers, warps and the CTA limit."""
     sm = cfg.sm_memory
-    shared = tile.stages * (tile.m + tile.n) * tile.k * prob.in_bytes
+    shared = tile.stages * (tile.m + tile.n) * k_step_elements(tile, prob) * prob.in_bytes
     regs = tile.m * tile.n * 4 + tile.warps * 32 * sm.overhead_registers_per_thread * 4
     return min(
         sm.max_shared_bytes // shared,
@@ -140,42 +190,82 @@ def _occupancy(cfg: GpuConfig, prob: GemmProblem, tile: ThreadBlockTile) -> int:
 
 
 def plans_for(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
-    """Every feasible (tile, split-K) plan for ``prob``, in menu order."""
+    """Every feasible (tile, split-K) plan for ``prob`` in its kernel family, in menu order
+    (memoised: plans do not depend on the clock)."""
     check_supported(cfg, prob)
-    tensor_ops = tensor_ops_allowed(cfg, prob)
+    key = (_clockless_key(cfg), prob)
+    if key not in _PLAN_CACHE:
+        if len(_PLAN_CACHE) >= _CACHE_SIZE:
+            _PLAN_CACHE.clear()
+        _PLAN_CACHE[key] = tuple(_build_plans(cfg, prob))
+    return list(_PLAN_CACHE[key])
+
+
+_CACHE_SIZE = 4096
+_PLAN_CACHE: dict[tuple[str, GemmProblem], tuple[KernelPlan, ...]] = {}
+
+
+def _clockless_key(cfg: GpuConfig) -> str:
+    """The config without its clock and launch cost: what plans and traffic depend on."""
+    return cfg.model_dump_json(exclude={"clock", "launch"})
+
+
+def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
+    fam = family_for(cfg, prob)
+    tensor_ops = fam is not None and fam.tensor_ops
+    fill = cfg.sm_memory.shared_bandwidth_bytes_per_clock
+    if fam is not None and fam.fill_bytes_per_clock is not None:
+        fill = fam.fill_bytes_per_clock
+    tiles = fam.tiles if fam is not None and fam.tiles else cfg.tiles
+    stream_k = fam is not None and fam.stream_k
+    fraction = fam.mma_rate_fraction if fam is not None else 1.0
+    multicast = fam.multicast_ctas if fam is not None else 1
+    name = fam.name if fam is not None else "cuda_core"
     out: list[KernelPlan] = []
-    for tile in cfg.tiles:
+    for tile in tiles:
         per_sm = _occupancy(cfg, prob, tile)
         if per_sm < 1:
             continue
+        ks = k_step_elements(tile, prob)
         gm, gn = _cdiv(prob.m, tile.m), _cdiv(prob.n, tile.n)
         base = gm * gn * prob.batch
-        groups, frags, issue, latency, bubble = _instruction(cfg, prob, tile, tensor_ops)
+        groups, frags, issue, latency, bubble = _instruction(
+            cfg, prob, tile, ks, tensor_ops, fraction
+        )
+        first = len(out)
         for split in sorted(set(cfg.library.split_k_factors)):
-            k_slice = _cdiv(_cdiv(prob.k, split), tile.k) * tile.k
+            k_slice = _cdiv(_cdiv(prob.k, split), ks) * ks
             if split > 1 and (base >= cfg.sms * per_sm or _cdiv(prob.k, k_slice) < split):
                 continue
-            out_bytes = 4 if split > 1 else 2 * prob.out_bytes  # fp32 partials / C read + D
+            out_bytes = 4 if split > 1 else prob.c_d_bytes  # fp32 partials / C read + D
             out.append(
                 KernelPlan(
                     tile=tile,
                     split_k=split,
                     tensor_ops=tensor_ops,
+                    family=name,
+                    fill_bytes_per_clock=fill,
+                    k_step=ks,
                     ctas_per_sm=per_sm,
                     grid_m=gm,
                     grid_n=gn,
                     ctas=base * split,
                     k_slice=k_slice,
-                    steps=_cdiv(k_slice, tile.k),
+                    steps=_cdiv(k_slice, ks),
                     groups=groups,
                     frags=frags,
                     issue_cycles=issue,
                     mma_latency=latency,
                     bubble_cycles=bubble,
-                    stage_bytes=(tile.m + tile.n) * tile.k * prob.in_bytes,
+                    stage_bytes=(tile.m + tile.n) * ks * prob.in_bytes,
+                    l2_stage_bytes=_cdiv(
+                        (tile.m * multicast + tile.n) * ks * prob.in_bytes, multicast
+                    ),  # fmt: skip
                     epilogue_bytes=tile.m * tile.n * out_bytes,
                 )
             )
+        if stream_k and len(out) > first and out[first].split_k == 1:
+            out += _stream_k_plan(cfg, prob, out[first])
     if not out:
         raise SimulationError(
             f"layer {prob.layer!r}: no tile of {cfg.name}'s menu fits an SM at precision "
@@ -185,40 +275,110 @@ def plans_for(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
     return out
 
 
+def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[KernelPlan]:
+    """The Stream-K variant of data-parallel ``plan`` (split_k 1), when its tiles fill the
+    CTA slots unevenly and number fewer than four waves: ``min(slots, iterations)``
+    persistent CTAs each run an equal share of the ``tiles x k-steps`` iterations, then store
+    the tiles they finished plus one FP32 partial tile (written and read by the fix-up)."""
+    tiles = plan.grid_m * plan.grid_n * prob.batch
+    slots = cfg.sms * plan.ctas_per_sm
+    if plan.split_k != 1 or tiles % slots == 0 or tiles >= 4 * slots:
+        return []
+    steps = _cdiv(prob.k, plan.k_step)
+    ctas = min(slots, tiles * steps)
+    share = _cdiv(tiles * steps, ctas)
+    t = plan.tile
+    out_tiles = _cdiv(tiles, ctas)  # tiles one CTA completes (C read + D write), at most
+    return [
+        replace(
+            plan,
+            stream_k=True,
+            ctas=ctas,
+            steps=share,
+            k_slice=min(share, steps) * plan.k_step,
+            epilogue_bytes=t.m * t.n * (2 * prob.out_bytes * out_tiles + 8),
+        )
+    ]
+
+
 def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
     """(HBM bytes, L2 bytes) of the main loop's A and B loads.
 
-    Every CTA reads its A and B panels through L2. HBM sees each panel once per *wave* of
-    co-resident CTAs (CTAs are launched M-tile fastest, then N-tile, split slice, batch), or the
-    operands exactly once when A and B together fit in L2. Edge panels count their real rows.
+    Every CTA reads its A and B panels through L2 (its B panel shared with the other CTAs of
+    its cluster under TMA multicast). HBM sees each panel once per *wave* of co-resident CTAs
+    (CTAs are launched M-tile fastest, then N-tile, split slice, batch), or the operands
+    exactly once when A and B together fit in L2, or not at all when A, B and D fit and
+    ``l2.resident_across_calls`` (back-to-back calls of one GEMM find them in L2). Edge panels
+    count their real rows.
+
+    Closed form: a *block* (one batch entry and split slice: ``grid_m x grid_n`` CTAs) read
+    within one wave loads all of A's and B's panels once; a block cut by wave boundaries loads,
+    per piece, the panels that piece touches. Only cut blocks are visited (at most one cut per
+    wave); beyond ``_MAX_CUTS`` cuts the mean correction of the first ``_MAX_CUTS`` is used.
     """
-    tile = plan.tile
-    l2_bytes = plan.ctas * plan.steps * plan.stage_bytes
-    eb = prob.in_bytes
-    compulsory = prob.batch * (prob.m + prob.n) * prob.k * eb
+    l2_bytes = plan.ctas * plan.steps * plan.l2_stage_bytes
+    if plan.stream_k:  # HBM sees what the data-parallel order of the same tiles loads
+        steps = _cdiv(prob.k, plan.k_step)
+        tiles = plan.grid_m * plan.grid_n * prob.batch
+        dp = replace(plan, stream_k=False, ctas=tiles, steps=steps, k_slice=steps * plan.k_step)
+        return l2_traffic(cfg, prob, dp)[0], l2_bytes
+    a_frac = prob.a_unique_fraction  # implicit-GEMM convs: A re-reads the same input pixels
+    compulsory = round(prob.batch * (prob.m * a_frac + prob.n) * prob.k * prob.in_bytes)
     if compulsory <= cfg.l2.size_bytes:
-        return compulsory, l2_bytes
+        keep = cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes
+        resident = compulsory + prob.batch * prob.m * prob.n * prob.out_bytes <= keep
+        return (0 if resident and cfg.l2.resident_across_calls else compulsory), l2_bytes
     slots = cfg.sms * plan.ctas_per_sm
-    ids = np.arange(plan.ctas, dtype=np.int64)
-    m_idx = ids % plan.grid_m
-    rest = ids // plan.grid_m
-    n_idx = rest % plan.grid_n
-    rest //= plan.grid_n
-    s_idx = rest % plan.split_k
-    b_idx = rest // plan.split_k
-    wave = ids // slots
-    kk = np.minimum(plan.k_slice, prob.k - s_idx * plan.k_slice)
-    outer = (wave * prob.batch + b_idx) * plan.split_k + s_idx
-    total = 0
-    for idx, grid, dim, size in (
-        (m_idx, plan.grid_m, prob.m, tile.m),
-        (n_idx, plan.grid_n, prob.n, tile.n),
-    ):
-        key = outer * grid + idx
-        _, first = np.unique(key, return_index=True)
-        rows = np.minimum(size, dim - idx[first] * size)
-        total += int((rows * kk[first]).sum()) * eb
-    return max(total, compulsory), l2_bytes
+    block = plan.grid_m * plan.grid_n
+    waves = _cdiv(plan.ctas, slots)
+    n_cuts = waves - 1
+    cuts = np.arange(1, min(n_cuts, _MAX_CUTS) + 1, dtype=np.int64) * slots
+    cuts = cuts[cuts % block != 0]
+    rows = prob.batch * (prob.m * a_frac + prob.n) * prob.k  # every block read in one piece
+    if cuts.size:
+        bl, pos = cuts // block, cuts % block
+        first = np.ones(bl.size, bool)
+        first[1:] = bl[1:] != bl[:-1]
+        last = np.ones(bl.size, bool)
+        last[:-1] = bl[1:] != bl[:-1]
+        prev = np.where(first, 0, np.concatenate(([0], pos[:-1])))
+        kk = _slice_k(prob, plan, bl)
+        pieces = _piece_rows(prob, plan, prev, pos, a_frac) + np.where(
+            last, _piece_rows(prob, plan, pos, np.full_like(pos, block), a_frac), 0
+        )
+        corr = float((pieces * kk).sum()) - float(((prob.m * a_frac + prob.n) * kk[last]).sum())
+        if n_cuts > _MAX_CUTS:
+            corr = round(corr * n_cuts / _MAX_CUTS)
+        rows += corr
+    return max(round(rows * prob.in_bytes), compulsory), l2_bytes
+
+
+#: wave boundaries visited exactly by :func:`l2_traffic` (the rest are extrapolated)
+_MAX_CUTS = 1 << 18
+
+
+def _slice_k(prob: GemmProblem, plan: KernelPlan, bl: np.ndarray) -> np.ndarray:
+    """K elements of the split slice of each block ``bl``."""
+    s = bl % plan.split_k
+    return np.minimum(plan.k_slice, prob.k - s * plan.k_slice)
+
+
+def _piece_rows(
+    prob: GemmProblem, plan: KernelPlan, a: np.ndarray, c: np.ndarray, a_frac: float = 1.0
+) -> np.ndarray:
+    """Rows of A (times ``a_frac``, the distinct share of a gathered A) plus columns of B that
+    CTAs ``[a, c)`` of one block load (0 if empty)."""
+    gm, gn = plan.grid_m, plan.grid_n
+    tm, tn = plan.tile.m, plan.tile.n
+    n = c - a
+    last_m, last_n = prob.m - (gm - 1) * tm, prob.n - (gn - 1) * tn
+    # A: M-tile indices a % gm onwards, wrapping; all of them once n >= gm
+    has_last = ((gm - 1 - a % gm) % gm) < n
+    a_rows = np.where(n >= gm, prob.m, n * tm - (tm - last_m) * has_last)
+    # B: N-tile indices a // gm .. (c - 1) // gm
+    hi = (c - 1) // gm
+    b_rows = (hi - a // gm + 1) * tn - (tn - last_n) * (hi == gn - 1)
+    return np.where(n > 0, a_rows * a_frac + b_rows, 0)
 
 
 def shared_read_bytes(prob: GemmProblem, plan: KernelPlan) -> int:
@@ -227,4 +387,4 @@ def shared_read_bytes(prob: GemmProblem, plan: KernelPlan) -> int:
     best = min(
         t.m / wy + t.n / (t.warps // wy) for wy in range(1, t.warps + 1) if t.warps % wy == 0
     )
-    return int(plan.ctas * plan.steps * t.warps * best * t.k * prob.in_bytes)
+    return int(plan.ctas * plan.steps * t.warps * best * plan.k_step * prob.in_bytes)

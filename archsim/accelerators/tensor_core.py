@@ -4,7 +4,8 @@ Per layer (``lower_to_gemm``) every plan of ``gpu_plan.plans_for`` (tile x split
 simulated and the fastest kept -- the documented selection rule, standing in for cuBLAS's
 heuristics/autotuning. A plan runs as one kernel (plus a reduction kernel for split-K):
 
-1. launch overhead (``launch_overhead_s``);
+1. launch cost (``launch``: per kernel in a CUDA graph, or launched eagerly; seconds of wall
+   time, converted to SM cycles at the configured clock);
 2. CTAs dispatched over the SMs in *rounds* of ``ctas_per_sm`` co-resident CTAs: ``full``
    rounds on every SM, then a tail round in which the remaining CTAs are spread one SM at a
    time (some SMs get one more CTA than others, the rest idle) -- wave quantisation;
@@ -12,8 +13,15 @@ heuristics/autotuning. A plan runs as one kernel (plus a reduction kernel for sp
    (``datapath.gpu_sm.sm_round``: k-loop with multi-buffered A/B loads, MMA issue on the
    sub-cores' tensor cores, epilogue) at the bandwidth share the SM gets when the round starts:
    ``min(SM fill port, L2 / active SMs, HBM / (active SMs x L2 miss fraction))`` using the
-   achievable bandwidths -- so tail rounds on few SMs run faster when memory-bound;
+   achievable bandwidths -- so tail rounds on few SMs run faster when memory-bound. Clock
+   domains: the fill port (the kernel family's) and L2 bandwidth are bytes per SM clock (the
+   L2 is taken to scale with the SM clock); HBM bandwidth is bytes per second, so it shrinks
+   per SM cycle as the clock rises;
 4. split-K: a reduction kernel (launch + reading the FP32 partials and C, writing D at HBM speed).
+
+Only the rounds, launch and HBM terms depend on the clock: plans and L2 traffic are memoised,
+so evaluating a layer at a second clock (``cfg.model_copy`` with another
+``clock.frequency_hz``, as the power model does) re-runs only the cheap SimPy schedule.
 
 SimPy holds the shared memory system (active-SM count) and one process per group of SMs that
 behave alike (at most two), so a layer costs (rounds + a few) events. Tile quantisation (padded
@@ -37,8 +45,8 @@ from archsim.accelerators.gpu_plan import (
     plans_for,
     shared_read_bytes,
 )
-from archsim.config.gpu import GpuConfig
-from archsim.config.workload import WorkloadSpec
+from archsim.config.gpu import GpuConfig, rate_key
+from archsim.config.workload import ConvLayer, WorkloadSpec
 from archsim.datapath.gemm_kernels import (
     accumulation_error_bound,
     split_k_gemm_fp32,
@@ -50,7 +58,15 @@ from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem, lower_to_gemm, materialize_gemm
 
-__all__ = ["KernelRun", "FUNCTIONAL_MAX_MACS", "run_gemm", "simulate_tensor_core"]
+__all__ = [
+    "KernelRun",
+    "FUNCTIONAL_MAX_MACS",
+    "gemm_counts",
+    "gemm_outcome",
+    "run_gemm",
+    "run_plan",
+    "simulate_tensor_core",
+]
 
 #: layers up to this many MACs (per GEMM) are also computed functionally and checked
 FUNCTIONAL_MAX_MACS = 1 << 24
@@ -80,17 +96,18 @@ class KernelRun:
 class _Memory:
     """The shared L2/HBM system: bandwidth share per SM from the number of active SMs."""
 
-    def __init__(self, cfg: GpuConfig, miss: float) -> None:
+    def __init__(self, cfg: GpuConfig, miss: float, port: float | None = None) -> None:
         clock = cfg.clock.frequency_hz
-        self.port = cfg.sm_memory.shared_bandwidth_bytes_per_clock
+        self.port = port if port is not None else cfg.sm_memory.shared_bandwidth_bytes_per_clock
         self.l2 = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
         self.hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
         self.miss = miss
         self.active = 0
 
-    def share(self) -> float:
-        """Bytes per clock one active SM can move now."""
-        a = max(self.active, 1)
+    def share(self, l2_ratio: float = 1.0) -> float:
+        """Bytes per clock one active SM can move into shared memory now, when each byte it
+        receives costs ``l2_ratio`` bytes of L2 (and HBM) traffic (< 1 under TMA multicast)."""
+        a = max(self.active, 1) * l2_ratio
         s = min(self.port, self.l2 / a)
         if self.miss > 0:
             s = min(s, self.hbm / (a * self.miss))
@@ -102,7 +119,7 @@ class _KernelModel:
 
     def __init__(self, cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> None:
         self.cfg, self.prob, self.plan = cfg, prob, plan
-        self.hbm_loads, self.l2_loads = l2_traffic(cfg, prob, plan)
+        self.hbm_loads, self.l2_loads = _l2_traffic(cfg, prob, plan)
         self.miss = min(1.0, self.hbm_loads / self.l2_loads) if self.l2_loads else 0.0
         clock = cfg.clock.frequency_hz
         l2_lat = cfg.l2.hit_latency_cycles
@@ -111,11 +128,11 @@ class _KernelModel:
         self.launch = math.ceil(cfg.launch_overhead_s * clock - 1e-9)
         self._cache: dict[tuple[int, int, int], np.ndarray] = {}
 
-    def round(self, n_cta: int, share: float) -> np.ndarray:
-        """``sm_round`` of ``n_cta`` CTAs at ``share`` bytes/clock (memoised)."""
+    def round(self, n_cta: int, mem: _Memory) -> np.ndarray:
+        """``sm_round`` of ``n_cta`` CTAs at the bandwidth shares of ``mem`` now (memoised)."""
         p = self.plan
-        load = max(1, math.ceil(p.stage_bytes / share - 1e-9))
-        epi = max(1, math.ceil(p.epilogue_bytes / share - 1e-9))
+        load = max(1, math.ceil(p.stage_bytes / mem.share(p.l2_stage_bytes / p.stage_bytes) - 1e-9))
+        epi = max(1, math.ceil(p.epilogue_bytes / mem.share() - 1e-9))
         key = (n_cta, load, epi)
         if key not in self._cache:
             sub = self.cfg.tensor_cores.sub_cores_per_sm
@@ -142,7 +159,7 @@ class _KernelModel:
 
     def run(self, ctx: SimContext) -> KernelRun:
         """Schedule the kernel(s) in ``ctx`` (from ``ctx.env.now``) and run them."""
-        mem = _Memory(self.cfg, self.miss)
+        mem = _Memory(self.cfg, self.miss, self.plan.fill_bytes_per_clock)
         groups = self.groups()
         busiest_tensor = 0
         start = int(ctx.env.now)
@@ -154,7 +171,7 @@ class _KernelModel:
             nonlocal busiest_tensor
             tensor = 0
             for n_cta in rounds:
-                r = self.round(n_cta, mem.share())
+                r = self.round(n_cta, mem)
                 tensor += int(r[SM_FIELDS.index("tensor_busy_cycles")]) // sub_cores
                 yield ctx.timeout(int(r[0]))
             mem.active -= n_sms
@@ -192,23 +209,52 @@ class _KernelModel:
         p, q = self.plan, self.prob
         if p.split_k == 1:
             return 0
-        return q.batch * q.m * q.n * (4 * p.split_k + 2 * q.out_bytes)
+        return q.batch * q.m * q.n * (4 * p.split_k + q.c_d_bytes)
 
     def _reduce_cycles(self, mem: _Memory) -> int:
         return max(1, math.ceil(self._reduce_bytes() / mem.hbm))
 
 
+_TRAFFIC: dict[tuple[str, GemmProblem, KernelPlan], tuple[int, int]] = {}
+
+
+def _l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
+    """:func:`l2_traffic`, memoised (it does not depend on the clock)."""
+    key = (cfg.model_dump_json(exclude={"clock", "launch"}), prob, plan)
+    if key not in _TRAFFIC:
+        if len(_TRAFFIC) >= 16384:
+            _TRAFFIC.clear()
+        _TRAFFIC[key] = l2_traffic(cfg, prob, plan)
+    return _TRAFFIC[key]
+
+
+_RUNS: dict[tuple[str, GemmProblem], list[tuple[_KernelModel, KernelRun]]] = {}
+
+
 def _simulate_plans(cfg: GpuConfig, prob: GemmProblem) -> list[tuple[_KernelModel, KernelRun]]:
-    """Every plan for ``prob``, each run alone in a scratch SimPy context."""
-    clock = cfg.clock.frequency_hz
-    models = [_KernelModel(cfg, prob, plan) for plan in plans_for(cfg, prob)]
-    return [(model, model.run(SimContext(clock))) for model in models]
+    """Every plan for ``prob``, each run alone in a scratch SimPy context (memoised per
+    config and problem: a run depends on nothing else)."""
+    key = (cfg.model_dump_json(), prob)
+    if key not in _RUNS:
+        if len(_RUNS) >= 4096:
+            _RUNS.clear()
+        clock = cfg.clock.frequency_hz
+        models = [_KernelModel(cfg, prob, plan) for plan in plans_for(cfg, prob)]
+        _RUNS[key] = [(model, model.run(SimContext(clock))) for model in models]
+    return _RUNS[key]
 
 
 def run_gemm(cfg: GpuConfig, prob: GemmProblem) -> tuple[KernelRun, list[KernelRun]]:
     """Simulate every plan for ``prob``; return (fastest, all) -- ties keep menu order."""
     runs = [run for _, run in _simulate_plans(cfg, prob)]
     return min(runs, key=lambda r: r.cycles), runs
+
+
+def run_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> KernelRun:
+    """Time one ``plan`` (from :func:`plans_for` of a config that differs from ``cfg`` at most
+    in clock and launch cost) at ``cfg``'s clock: the library keeps its kernel whatever clock
+    the GPU runs at."""
+    return _KernelModel(cfg, prob, plan).run(SimContext(cfg.clock.frequency_hz))
 
 
 def _bound(cfg: GpuConfig, run: KernelRun) -> str:
@@ -227,7 +273,7 @@ def _functional(
     """(max |D - NumPy|, max error bound) of the first GEMM of the layer, summed in the
     kernel's order: per CTA tile, per k-step, per instruction (``accumulation_chunk_k``)."""
     ops = materialize_gemm(prob, seed)
-    if prob.precision == "int8":
+    if prob.accumulate == "int32":
         d = tiled_gemm_int32(ops.a, ops.b, ops.c)
         ref = ops.a.astype(np.int64) @ ops.b.astype(np.int64) + ops.c
         return float(np.abs(d.astype(np.int64) - ref).max()), 0.0
@@ -235,23 +281,40 @@ def _functional(
     ik = accumulation_chunk_k(cfg, prob, plan)
     t = plan.tile
     half = prob.accumulate == "fp16"
-    if plan.split_k > 1:
-        d = split_k_gemm_fp32(a32, b32, c32, t.m, t.n, t.k, ik, plan.k_slice, half)
+    pieces = -(-prob.k // plan.k_slice)  # split-K slices, or Stream-K's partial sums
+    if pieces > 1:
+        d = split_k_gemm_fp32(a32, b32, c32, t.m, t.n, plan.k_step, ik, plan.k_slice, half)
     else:
-        d = tiled_gemm_fp32(a32, b32, c32, t.m, t.n, t.k, ik, half)
+        d = tiled_gemm_fp32(a32, b32, c32, t.m, t.n, plan.k_step, ik, half)
     ref = a32.astype(np.float64) @ b32.astype(np.float64) + ops.c.astype(np.float64)
     u = 2.0**-11 if half else 2.0**-24
-    bound = accumulation_error_bound(a32, b32, ops.c, ik, u, plan.split_k, plan.k_slice)
+    bound = accumulation_error_bound(a32, b32, ops.c, ik, u, pieces, plan.k_slice)
+    if not half and prob.out_type in _NARROW_OUTPUT:  # D rounded once more to its output type
+        d = _as_output(d, prob.out_type)
+        bound = bound + _NARROW_OUTPUT[prob.out_type] * (np.abs(ref) + bound)
     err = np.abs(d.astype(np.float64) - ref)
     if not np.all(err <= bound):
         raise SimulationError(f"layer {prob.layer!r}: functional GEMM exceeds its error bound")
     return float(err.max()), float(bound.max())
 
 
-def _counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
+#: unit roundoff of output types narrower than the FP32 accumulator
+_NARROW_OUTPUT = {"bf16": 2.0**-8, "fp16": 2.0**-11}
+
+
+def _as_output(d: np.ndarray, out_type: str) -> np.ndarray:
+    """FP32 ``d`` rounded to ``out_type`` (nearest even), held in float32."""
+    if out_type == "fp16":
+        return d.astype(np.float16).astype(np.float32)
+    bits = d.astype(np.float32).view(np.uint32)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.view(np.float32)
+
+
+def gemm_counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
     """Actions to price: MMA/FMA work, shared-memory, L2 and HBM bytes."""
     p = run.plan
-    fma = p.ctas * p.tile.m * p.tile.n * p.steps * p.tile.k  # padded tiles included
+    fma = p.ctas * p.tile.m * p.tile.n * p.steps * p.k_step  # padded tiles included
     d_bytes = prob.batch * prob.m * prob.n * prob.out_bytes  # C has D's size and type
     core = (
         {"tensor_core": {"fma": fma, "op": fma // 64}}
@@ -260,7 +323,7 @@ def _counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
     )
     # split-K: FP32 partials out, then the reduction reads them with C and writes D
     partials = prob.batch * prob.m * prob.n * 4 * p.split_k if p.split_k > 1 else 0
-    reads, writes = partials + d_bytes, partials + d_bytes
+    reads, writes = partials + (d_bytes if prob.reads_c else 0), partials + d_bytes
     return {
         **core,
         "shared_memory": {
@@ -279,7 +342,7 @@ def _outcome(
     clock = cfg.clock.frequency_hz
     time_s = run.cycles / clock
     if p.tensor_ops:
-        rate = cfg.tensor_cores.precision_rate[prob.precision]  # type: ignore[index]
+        rate = cfg.tensor_cores.precision_rate[rate_key(prob.precision)]  # type: ignore[index]
         peak_macs = int(cfg.peak_fma_per_cycle * rate)
         peak_tflops = cfg.peak_tflops(prob.precision)
     else:
@@ -293,6 +356,7 @@ def _outcome(
     tflops = 2 * prob.macs / time_s / 1e12
     extras = {
         "tc_tile": p.name,
+        "tc_kernel_family": p.family,
         "tc_split_k": p.split_k,
         "tc_tensor_ops": p.tensor_ops,
         "tc_plans_tried": n_plans,
@@ -322,9 +386,17 @@ def _outcome(
         macs_effective=round(prob.macs * wd * ad),
         peak_macs_per_cycle=peak_macs,
         dram_bytes=run.hbm_bytes,
-        counts=_counts(prob, run),
+        counts=gemm_counts(prob, run),
         extras=extras,
     )
+
+
+def gemm_outcome(config: GpuConfig, prob: GemmProblem, start: int, seed: int) -> LayerOutcome:
+    """One GEMM problem as its fastest plan, starting at cycle ``start`` (the conv algorithms
+    of ``gpu_conv`` price their GEMM kernels with it)."""
+    tried = _simulate_plans(config, prob)
+    best, run = min(tried, key=lambda mr: mr[1].cycles)
+    return _outcome(config, prob, run, len(tried), start, seed)
 
 
 def simulate_tensor_core(
@@ -334,6 +406,12 @@ def simulate_tensor_core(
     ctx = SimContext(config.clock.frequency_hz)
     outcomes = []
     for spec in workload.layers:
+        if isinstance(spec, ConvLayer):  # algorithm choice (cuDNN) lives in gpu_conv
+            from archsim.accelerators.gpu_conv import conv_outcome
+
+            outcomes.append(conv_outcome(config, spec, int(ctx.env.now), seed))
+            ctx.run(until=outcomes[-1].end_cycle)
+            continue
         try:
             prob = lower_to_gemm(spec)
         except ValueError as exc:

@@ -8,18 +8,22 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_
 
 from archsim.config.base import ArchsimModel
 from archsim.config.components import ClockConfig, DramConfig, TechnologyConfig
+from archsim.config.gpu_conv import ConvLibraryConfig
+from archsim.config.gpu_family import KernelFamily, Precision, ThreadBlockTile, rate_key
+from archsim.config.gpu_power import GpuPowerConfig
 
 __all__ = [
     "CudaCoreConfig",
     "GemmLibraryConfig",
     "GpuConfig",
+    "KernelFamily",
     "L2Config",
+    "LaunchConfig",
     "SmMemoryConfig",
     "TensorCoreConfig",
     "ThreadBlockTile",
+    "rate_key",
 ]
-
-Precision = Literal["fp16", "bf16", "tf32", "fp32", "int8"]
 
 
 class TensorCoreConfig(ArchsimModel):
@@ -93,6 +97,16 @@ class L2Config(ArchsimModel):
     achievable_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Measured achievable / theoretical bandwidth."
     )
+    resident_across_calls: bool = Field(
+        default=False,
+        description="A GEMM whose A, B and D fit in L2 finds them there when it is called back "
+        "to back (DeepBench and CUDA-graph timings repeat one call without flushing L2): its "
+        "loads cost no HBM traffic. False: every call reads A and B from HBM.",
+    )
+    resident_capacity_bytes: PositiveInt | None = Field(
+        default=None,
+        description="Largest A + B + D that stays resident across calls, bytes (None: size_bytes).",
+    )
 
 
 class CudaCoreConfig(ArchsimModel):
@@ -103,29 +117,42 @@ class CudaCoreConfig(ArchsimModel):
         description="FP16 FMA per SM per clock (packed HFMA2), used with FP16 accumulation."
     )
     fma_latency_cycles: PositiveInt = Field(default=4, description="Dependent FFMA latency.")
+    sustained_fraction: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=1.0,
+        description="Measured sustained FMA issue / peak in library SGEMM kernels; 1.0 = none.",
+    )
 
 
 class GemmLibraryConfig(ArchsimModel):
-    """What the GEMM library (cuBLAS/CUTLASS) may do: tensor-op alignment and split-K."""
+    """What the GEMM library (cuBLAS/CUTLASS) may do: kernel families and split-K."""
 
-    tensor_op_alignment_elements: PositiveInt = Field(
-        default=1,
-        description="m, n and k must be multiples of this for a tensor-core kernel; otherwise "
-        "the GEMM runs on the CUDA cores (cuBLAS 9/10: 8 FP16 elements).",
+    families: list[KernelFamily] = Field(
+        default=[KernelFamily(name="tensor_op", library_behaviour="any shape on tensor cores")],
+        min_length=1,
+        description="Kernel families, fastest first; a GEMM runs in the first it is eligible for.",
     )
     split_k_factors: list[PositiveInt] = Field(
         default=[1, 2, 4, 8, 16, 32], min_length=1, description="Split-K slice counts tried."
     )
 
 
-class ThreadBlockTile(ArchsimModel):
-    """One CTA tile of the GEMM: m x n outputs, k per main-loop step, warps, pipeline stages."""
+class LaunchConfig(ArchsimModel):
+    """Cost of each kernel launch, in seconds of wall time (not SM clock cycles)."""
 
-    m: PositiveInt
-    n: PositiveInt
-    k: PositiveInt
-    warps: PositiveInt = 8
-    stages: int = Field(default=2, ge=1, le=8)
+    mode: Literal["graph", "eager"] = Field(
+        default="graph",
+        description="graph: back-to-back kernels replayed from a CUDA graph (DeepBench and the "
+        "measurement files time so); eager: launched one by one from Python.",
+    )
+    graph_s: NonNegativeFloat = Field(description="Per kernel in a CUDA graph, s.")
+    eager_s: NonNegativeFloat = Field(description="Per kernel launched eagerly from Python, s.")
+
+    @property
+    def seconds(self) -> float:
+        """The launch cost of the configured mode, s."""
+        return self.graph_s if self.mode == "graph" else self.eager_s
 
 
 class GpuConfig(ArchsimModel):
@@ -147,9 +174,18 @@ class GpuConfig(ArchsimModel):
     )
     cuda_cores: CudaCoreConfig
     library: GemmLibraryConfig = GemmLibraryConfig()
-    launch_overhead_s: NonNegativeFloat = Field(description="Kernel launch to first CTA, s.")
+    conv_library: ConvLibraryConfig = Field(
+        default=ConvLibraryConfig(), description="Conv algorithms (cuDNN) and their rules."
+    )
+    launch: LaunchConfig
     tiles: list[ThreadBlockTile] = Field(min_length=1, description="CTA tile menu.")
     tdp_w: PositiveFloat
+    power: GpuPowerConfig | None = Field(default=None, description="Board power; None: fixed clock")
+
+    @property
+    def launch_overhead_s(self) -> float:
+        """Launch cost per kernel in the configured ``launch.mode``, s."""
+        return self.launch.seconds
 
     @property
     def peak_fma_per_cycle(self) -> int:
@@ -163,16 +199,20 @@ class GpuConfig(ArchsimModel):
 
     def peak_tflops(self, precision: str = "fp16") -> float:
         """Dense peak in TFLOPS (2 FLOP per FMA) at ``precision``; 0 if unsupported."""
-        rate = self.tensor_cores.precision_rate.get(precision, 0.0)  # type: ignore[call-overload]
+        rates = self.tensor_cores.precision_rate
+        rate = rates.get(rate_key(precision), 0.0)  # type: ignore[call-overload]
         return 2 * self.peak_fma_per_cycle * rate * self.clock.frequency_hz / 1e12
 
     @model_validator(mode="after")
     def _tiles_fit(self) -> GpuConfig:
-        for i, t in enumerate(self.tiles):
+        tiles = [(f"tiles.{i}", t) for i, t in enumerate(self.tiles)]
+        for j, fam in enumerate(self.library.families):
+            tiles += [(f"library.families.{j}.tiles.{i}", t) for i, t in enumerate(fam.tiles or [])]
+        for where, t in tiles:
             need = t.stages * (t.m + t.n) * t.k * 2  # FP16 A and B tiles per stage
             if need > self.sm_memory.max_shared_bytes:
                 raise ValueError(
-                    f"tiles.{i}: {t.m}x{t.n}x{t.k} with {t.stages} stages needs {need} B of "
+                    f"{where}: {t.m}x{t.n}x{t.k} with {t.stages} stages needs {need} B of "
                     f"shared memory; allowed <= {self.sm_memory.max_shared_bytes}"
                 )
         return self

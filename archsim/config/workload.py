@@ -8,15 +8,60 @@ matrix multiply, e.g. the DeepBench shapes for the tensor-core GPUs).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 from archsim.config.base import ArchsimModel
 
-__all__ = ["ConvLayer", "FcLayer", "GemmLayer", "LstmLayer", "LayerSpec", "WorkloadSpec"]
+__all__ = [
+    "ConvLayer",
+    "FcLayer",
+    "GemmLayer",
+    "LstmLayer",
+    "LayerSpec",
+    "WorkloadSpec",
+    "toggle_fraction",
+]
 
 Density = Annotated[float, Field(ge=0.0, le=1.0)]
+ConvPrecision = Literal["fp16", "bf16", "tf32", "fp32", "int8"]
+
+
+#: operand data as the datapath sees it: "random" (every bit toggles as random data does),
+#: "zeros" (all-zero operands: multipliers and operand buses do not toggle) or a measured
+#: toggle density in [0, 1] relative to random data
+def _activity(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError:
+        raise ValueError(
+            "unknown operand activity; allowed: 'random', 'zeros' or a toggle density in [0, 1]"
+        ) from None
+
+
+OperandActivity = Annotated[Literal["random", "zeros"] | Density, WrapValidator(_activity)]
+_ACTIVITY_FIELD = Field(
+    default="random",
+    description="Operand data activity for the energy/clock models: 'random' (default), "
+    "'zeros', or a measured toggle density in [0, 1] relative to random data.",
+)
+
+
+def toggle_fraction(activity: OperandActivity) -> float:
+    """Data-dependent switching relative to random operands: random 1, zeros 0, else the value."""
+    if activity == "random":
+        return 1.0
+    if activity == "zeros":
+        return 0.0
+    return float(activity)
 
 
 class _LayerBase(ArchsimModel):
@@ -24,6 +69,7 @@ class _LayerBase(ArchsimModel):
     weight_density: Density | None = None
     activation_density: Density | None = None
     weight_distribution: Literal["uniform"] = "uniform"
+    operand_activity: OperandActivity = _ACTIVITY_FIELD
     data: str | None = Field(
         default=None, description="Directory of a real layer (relative to the workload file)."
     )
@@ -92,8 +138,10 @@ class ConvLayer(ArchsimModel):
     axes) over inputs zero-padded by ``pad`` pixels on every side. Channels are split into
     ``groups`` independent groups (AlexNet's two-GPU layers have ``groups: 2``).
 
-    Densities are fractions of non-zero weights / input activations in [0, 1]. Real conv data
-    files are not supported yet, so both densities are required.
+    Densities are fractions of non-zero weights / input activations in [0, 1]. The sparse
+    engines (SCNN, DCNN) need both; dense engines (GPUs, systolic arrays) compute every MAC and
+    need neither. ``precision`` is the type of the GPU's operands (accumulation: FP32, INT32 for
+    int8). Real conv data files are not supported yet.
     """
 
     kind: Literal["conv"]
@@ -108,9 +156,17 @@ class ConvLayer(ArchsimModel):
     stride: int = Field(default=1, ge=1, description="Stride (pixels, both axes).")
     pad: int = Field(default=0, ge=0, description="Zero padding on every side (pixels).")
     groups: int = Field(default=1, ge=1, description="Channel groups; c and k divisible by it.")
-    weight_density: Density | None = None
-    activation_density: Density | None = None
+    weight_density: Density | None = Field(
+        default=None, description="Fraction of non-zero weights (needed by SCNN/DCNN)."
+    )
+    activation_density: Density | None = Field(
+        default=None, description="Fraction of non-zero input activations (needed by SCNN/DCNN)."
+    )
+    precision: ConvPrecision = Field(
+        default="fp16", description="Operand type on a GPU (fp16, bf16, tf32, fp32, int8)."
+    )
     weight_distribution: Literal["uniform"] = "uniform"
+    operand_activity: OperandActivity = _ACTIVITY_FIELD
     data: str | None = Field(
         default=None, description="Not supported for conv layers yet (must be left out)."
     )
@@ -122,9 +178,6 @@ class ConvLayer(ArchsimModel):
                 "data is not supported for conv layers yet (no conv data file format); "
                 "remove it and give weight_density and activation_density"
             )
-        for f in ("weight_density", "activation_density"):
-            if getattr(self, f) is None:
-                raise ValueError(f"{f} is required for conv layers (a fraction in [0, 1])")
         for dim, size, filt in (("h", self.h, "r"), ("w", self.w, "s")):
             extent = getattr(self, filt)
             if size + 2 * self.pad - extent < 0:
@@ -184,8 +237,11 @@ class ConvLayer(ArchsimModel):
         )
 
 
-GemmPrecision = Literal["fp16", "bf16", "tf32", "fp32", "int8"]
+GemmPrecision = Literal[
+    "fp16", "bf16", "tf32", "fp32", "fp8_e4m3", "fp8_e5m2", "fp8", "int8"
+]  # fmt: skip
 GemmAccumulate = Literal["fp32", "fp16", "int32"]
+GemmOutput = Literal["fp32", "fp16", "bf16", "int32"]
 
 #: Accumulator types allowed for each GEMM input precision (tensor-core MMA pairs).
 GEMM_ACCUMULATE: dict[str, tuple[str, ...]] = {
@@ -193,7 +249,16 @@ GEMM_ACCUMULATE: dict[str, tuple[str, ...]] = {
     "bf16": ("fp32",),
     "tf32": ("fp32",),
     "fp32": ("fp32",),
+    "fp8_e4m3": ("fp32",),
+    "fp8_e5m2": ("fp32",),
+    "fp8": ("fp32",),
     "int8": ("int32",),
+}
+#: Output (C/D) types allowed for each accumulator type.
+GEMM_OUTPUT: dict[str, tuple[str, ...]] = {
+    "fp32": ("fp32", "fp16", "bf16"),
+    "fp16": ("fp16",),
+    "int32": ("int32",),
 }
 
 
@@ -202,7 +267,9 @@ class GemmLayer(ArchsimModel):
 
     ``transpose_a`` / ``transpose_b`` say that A / B are stored transposed (BLAS ``T``; A is then
     held as k x m, B as n x k); they change the memory layout, not the arithmetic. ``precision``
-    is the type of A and B, ``accumulate`` that of C and D. Densities are fractions of non-zero
+    is the type of A and B (``fp8`` is ``fp8_e4m3``, as ``torch._scaled_mm`` runs it),
+    ``accumulate`` that of the accumulator, ``output`` that of C and D (default: the accumulator
+    type; FP8 GEMMs usually write bf16). Densities are fractions of non-zero
     B ("weight") / A ("activation") elements in [0, 1] and default to 1.0 (dense GEMM).
     """
 
@@ -215,10 +282,14 @@ class GemmLayer(ArchsimModel):
     transpose_b: bool = Field(default=False, description="B stored transposed (n x k).")
     batch: int = Field(default=1, ge=1, description="Independent GEMMs of this shape (batched).")
     precision: GemmPrecision = Field(default="fp16", description="Type of the A and B operands.")
-    accumulate: GemmAccumulate = Field(default="fp32", description="Type of C/D (accumulator).")
+    accumulate: GemmAccumulate = Field(default="fp32", description="Accumulator type.")
+    output: GemmOutput | None = Field(
+        default=None, description="Type of C and D (default: the accumulator type)."
+    )
     weight_density: Density = 1.0
     activation_density: Density = 1.0
     weight_distribution: Literal["uniform"] = "uniform"
+    operand_activity: OperandActivity = _ACTIVITY_FIELD
     data: str | None = Field(
         default=None, description="Not supported for gemm layers (must be left out)."
     )
@@ -235,6 +306,12 @@ class GemmLayer(ArchsimModel):
             raise ValueError(
                 f"accumulate={self.accumulate!r} is not valid with precision={self.precision!r}; "
                 f"allowed: {', '.join(allowed)}"
+            )
+        outs = GEMM_OUTPUT[self.accumulate]
+        if self.output is not None and self.output not in outs:
+            raise ValueError(
+                f"output={self.output!r} is not valid with accumulate={self.accumulate!r}; "
+                f"allowed: {', '.join(outs)}"
             )
         return self
 
@@ -296,6 +373,20 @@ class WorkloadSpec(ArchsimModel):
     def origin(self) -> str:
         """File the spec was loaded from (or ``<api>``)."""
         return self._origin
+
+    def with_batch(self, batch: int) -> WorkloadSpec:
+        """A copy run at ``batch`` images / vectors: conv ``n``, fc/lstm ``batch``; ``gemm``
+        layers keep their shapes. The name gets a ``@b<batch>`` suffix."""
+        if batch < 1:
+            raise ValueError(f"batch must be >= 1 (got {batch})")
+        field = {"conv": "n", "fc": "batch", "lstm": "batch"}
+        layers = [
+            lay.model_copy(update={field[lay.kind]: batch}) if lay.kind in field else lay
+            for lay in self.layers
+        ]
+        new = self.model_copy(update={"layers": layers, "name": f"{self.name}@b{batch}"})
+        new._base_dir, new._origin = self._base_dir, self._origin
+        return new
 
     def bind(self, base_dir: Path, origin: str) -> WorkloadSpec:
         """Return a copy that resolves data paths against ``base_dir``."""

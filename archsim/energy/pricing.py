@@ -40,10 +40,15 @@ class PriceList:
 
 
 def price_counts(
-    prices: PriceList, counts: dict[str, dict[str, int]], time_s: float
+    prices: PriceList,
+    counts: dict[str, dict[str, int]],
+    time_s: float,
+    scale: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, float]:
-    """Energy in pJ per component: dynamic (counts x prices) plus static power x ``time_s``."""
+    """Energy in pJ per component: dynamic (counts x prices x ``scale``, default 1) plus static
+    power x ``time_s``."""
     out: dict[str, float] = {}
+    scale = scale or {}
     for comp, actions in counts.items():
         table = prices.energy_pj.get(comp)
         if table is None:
@@ -52,7 +57,7 @@ def price_counts(
         for action, n in actions.items():
             if action not in table:
                 raise KeyError(f"no price for {comp}.{action}")
-            total += n * table[action]
+            total += n * table[action] * scale.get(comp, {}).get(action, 1.0)
         out[comp] = total
     for comp, watts in prices.static_power_w.items():
         out[comp] = out.get(comp, 0.0) + watts * time_s * 1e12

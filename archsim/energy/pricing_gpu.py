@@ -7,21 +7,56 @@
 * HBM: device energy per bit of the configured kind (not node-scaled).
 
 Energy scales with the configured node; no area model for GPUs (no public per-unit areas).
+
+With a ``power:`` block the prices are the board's instead (``board_price_list``): static power,
+SM-active and tensor-busy energy per cycle, FMA energy per operand bit and per-byte access
+energies, all named, cited fields of the preset at the max-clock voltage; the clock solve
+(``accelerators.gpu_power``) scales them per layer by V(f)^2 and operand activity.
 """
 
 from __future__ import annotations
 
 from archsim.config.gpu import GpuConfig
+from archsim.config.gpu_power import OPERAND_BITS
 from archsim.energy.ops import fp_add_energy_pj, fp_mult_energy_pj
 from archsim.energy.pricing import PriceList, dram_pj_per_byte
 from archsim.energy.scaling import energy_scale
 from archsim.energy.tables import EnergyTables, load_tables
 
-__all__ = ["gpu_price_list"]
+__all__ = ["board_price_list", "gpu_price_list"]
+
+#: tensor-core precisions priced (whether or not a preset runs them)
+TENSOR_PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "int8")
+
+
+def board_price_list(config: GpuConfig, tables: EnergyTables | None = None) -> PriceList:
+    """Board-level pJ per action at the max-clock voltage, and the static board power."""
+    p = config.power
+    if p is None:
+        raise ValueError(f"{config.name}: no power block to price the board from")
+    hbm = dram_pj_per_byte(tables or load_tables(), config.hbm)
+    bit = p.mma_energy_pj_per_operand_bit
+    tensor = {f"fma_{q}": bit * OPERAND_BITS[q] for q in TENSOR_PRECISIONS}
+    energy = {
+        "sm": {"active_cycles": p.sm_active_energy_pj_per_cycle},
+        # instruction issue is inside the SM-active energy per cycle
+        "tensor_core": {**tensor, "op": 0.0, "busy_cycles": p.tensor_busy_energy_pj_per_cycle},
+        "cuda_core": {"fma_fp32": p.cuda_fma_energy_pj, "fma_fp16": p.cuda_fma_energy_pj,
+                      "instruction": 0.0},
+        "shared_memory": {"read_bytes": p.shared_energy_pj_per_byte,
+                          "write_bytes": p.shared_energy_pj_per_byte},
+        "l2": {"read_bytes": p.l2_energy_pj_per_byte, "write_bytes": p.l2_energy_pj_per_byte},
+        "hbm": {"read_bytes": hbm, "write_bytes": hbm},
+    }  # fmt: skip
+    static = {"board_static": p.static_power_w}
+    return PriceList(energy_pj=energy, static_power_w=static, area_mm2={})
 
 
 def gpu_price_list(config: GpuConfig, tables: EnergyTables | None = None) -> PriceList:
-    """pJ per action of every component the tensor-core model counts."""
+    """pJ per action of every component the tensor-core model counts (board prices when the
+    preset has a ``power`` block, else node-scaled per-operation prices and no static power)."""
+    if config.power is not None:
+        return board_price_list(config, tables)
     t = tables or load_tables()
     e = energy_scale(t, config.technology.node_nm)
     g = t.gpu_pj

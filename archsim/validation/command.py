@@ -42,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every claim's reason")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    from archsim.validation.measured_command import add_arguments
+
+    add_arguments(p)
     return p
 
 
@@ -72,6 +75,13 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.seed < 0:
         raise ArchsimError(f"--seed: must be >= 0 (got {args.seed})")
+    if args.measured is not None:
+        from archsim.validation.measured_command import run_measured
+
+        return run_measured(args)
+    from archsim.validation.measured_command import check_unused
+
+    check_unused(args)
     eie_data = _eie_data(args.eie_data)
     models = list(dict.fromkeys(args.models)) or ["all"]
     unknown = [m for m in models if m not in (*MODELS, "all")]

@@ -14,6 +14,7 @@ import numpy as np
 from archsim.config.workload import ConvLayer
 from archsim.errors import WorkloadError
 from archsim.workload.materialize import layer_rng
+from archsim.workload.matvec import LayerDataError
 
 __all__ = ["SparseConv", "materialize_conv", "reference_conv"]
 
@@ -117,8 +118,13 @@ def materialize_conv(layer: ConvLayer, seed: int) -> SparseConv:
     exactly 0. Activations: exactly ``round(activation_density * size)`` positive half-normal
     values (at least 0.01) at uniformly random positions, the rest 0.
     """
-    if layer.weight_density is None or layer.activation_density is None:
-        raise WorkloadError(f"layer {layer.name}: conv layers need both densities")
+    for f in ("weight_density", "activation_density"):
+        if getattr(layer, f) is None:
+            raise LayerDataError(
+                layer.name,
+                f,
+                "missing; sparse conv engines (SCNN, DCNN) need it; allowed: a fraction in [0, 1]",
+            )
     rng = layer_rng(seed, layer.name)
     w_shape = layer.weight_shape
     w_size = int(np.prod(w_shape))

@@ -131,6 +131,9 @@ def test_gemm_defaults_and_counts(tmp_path: Path) -> None:
         ("tf32", "fp32"),
         ("fp32", "fp32"),
         ("int8", "int32"),
+        ("fp8_e4m3", "fp32"),
+        ("fp8_e5m2", "fp32"),
+        ("fp8", "fp32"),
     ],
 )
 def test_valid_precision_pairs(tmp_path: Path, precision: str, accumulate: str) -> None:
@@ -152,6 +155,13 @@ def test_valid_precision_pairs(tmp_path: Path, precision: str, accumulate: str) 
         ({"precision": "int8"}, "layers.0.accumulate", "precision='int8'"),
         ({"precision": "bf16", "accumulate": "fp16"}, "layers.0.accumulate", "allowed: fp32"),
         ({"precision": "fp16", "accumulate": "int32"}, "layers.0.accumulate", "fp32, fp16"),
+        ({"precision": "fp8_e4m3", "output": "int32"}, "layers.0.output", "fp32, fp16, bf16"),
+        (
+            {"precision": "int8", "accumulate": "int32", "output": "bf16"},
+            "layers.0.output",
+            "allowed: int32",
+        ),
+        ({"output": "fp8"}, "layers.0.output", "bf16"),
         ({"weight_density": 1.5}, "layers.0.weight_density", "less than or equal to 1"),
         ({"activation_density": -0.1}, "layers.0.activation_density", "greater than or equal"),
         ({"data": "some_dir"}, "layers.0.data", "not supported for gemm"),

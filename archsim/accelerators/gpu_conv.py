@@ -1,0 +1,398 @@
+"""Convolutions on Tensor Core GPUs as cuDNN runs them: algorithm candidates and the choice.
+
+A conv layer has several *algorithms*, each a sequence of kernels run one after another on one
+stream (``cudnn.benchmark`` times them all and keeps the fastest; so does this module):
+
+* ``implicit_gemm`` -- NHWC implicit GEMM, one launch: ``M = n*P*Q`` output pixels,
+  ``N = K / groups`` filters, ``K = C/groups * R * S``, the groups as a batched GEMM. A 1x1,
+  stride-1, unpadded conv is the same plain GEMM (named ``gemm_1x1``). When C or K (per group)
+  breaks the library's tensor-op channel alignment the GEMM runs on the CUDA cores.
+* ``grouped_per_launch`` -- grouped convs as ``groups`` launches of one group's GEMM.
+* ``winograd_2x2`` / ``winograd_4x4`` -- non-fused Winograd F(m x m, 3x3) for 3x3 stride-1
+  ungrouped convs: filter and input transforms (memory kernels), ``(m+2)^2`` batched GEMMs of
+  ``tiles x K x C`` (FP32 results), output transform (memory kernel).
+* ``depthwise_direct`` -- one input channel per group: a direct CUDA-core kernel, bound by its
+  bytes or by its FMAs.
+
+GEMM kernels are timed with the GEMM model (``tensor_core.run_gemm``); memory kernels take
+launch + bytes / bandwidth (L2 when the kernel's bytes fit in L2, else HBM, each at its
+config's achievable fraction). Small layers are also computed by the chosen algorithm
+(``datapath.conv_algorithms``: the implicit GEMM's gather, the Winograd transforms) and checked
+against the direct convolution.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from archsim.accelerators.base import LayerOutcome
+from archsim.config.gpu import GpuConfig, KernelFamily, ThreadBlockTile
+from archsim.config.workload import ConvLayer
+from archsim.datapath.conv_algorithms import implicit_gemm_conv, winograd_conv
+from archsim.errors import SimulationError
+from archsim.workload.conv import materialize_conv, reference_conv
+from archsim.workload.gemm import ELEMENT_BYTES, GemmProblem, lower_to_gemm
+
+#: layers up to this many dense MACs are also computed functionally by their chosen algorithm
+FUNCTIONAL_MAX_MACS = 1 << 24
+
+__all__ = [
+    "ConvCandidate",
+    "ConvChoice",
+    "GemmStep",
+    "MemoryStep",
+    "best_conv",
+    "candidate_runs",
+    "conv_candidates",
+    "conv_outcome",
+    "gemm_config",
+    "memory_counts",
+    "memory_cycles",
+    "time_candidate",
+]
+
+
+@dataclass(frozen=True)
+class GemmStep:
+    """One GEMM kernel of an algorithm; ``simt`` runs it on the CUDA cores."""
+
+    name: str
+    problem: GemmProblem
+    simt: bool = False
+    tile_k: int | None = None  # only the menu's tiles of this k (the problem's K is padded to it)
+
+
+@dataclass(frozen=True)
+class MemoryStep:
+    """One element-wise/transform kernel: bytes in and out, CUDA-core FMAs (0 for copies)."""
+
+    name: str
+    read_bytes: int
+    write_bytes: int
+    fma: int = 0
+
+
+Step = GemmStep | MemoryStep
+
+
+@dataclass(frozen=True)
+class ConvCandidate:
+    """One algorithm for a conv layer: its kernels in launch order."""
+
+    algorithm: str
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class ConvChoice:
+    """A timed candidate: cycles per step (launch included) and all candidates' cycles."""
+
+    candidate: ConvCandidate
+    step_cycles: tuple[int, ...]
+    tried: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cycles(self) -> int:
+        """SM cycles of the whole algorithm."""
+        return sum(self.step_cycles)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _problem(
+    layer: ConvLayer, name: str, m: int, n: int, k: int, batch: int, gather: bool
+) -> GemmProblem:
+    """A GEMM of the layer's precision; ``gather``: A is gathered from the input tensor (implicit
+    GEMM), so only the input's elements are distinct."""
+    frac = 1.0
+    if gather:
+        frac = min(1.0, layer.n * layer.h * layer.w * (layer.c // layer.groups) / (m * k))
+    return replace(
+        lower_to_gemm(layer), layer=f"{layer.name}.{name}", m=m, n=n, k=k, batch=batch,
+        a_unique_fraction=frac,
+    )  # fmt: skip
+
+
+def _aligned(cfg: GpuConfig, layer: ConvLayer) -> bool:
+    a = cfg.conv_library.tensor_op_channel_alignment_elements
+    return (layer.c // layer.groups) % a == 0 and (layer.k // layer.groups) % a == 0
+
+
+def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
+    """Implicit GEMM (and its per-group launches), one candidate per tile k of the menu.
+
+    The k-loop walks the R x S filter taps and, per tap, the group's channels in chunks of the
+    tile's k-step (``tile.k`` 16-bit elements scaled to the operand width, as ``gpu_plan``
+    sizes k-steps in bytes): a tap whose channel count is not a multiple of it pads its last
+    chunk, so ``K = R * S * ceil(C_g / k_step) * k_step`` on the tensor cores (a plain 1x1 GEMM
+    and the CUDA-core kernel, which steps through K element by element, keep
+    ``K = R * S * C_g``).
+    """
+    lib = cfg.conv_library
+    m, n, _ = layer.gemm_view
+    cg = layer.c // layer.groups
+    simt = not _aligned(cfg, layer)
+    plain = layer.r == layer.s == 1 and layer.stride == 1 and layer.pad == 0
+    name = "gemm_1x1" if plain else "implicit_gemm"
+    batched = layer.groups == 1 or simt or lib.grouped_batched_tensor_op
+    out = []
+    for tk in sorted({t.k for t in cfg.tiles}):
+        ks = max(1, tk * 2 // ELEMENT_BYTES[layer.precision])  # k-step elements (gpu_plan)
+        k = layer.r * layer.s * (cg if simt or plain else _cdiv(cg, ks) * ks)
+        if batched and "implicit_gemm" in lib.algorithms:
+            whole = GemmStep(name, _problem(layer, name, m, n, k, layer.groups, True), simt, tk)
+            out.append(ConvCandidate(name, (whole,)))
+        if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
+            one = GemmStep("group", _problem(layer, "group", m, n, k, 1, True), simt, tk)
+            out.append(ConvCandidate("grouped_per_launch", (one,) * layer.groups))
+    return out
+
+
+def _winograd(layer: ConvLayer, tile: int) -> ConvCandidate:
+    """Non-fused Winograd F(tile x tile, 3x3): transforms + (tile+2)^2 batched GEMMs."""
+    alpha2 = (tile + 2) ** 2
+    eb = ELEMENT_BYTES["fp16"]
+    tiles = layer.n * _cdiv(layer.out_h, tile) * _cdiv(layer.out_w, tile)
+    c, k = layer.c, layer.k
+    gemm = _problem(layer, f"winograd{tile}", tiles, k, c, alpha2, False)
+    gemm_out = gemm.out_bytes
+    steps: tuple[Step, ...] = (
+        MemoryStep("filter_transform", k * c * 9 * eb, alpha2 * k * c * eb),
+        MemoryStep(
+            "input_transform",
+            layer.n * layer.h * layer.w * c * eb,
+            alpha2 * tiles * c * eb,
+        ),
+        GemmStep(f"winograd{tile}_gemm", gemm),
+        MemoryStep(
+            "output_transform",
+            alpha2 * tiles * k * gemm_out,
+            layer.n * layer.out_h * layer.out_w * k * eb,
+        ),
+    )
+    return ConvCandidate(f"winograd_{tile}x{tile}", steps)
+
+
+def _depthwise(layer: ConvLayer) -> ConvCandidate:
+    eb = ELEMENT_BYTES["fp16"]
+    read = (layer.n * layer.h * layer.w * layer.c + layer.k * layer.r * layer.s) * eb
+    write = layer.n * layer.out_h * layer.out_w * layer.k * eb
+    return ConvCandidate(
+        "depthwise_direct", (MemoryStep("depthwise", read, write, fma=layer.macs_dense),)
+    )
+
+
+def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
+    """Every algorithm of ``cfg.conv_library.algorithms`` that applies to ``layer``."""
+    algos = cfg.conv_library.algorithms
+    out: list[ConvCandidate] = []
+    out += _implicit(cfg, layer)
+    winograd_ok = layer.r == layer.s == 3 and layer.stride == 1 and layer.groups == 1
+    for tile in (2, 4):
+        if winograd_ok and f"winograd_{tile}x{tile}" in algos and _aligned(cfg, layer):
+            out.append(_winograd(layer, tile))
+    if "depthwise_direct" in algos and layer.c == layer.groups:
+        out.append(_depthwise(layer))
+    if not out:
+        raise SimulationError(
+            f"layer {layer.name!r}: none of the algorithms {', '.join(algos)} applies "
+            f"(conv_library.algorithms); allowed: include implicit_gemm"
+        )
+    return out
+
+
+def gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
+    """The config a conv GEMM kernel runs under: no split-K unless the library splits conv
+    reductions; on the CUDA cores (``simt``: the conv library's channel rule failed) one
+    CUDA-core kernel family with the library's SIMT conv tile; else the conv library's kernel
+    families (``conv_library.families``, default the GEMM library's), their tiles narrowed to
+    those of ``tile_k`` (a family with no tile of that k keeps its own)."""
+    over: dict[str, Any] = {}
+    if not cfg.conv_library.split_k:
+        over["library.split_k_factors"] = [1]
+    families = cfg.conv_library.families or cfg.library.families
+    if step.simt:
+        families = [_simt_family(cfg)]
+    elif step.tile_k is not None:
+        over["tiles"] = [t.model_dump() for t in _with_k(cfg.tiles, step.tile_k)]
+        families = [
+            f.model_copy(update={"tiles": _with_k(f.tiles, step.tile_k)}) if f.tiles else f
+            for f in families
+        ]
+    if families != cfg.library.families:
+        over["library.families"] = [f.model_dump() for f in families]
+    return cfg.with_overrides(over) if over else cfg
+
+
+def _with_k(tiles: list[ThreadBlockTile], k: int) -> list[ThreadBlockTile]:
+    """The tiles of k-step ``k`` (all of them if none has it)."""
+    return [t for t in tiles if t.k == k] or tiles
+
+
+def _simt_family(cfg: GpuConfig) -> KernelFamily:
+    lib = cfg.conv_library
+    m, n, k = lib.simt_tile_mnk
+    tile = ThreadBlockTile(m=m, n=n, k=k, warps=lib.simt_tile_warps, stages=lib.simt_tile_stages)
+    return KernelFamily(
+        name="conv_simt",
+        library_behaviour="cuDNN's CUDA-core implicit-GEMM conv for channel counts that break "
+        "the tensor-op channel rule (conv_library.tensor_op_channel_alignment_elements)",
+        tensor_ops=False,
+        tiles=[tile],
+    )
+
+
+def memory_cycles(cfg: GpuConfig, step: MemoryStep) -> int:
+    """Launch + the longer of moving the bytes (L2 when they fit, else HBM) and the FMAs on the
+    FP16 CUDA cores, in SM cycles."""
+    clock = cfg.clock.frequency_hz
+    moved = step.read_bytes + step.write_bytes
+    if moved <= cfg.l2.size_bytes:
+        bw = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
+    else:
+        bw = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
+    compute = step.fma / (cfg.sms * cfg.cuda_cores.fp16_fma_per_clock)
+    launch = math.ceil(cfg.launch_overhead_s * clock - 1e-9)
+    return launch + max(1, math.ceil(max(moved / bw, compute) - 1e-9))
+
+
+def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int, Any]]:
+    """(step, SM cycles, the GEMM model's fastest ``KernelRun`` or None for a memory kernel)
+    of each kernel of ``cand``, in launch order."""
+    from archsim.accelerators.tensor_core import run_gemm  # tensor_core imports this module
+
+    memo: dict[tuple[GemmProblem, bool, int | None], Any] = {}
+    out: list[tuple[Step, int, Any]] = []
+    for step in cand.steps:
+        if isinstance(step, MemoryStep):
+            out.append((step, memory_cycles(cfg, step), None))
+            continue
+        key = (replace(step.problem, layer=""), step.simt, step.tile_k)
+        if key not in memo:
+            memo[key] = run_gemm(gemm_config(cfg, step), step.problem)[0]
+        out.append((step, memo[key].cycles, memo[key]))
+    return out
+
+
+def time_candidate(cfg: GpuConfig, cand: ConvCandidate) -> tuple[int, ...]:
+    """SM cycles of each kernel of ``cand`` (GEMMs: the fastest plan of the GEMM model)."""
+    return tuple(cycles for _, cycles, _ in candidate_runs(cfg, cand))
+
+
+def best_conv(cfg: GpuConfig, layer: ConvLayer) -> ConvChoice:
+    """Time every candidate and keep the fastest (ties keep candidate order)."""
+    timed = [(c, time_candidate(cfg, c)) for c in conv_candidates(cfg, layer)]
+    cand, cycles = min(timed, key=lambda ct: sum(ct[1]))
+    tried: dict[str, int] = {}
+    for c, t in timed:  # an algorithm's fastest variant (tile k) stands for it
+        tried[c.algorithm] = min(sum(t), tried.get(c.algorithm, sum(t)))
+    return ConvChoice(cand, cycles, tried)
+
+
+def _merge_counts(into: dict[str, dict[str, int]], add: dict[str, dict[str, int]]) -> None:
+    for comp, actions in add.items():
+        slot = into.setdefault(comp, {})
+        for act, n in actions.items():
+            slot[act] = slot.get(act, 0) + n
+
+
+def memory_counts(step: MemoryStep) -> dict[str, dict[str, int]]:
+    moved = {"read_bytes": step.read_bytes, "write_bytes": step.write_bytes}
+    counts = {"l2": moved, "hbm": dict(moved)}  # every byte once, as the GEMM's compulsory
+    if step.fma:
+        counts["cuda_core"] = {"fma": step.fma, "instruction": step.fma // 32}
+    return counts
+
+
+def _gemm_outcome(cfg: GpuConfig, step: GemmStep, seed: int) -> LayerOutcome:
+    """The GEMM model's outcome for one GEMM kernel (counts, extras, cycles)."""
+    from archsim.accelerators.tensor_core import gemm_outcome
+
+    return gemm_outcome(gemm_config(cfg, step), step.problem, 0, seed)
+
+
+def functional_error(layer: ConvLayer, algorithm: str, seed: int) -> float:
+    """Max |output - direct convolution| of ``algorithm`` computed for real on the layer's
+    seeded tensors (densities 1.0 when the layer gives none); raises past 1e-9 relative."""
+    dense = {f: 1.0 for f in ("weight_density", "activation_density") if getattr(layer, f) is None}
+    sc = materialize_conv(layer.model_copy(update=dense), seed)
+    ref = reference_conv(sc)
+    if algorithm.startswith("winograd_"):
+        out = winograd_conv(sc.activations, sc.weights, layer.pad, int(algorithm[-1]))
+    else:  # implicit GEMM, per-group launches and the direct depthwise kernel: one gather
+        out = implicit_gemm_conv(sc.activations, sc.weights, layer.stride, layer.pad, layer.groups)
+    err = float(np.abs(out - ref).max())
+    if err > 1e-9 * max(1.0, float(np.abs(ref).max())):
+        raise SimulationError(f"layer {layer.name!r}: {algorithm} output differs by {err:.3g}")
+    return err
+
+
+def conv_outcome(
+    cfg: GpuConfig, layer: ConvLayer, start: int, seed: int, choice: ConvChoice | None = None
+) -> LayerOutcome:
+    """The layer run as its fastest algorithm (or ``choice``'s, timed at ``cfg``): cycles and
+    counts of all its kernels, the main (longest) GEMM's ``tc_*`` columns, ``tc_conv_algo``
+    and the other candidates' times."""
+    if choice is None:
+        choice = best_conv(cfg, layer)
+    else:
+        choice = replace(choice, step_cycles=time_candidate(cfg, choice.candidate))
+    counts: dict[str, dict[str, int]] = {}
+    dram = 0
+    main: LayerOutcome | None = None
+    gemms: dict[tuple[GemmProblem, bool, int | None], LayerOutcome] = {}
+    for step in choice.candidate.steps:
+        if isinstance(step, MemoryStep):
+            c = memory_counts(step)
+            dram += sum(c.get("hbm", {}).values())
+            _merge_counts(counts, c)
+            continue
+        key = (replace(step.problem, layer=""), step.simt, step.tile_k)
+        if key not in gemms:
+            gemms[key] = _gemm_outcome(cfg, step, seed)
+        out = gemms[key]
+        _merge_counts(counts, out.counts)
+        dram += out.dram_bytes
+        if main is None or out.cycles > main.cycles:
+            main = out
+    if main is None:  # a single memory kernel (depthwise)
+        peak = cfg.sms * cfg.cuda_cores.fp16_fma_per_clock
+        extras: dict[str, Any] = {"tc_tensor_ops": False, "tc_bound": "memory"}
+    else:
+        peak, extras = main.peak_macs_per_cycle, dict(main.extras)
+    cycles = choice.cycles
+    time_s = cycles / cfg.clock.frequency_hz
+    tflops = 2 * layer.macs_dense / time_s / 1e12
+    extras.update(
+        tc_conv_algo=choice.candidate.algorithm,
+        tc_conv_kernels=len(choice.candidate.steps),
+        tc_conv_tried="; ".join(f"{a}={c}" for a, c in choice.tried.items()),
+        tc_tflops=tflops,
+        tc_conv_functional_max_error=float("nan"),
+    )
+    if layer.macs_dense <= FUNCTIONAL_MAX_MACS:
+        err = functional_error(layer, choice.candidate.algorithm, seed)
+        extras["tc_conv_functional_max_error"] = err
+    if "tc_peak_tflops" in extras:
+        extras["tc_peak_fraction"] = tflops / extras["tc_peak_tflops"]
+    wd = layer.weight_density if layer.weight_density is not None else 1.0
+    ad = layer.activation_density if layer.activation_density is not None else 1.0
+    return LayerOutcome(
+        layer=layer.name,
+        kind=layer.kind,
+        cycles=cycles,
+        start_cycle=start,
+        end_cycle=start + cycles,
+        macs_dense=layer.macs_dense,
+        macs_effective=round(layer.macs_dense * wd * ad),
+        peak_macs_per_cycle=peak,
+        dram_bytes=dram,
+        counts=counts,
+        extras=extras,
+    )

@@ -1,0 +1,75 @@
+"""What the convolution library (cuDNN) may do on a Tensor Core GPU."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt
+
+from archsim.config.base import ArchsimModel
+from archsim.config.gpu_family import KernelFamily
+
+__all__ = ["CONV_ALGORITHMS", "ConvLibraryConfig"]
+
+ConvAlgorithm = Literal[
+    "implicit_gemm", "grouped_per_launch", "winograd_2x2", "winograd_4x4", "depthwise_direct"
+]
+
+#: every algorithm family ``accelerators.gpu_conv`` can time
+CONV_ALGORITHMS: tuple[str, ...] = (
+    "implicit_gemm",
+    "grouped_per_launch",
+    "winograd_2x2",
+    "winograd_4x4",
+    "depthwise_direct",
+)
+
+
+class ConvLibraryConfig(ArchsimModel):
+    """Algorithms a cuDNN-like library tries for a conv layer (``cudnn.benchmark``: all of them
+    are timed and the fastest kept) and the rules that restrict them."""
+
+    algorithms: list[ConvAlgorithm] = Field(
+        default=list(CONV_ALGORITHMS),
+        min_length=1,
+        description="Algorithm families tried per conv layer; the fastest applicable one wins.",
+    )
+    tensor_op_channel_alignment_elements: PositiveInt = Field(
+        default=8,
+        description="NHWC tensor-core conv kernels need input channels C and filters K to be "
+        "multiples of this (FP16: 8 elements = 16 bytes; cuDNN Developer Guide, Legacy API, "
+        "'Convolution Functions / Data and Filter Formats'); other layers run an implicit GEMM "
+        "on the CUDA cores. Not padded: ../shared/data/h100/conv_alexnet.csv conv1 (C=3) runs "
+        "at 39-42 TFLOPS at batch 32/256, below the part's CUDA-core FP16 peak.",
+    )
+    simt_tile_mnk: tuple[PositiveInt, PositiveInt, PositiveInt] = Field(
+        default=(128, 128, 8),
+        description="CTA tile (m, n, k) of the CUDA-core implicit-GEMM conv kernel: CUTLASS's "
+        "SIMT conv2d fprop (test/unit/conv/device/conv2d_fprop_implicit_gemm_f16nhwc_f16nhwc_"
+        "f16nhwc_simt_f16_sm60.cu: threadblock 128x128x8, warp 64x64x8, 2 stages).",
+    )
+    simt_tile_warps: PositiveInt = Field(
+        default=4, description="Warps of that CTA (128x128 / 64x64)."
+    )
+    simt_tile_stages: int = Field(default=2, ge=1, le=8, description="Its pipeline stages.")
+    grouped_batched_tensor_op: bool = Field(
+        default=False,
+        description="Whether a grouped conv runs as ONE batched tensor-core implicit GEMM. False: "
+        "only per-group launches (or the CUDA-core kernel), as cuDNN 9 on H100 behaves: "
+        "../shared/data/h100/conv_alexnet.csv conv2/conv4/conv5 (groups=2) at batch 1 take "
+        "22.6-23.5 us against 7.6 us for conv3 (groups=1, more MACs); grouped convs slower than "
+        "separate per-group convs: pytorch/pytorch issues #10290 and #73764.",
+    )
+    families: list[KernelFamily] | None = Field(
+        default=None,
+        min_length=1,
+        description="Kernel families of the tensor-core conv GEMMs, fastest first (a conv GEMM "
+        "runs in the first it is eligible for); None: the GEMM library's families.",
+    )
+    split_k: bool = Field(
+        default=False,
+        description="Whether forward conv kernels split the reduction (C*R*S) across CTAs. "
+        "False: one CTA per output tile, as ../shared/data/h100/conv_alexnet.csv shows: conv1 at "
+        "batch 1 (24 output tiles, K = 363) takes 31.0 us; unsplit CTAs predict 29.2 us, split-K "
+        "18.7 us.",
+    )

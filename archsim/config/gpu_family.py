@@ -1,0 +1,78 @@
+"""GPU kernel families and CTA tiles: what a GEMM or conv library runs on a Tensor Core GPU."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from archsim.config.base import ArchsimModel
+
+__all__ = ["KernelFamily", "Precision", "ThreadBlockTile", "rate_key"]
+
+#: tensor-core rate classes; ``fp8`` covers both FP8 formats (e4m3, e5m2 run at one rate)
+Precision = Literal["fp16", "bf16", "tf32", "fp32", "fp8", "int8"]
+
+
+def rate_key(precision: str) -> str:
+    """The ``precision_rate`` key of a GEMM input precision (``fp8_e4m3`` -> ``fp8``)."""
+    return "fp8" if precision.startswith("fp8") else precision
+
+
+class ThreadBlockTile(ArchsimModel):
+    """One CTA tile of the GEMM: m x n outputs, k per main-loop step, warps, pipeline stages.
+
+    ``k`` is given for 16-bit operands. Library kernels size a k-step in BYTES (a shared-memory
+    row of ``2 k`` bytes: Hopper's 128-byte TMA swizzle holds 64 FP16, 32 TF32 or 128 FP8
+    elements; CUTLASS's TF32 tiles are 128x128x32 where FP16's are 128x128x64), so a plan's
+    k-step is ``2 k / bytes per element`` elements and a stage holds the same bytes at every
+    precision.
+    """
+
+    m: PositiveInt
+    n: PositiveInt
+    k: PositiveInt = Field(description="K elements per main-loop step at 16-bit operands.")
+    warps: PositiveInt = 8
+    stages: int = Field(default=2, ge=1, le=8)
+
+
+class KernelFamily(ArchsimModel):
+    """A family of library kernels with its own eligibility rule, tiles and rates.
+
+    The library takes the FIRST family of ``library.families`` that ``prob`` is eligible for
+    (the preset lists them fastest first, as cuBLAS's heuristics prefer them).
+    """
+
+    name: str = Field(min_length=1, description="Family name, e.g. sm90_tma_wgmma.")
+    library_behaviour: str = Field(
+        min_length=1, description="The library behaviour this rule stands for (with a source)."
+    )
+    precisions: list[Precision] | None = Field(
+        default=None, description="Input precisions it runs (None: every tensor-core precision)."
+    )
+    min_alignment_bytes: PositiveInt = Field(
+        default=1,
+        description="Leading dimensions of A, B and D must be multiples of this many bytes.",
+    )
+    tensor_ops: bool = Field(default=True, description="False: FP32/FP16 CUDA-core kernels.")
+    fill_bytes_per_clock: PositiveFloat | None = Field(
+        default=None,
+        description="Global->shared fill rate of one SM, bytes per SM clock (None: "
+        "sm_memory.shared_bandwidth_bytes_per_clock).",
+    )
+    multicast_ctas: PositiveInt = Field(
+        default=1,
+        description="CTAs of a thread-block cluster (along M) that receive each B tile from one "
+        "L2 read (Hopper TMA multicast); 1: none.",
+    )
+    stream_k: bool = Field(
+        default=False,
+        description="Also try Stream-K: persistent CTAs split the tiles' k-iterations evenly "
+        "(for grids that fill the SMs unevenly), with an FP32 fix-up of the shared tiles.",
+    )
+    mma_rate_fraction: float = Field(
+        default=1.0, gt=0.0, le=1.0, description="Its MMA throughput / the part's tensor rate."
+    )
+    tiles: list[ThreadBlockTile] | None = Field(
+        default=None, min_length=1, description="Its CTA tile menu (None: the preset's tiles)."
+    )

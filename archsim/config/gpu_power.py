@@ -1,0 +1,122 @@
+"""Board power of a Tensor Core GPU: limit, clocks, V/f curve and per-action energies.
+
+The numbers are named, cited fields of the preset's ``power:`` block (the YAML comments give the
+file/row or paper each comes from). Every energy is at the voltage the V/f curve gives for
+``max_clock_hz``; ``accelerators.gpu_power`` scales it by (V(f) / V(max))^2 at clock f.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
+
+from archsim.config.base import ArchsimModel
+
+__all__ = ["GpuPowerConfig", "VfPoint", "OPERAND_BITS"]
+
+#: bits of one A/B operand element as the tensor core reads it (tf32 is stored in 32 bits)
+OPERAND_BITS = {"fp8": 8, "int8": 8, "fp16": 16, "bf16": 16, "tf32": 32, "fp32": 32}
+
+
+class VfPoint(ArchsimModel):
+    """One point of the SM voltage/frequency curve."""
+
+    clock_hz: PositiveFloat = Field(description="SM clock, Hz.")
+    voltage_v: PositiveFloat = Field(description="Core supply voltage at that clock, V.")
+
+
+class GpuPowerConfig(ArchsimModel):
+    """Power limit, clock range, static power and per-action energies of one GPU board."""
+
+    power_limit_w: PositiveFloat = Field(description="Board power limit (TDP), W.")
+    max_clock_hz: PositiveFloat = Field(description="Maximum boost SM clock, Hz.")
+    clock_step_hz: PositiveFloat = Field(
+        description="Spacing of the SM clocks the GPU can run at, Hz (clocks are max_clock_hz "
+        "minus whole steps)."
+    )
+    static_power_w: PositiveFloat = Field(
+        description="Board power with the GPU warm and no kernel running (leakage, memory "
+        "refresh, fans/VRM), W; charged for every second of a run."
+    )
+    vf_curve: list[VfPoint] = Field(
+        min_length=2,
+        description="SM voltage vs clock, clocks and voltages strictly increasing; linear "
+        "between points. Its first clock is the lowest clock the solve may choose.",
+    )
+    tensor_current_clock_hz: PositiveFloat | None = Field(
+        default=None,
+        description="Clock at which tensor pipes busy every cycle reach the chip's peak-current "
+        "limit (independent of the data); at tensor duty d the cap is the clock f with "
+        "d * f * V(f) = this clock * V(this clock). None: no such limit.",
+    )
+    sm_active_energy_pj_per_cycle: NonNegativeFloat = Field(
+        description="Energy of one SM for one clock while a kernel runs (clock tree, schedulers, "
+        "control), independent of the data, pJ at V(max_clock_hz)."
+    )
+    tensor_busy_energy_pj_per_cycle: NonNegativeFloat = Field(
+        description="Extra energy of one SM's tensor pipes for one busy clock that does not "
+        "depend on the data (zero operands), pJ at V(max_clock_hz)."
+    )
+    mma_energy_pj_per_operand_bit: NonNegativeFloat = Field(
+        description="Data-dependent energy of one tensor-core FMA per bit of operand width "
+        "(multiplier, adder and operand delivery of random data), pJ at V(max_clock_hz); an "
+        "FMA at precision p costs this x OPERAND_BITS[p]."
+    )
+    cuda_fma_energy_pj: NonNegativeFloat = Field(
+        description="Data-dependent energy of one FP32 FMA on a CUDA core (multiply, add, "
+        "register-file reads and write, instruction share), pJ at V(max_clock_hz)."
+    )
+    shared_energy_pj_per_byte: NonNegativeFloat = Field(
+        description="Shared memory / L1 access energy per byte, pJ at V(max_clock_hz)."
+    )
+    l2_energy_pj_per_byte: NonNegativeFloat = Field(
+        description="L2 access energy per byte, pJ at V(max_clock_hz)."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> GpuPowerConfig:
+        for i, (a, b) in enumerate(pairwise(self.vf_curve)):
+            if b.clock_hz <= a.clock_hz or b.voltage_v <= a.voltage_v:
+                raise ValueError(
+                    f"vf_curve.{i + 1}: clock_hz and voltage_v must both increase from one "
+                    f"point to the next (got {a.clock_hz:g} Hz/{a.voltage_v:g} V then "
+                    f"{b.clock_hz:g} Hz/{b.voltage_v:g} V); allowed: strictly increasing"
+                )
+        lo, hi = self.vf_curve[0].clock_hz, self.vf_curve[-1].clock_hz
+        if not lo <= self.max_clock_hz <= hi:
+            raise ValueError(
+                f"max_clock_hz={self.max_clock_hz:g} lies outside vf_curve; allowed: "
+                f"{lo:g} .. {hi:g} Hz"
+            )
+        cap = self.tensor_current_clock_hz
+        if cap is not None and not lo <= cap <= self.max_clock_hz:
+            raise ValueError(
+                f"tensor_current_clock_hz={cap:g} must lie in {lo:g} .. {self.max_clock_hz:g} Hz"
+            )
+        if self.power_limit_w <= self.static_power_w:
+            raise ValueError(
+                f"power_limit_w={self.power_limit_w:g} must exceed static_power_w="
+                f"{self.static_power_w:g}; allowed: power_limit_w > static_power_w"
+            )
+        return self
+
+    @property
+    def min_clock_hz(self) -> float:
+        """Lowest clock of the V/f curve, Hz."""
+        return self.vf_curve[0].clock_hz
+
+    def voltage_v(self, clock_hz: float) -> float:
+        """Supply voltage at ``clock_hz`` (linear between curve points, clamped at the ends)."""
+        pts = self.vf_curve
+        if clock_hz <= pts[0].clock_hz:
+            return pts[0].voltage_v
+        for a, b in pairwise(pts):
+            if clock_hz <= b.clock_hz:
+                w = (clock_hz - a.clock_hz) / (b.clock_hz - a.clock_hz)
+                return a.voltage_v + w * (b.voltage_v - a.voltage_v)
+        return pts[-1].voltage_v
+
+    def energy_scale(self, clock_hz: float) -> float:
+        """(V(clock_hz) / V(max_clock_hz))^2: dynamic energy per action relative to max clock."""
+        return (self.voltage_v(clock_hz) / self.voltage_v(self.max_clock_hz)) ** 2

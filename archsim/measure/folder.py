@@ -1,0 +1,278 @@
+"""The measurement-folder format (the format of ``shared/data/h100``): read, check, write.
+
+A folder holds
+
+* ``gemm_*.csv``: one timed GEMM per row, columns :data:`GEMM_COLUMNS` (``gemm_llm.csv`` adds
+  ``model_projection`` first). ``a_stored`` / ``b_stored`` give the row-major stored shape of A
+  and B (``"m x k"`` or ``"k x m"``; ``"k x n"`` or ``"n x k"``);
+* ``conv_*.csv``: one timed convolution per row, columns :data:`CONV_COLUMNS`;
+* ``device_memory_energy.json``: ``device`` (what was measured), ``memory_eager`` (copy / read
+  bandwidth by size, launch floors) and ``energy`` (NVML energy counter around ~4 s of calls).
+
+Times are seconds per call (``time_s`` the median, ``min_s`` the fastest), ``sm_mhz`` and
+``board_w`` means of NVML readings (blank when none was taken). Other files (``README.md``)
+and extra columns are listed as ignored. Every problem is a one-line
+:class:`MeasurementError` naming the file, the row or key and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from archsim.errors import ArchsimError
+
+__all__ = [
+    "CONV_COLUMNS",
+    "DEVICE_FILE",
+    "GEMM_COLUMNS",
+    "LLM_COLUMN",
+    "MEASURED_PRECISIONS",
+    "MeasuredFolder",
+    "MeasurementError",
+    "read_folder",
+    "write_folder",
+]
+
+DEVICE_FILE = "device_memory_energy.json"
+#: precisions a measurement row may have (``fp8`` is e4m3 via ``torch._scaled_mm``)
+MEASURED_PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "fp8", "int8")
+A_STORED = ("m x k", "k x m")
+B_STORED = ("k x n", "n x k")
+#: optional first column of GEMM files (LLM projections: ``model:projection``)
+LLM_COLUMN = "model_projection"
+_TIMING = ("time_s", "min_s", "tflops", "sm_mhz", "board_w")
+GEMM_COLUMNS = ("m", "n", "k", "a_stored", "b_stored", "precision", *_TIMING)
+CONV_COLUMNS = (
+    "net", "layer", "batch", "precision", "c", "k", "h", "w", "r", "s", "stride", "pad",
+    "groups", "p", "q", *_TIMING,
+)  # fmt: skip
+_POSITIVE_INT = {"m", "n", "k", "batch", "c", "h", "w", "r", "s", "stride", "groups", "p", "q"}
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "a_stored": A_STORED,
+    "b_stored": B_STORED,
+    "precision": MEASURED_PRECISIONS,
+}
+_OPTIONAL_FLOAT = {"sm_mhz", "board_w"}  # blank: no NVML reading in the window
+_ALLOWED_FILES = f"gemm_*.csv, conv_*.csv, {DEVICE_FILE}"
+
+
+class MeasurementError(ArchsimError):
+    """A measurement folder, file, row or field is missing or malformed (one line)."""
+
+    def __init__(self, where: str | Path, field: str, problem: str) -> None:
+        self.where, self.field, self.problem = str(where), field, problem
+        super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
+
+
+@dataclass(frozen=True)
+class MeasuredFolder:
+    """Every table of one measurement folder (frames keep the file's column order)."""
+
+    path: Path
+    gemm: dict[str, pd.DataFrame]  # file name -> rows
+    conv: dict[str, pd.DataFrame]
+    device: dict[str, Any]
+    memory_eager: dict[str, Any]
+    energy: dict[str, Any]
+    ignored: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """GEMM then conv tables by file name."""
+        return {**self.gemm, **self.conv}
+
+
+def _columns_for(name: str, header: list[str]) -> tuple[str, ...]:
+    if name.startswith("conv_"):
+        return CONV_COLUMNS
+    return (LLM_COLUMN, *GEMM_COLUMNS) if header[:1] == [LLM_COLUMN] else GEMM_COLUMNS
+
+
+def _cell(path: Path, line: int, col: str, raw: str) -> Any:
+    """One CSV cell converted to its column's type; ``line`` is the 1-based file line."""
+    where, text = f"{path}: line {line}", raw.strip()
+    if col in _CHOICES:
+        if text not in _CHOICES[col]:
+            allowed = ", ".join(repr(c) for c in _CHOICES[col])
+            raise MeasurementError(where, col, f"{text!r} is not valid; allowed: {allowed}")
+        return text
+    if col in _POSITIVE_INT or col == "pad":
+        low = 0 if col == "pad" else 1
+        try:
+            value = int(text)
+        except ValueError:
+            raise MeasurementError(where, col, f"{text!r} is not an integer") from None
+        if value < low:
+            raise MeasurementError(where, col, f"{value} is out of range; allowed: >= {low}")
+        return value
+    if col in _TIMING:
+        if not text and col in _OPTIONAL_FLOAT:
+            return math.nan
+        try:
+            value = float(text)
+        except ValueError:
+            raise MeasurementError(where, col, f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value <= 0.0 and col != "tflops" or value < 0.0:
+            raise MeasurementError(where, col, f"{text} is out of range; allowed: a number > 0")
+        return value
+    if not text:
+        raise MeasurementError(where, col, "is empty; allowed: a non-empty name")
+    return text
+
+
+def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """One ``gemm_*.csv`` / ``conv_*.csv`` file, every cell checked; and its extra columns."""
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise MeasurementError(path, "", "empty file; allowed: a CSV header and rows") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        problem = " ".join(str(exc).split())
+        raise MeasurementError(path, "", f"not a readable CSV ({problem})") from None
+    header = [str(c).strip() for c in raw.columns]
+    want = _columns_for(path.name, header)
+    missing = [c for c in want if c not in header]
+    if missing:
+        raise MeasurementError(
+            path, missing[0], f"column missing; required columns: {', '.join(want)}"
+        )
+    extra = [c for c in header if c not in want]
+    if raw.empty:
+        raise MeasurementError(path, "", "no rows; allowed: at least one measured row")
+    raw.columns = header
+    rows = [
+        {c: _cell(path, i + 2, c, rec[c]) for c in want}
+        for i, rec in enumerate(raw.to_dict(orient="records"))
+    ]
+    frame = pd.DataFrame(rows, columns=list(want))
+    bad = frame.index[frame["min_s"] > frame["time_s"] * (1 + 1e-9)]
+    if len(bad):
+        raise MeasurementError(
+            f"{path}: line {int(bad[0]) + 2}", "min_s", "is larger than time_s (the median); "
+            "allowed: min_s <= time_s",
+        )  # fmt: skip
+    return frame, extra
+
+
+def _need(doc: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in doc:
+        raise MeasurementError(where, key, f"missing; required: a {kind.__name__}")
+    value = doc[key]
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    if kind is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    if not ok:
+        raise MeasurementError(where, key, f"{value!r} is not valid; allowed: a {kind.__name__}")
+    return value
+
+
+def _check_entries(block: dict[str, Any], prefix: str, where: str) -> None:
+    """Entries of ``memory_eager`` / ``energy``: timings and energy readings >= 0."""
+    for key, value in block.items():
+        path = f"{prefix}.{key}"
+        if isinstance(value, dict):
+            for num in ("time_s", "seconds", "joules", "watts", "joules_per_call", "calls"):
+                if num in value:
+                    _need(value, num, float, f"{where}: {path}")
+        elif key != "idle_watts" and not isinstance(value, int | float) or isinstance(value, bool):
+            raise MeasurementError(where, path, f"{value!r} is not valid; allowed: a number or "
+                                   "an object of readings")  # fmt: skip
+
+
+def _read_device(path: Path) -> tuple[dict, dict, dict]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        problem = " ".join(str(exc).split())
+        raise MeasurementError(path, "", f"not valid JSON ({problem})") from None
+    where = str(path)
+    if not isinstance(doc, dict):
+        raise MeasurementError(path, "", "not a JSON object; allowed: {device, memory_eager, "
+                               "energy}")  # fmt: skip
+    device = _need(doc, "device", dict, where)
+    _need(device, "name", str, f"{where}: device")
+    _need(device, "sms", int, f"{where}: device")
+    memory = _need(doc, "memory_eager", dict, where)
+    energy = _need(doc, "energy", dict, where)
+    _check_entries(memory, "memory_eager", where)
+    if "idle_watts" in energy:
+        _need(energy, "idle_watts", float, f"{where}: energy")
+    _check_entries(energy, "energy", where)
+    return device, memory, energy
+
+
+def read_folder(path: str | Path) -> MeasuredFolder:
+    """Read and check every measurement file of ``path``."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise MeasurementError(folder, "", f"folder not found; allowed: a folder of "
+                               f"{_ALLOWED_FILES}")  # fmt: skip
+    gemm: dict[str, pd.DataFrame] = {}
+    conv: dict[str, pd.DataFrame] = {}
+    ignored = []
+    for f in sorted(folder.iterdir()):
+        if f.name.startswith("."):
+            continue
+        if f.suffix == ".csv" and f.name.startswith(("gemm_", "conv_")):
+            frame, extra = _read_csv(f)
+            (gemm if f.name.startswith("gemm_") else conv)[f.name] = frame
+            ignored.extend(f"{f.name}: column {c}" for c in extra)
+        elif f.name != DEVICE_FILE:
+            ignored.append(f.name)
+    if not gemm and not conv:
+        raise MeasurementError(folder, "", f"no measurement files; required: {_ALLOWED_FILES}")
+    device_file = folder / DEVICE_FILE
+    if not device_file.is_file():
+        raise MeasurementError(device_file, "", "file missing; required: device, memory_eager "
+                               "and energy readings (written by `archsim probe gpu`)")  # fmt: skip
+    device, memory, energy = _read_device(device_file)
+    return MeasuredFolder(folder, gemm, conv, device, memory, energy, tuple(ignored))
+
+
+def _csv_text(frame: pd.DataFrame) -> str:
+    return frame.to_csv(index=False, float_format="%.10g", lineterminator="\n")
+
+
+def write_folder(
+    dest: str | Path, tables: Mapping[str, pd.DataFrame], device_doc: Mapping[str, Any]
+) -> Path:
+    """Write ``tables`` (file name -> frame) and ``device_doc`` as a measurement folder.
+
+    Files go to a temporary folder beside ``dest``, are read back with :func:`read_folder`, and
+    only then is the folder renamed to ``dest``: an interrupted or failed write leaves nothing.
+    ``dest`` must not exist, or be an empty folder.
+    """
+    target = Path(dest).resolve()
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise MeasurementError(target, "", "exists and is not an empty folder; allowed: a new "
+                               "or empty folder")  # fmt: skip
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    except OSError as exc:
+        raise MeasurementError(target, "", f"cannot create: {exc.strerror}") from None
+    try:
+        for name, frame in tables.items():
+            (tmp / name).write_text(_csv_text(frame), encoding="utf-8")
+        text = json.dumps(device_doc, indent=1, allow_nan=False) + "\n"
+        (tmp / DEVICE_FILE).write_text(text, encoding="utf-8")
+        read_folder(tmp)  # what we wrote must read back
+        os.chmod(tmp, 0o755)
+        if target.exists():
+            target.rmdir()
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise MeasurementError(target, "", f"cannot write: {exc.strerror}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target

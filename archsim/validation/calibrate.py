@@ -1,0 +1,303 @@
+"""Fit a GPU preset's documented calibration fields to a measurement folder.
+
+Only the fields of :data:`FIELDS` are fitted, each inside its bounds, by a deterministic
+coordinate search: one field at a time (in registry order), a golden-section search of
+:data:`STEPS` evaluations over its bounds, kept only if it lowers the objective. The objective
+is the mean of ``|ln(simulated / measured)|`` over the *fit* rows: every other row of each
+file x precision group (the 1st, 3rd, ...); the rows in between are held out, so the before/after
+residuals show whether the fit generalises. No scipy; the same folder always gives the same YAML.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from archsim.config.io import _resolve, load_hardware, read_yaml
+from archsim.errors import ArchsimError
+from archsim.measure.folder import MeasuredFolder
+from archsim.validation.measured import error_stats, measured_rows, simulate_rows
+
+__all__ = [
+    "FIELDS",
+    "STEPS",
+    "CalibrationField",
+    "Fit",
+    "fields_for",
+    "fit",
+    "residuals",
+    "write_yaml",
+]
+
+#: evaluations of the objective per field (golden section: bracket shrinks to 0.618^(STEPS-2))
+STEPS = 6
+_GOLD = (math.sqrt(5) - 1) / 2
+
+
+@dataclass(frozen=True)
+class CalibrationField:
+    """One fittable field: dotted path in the GPU config, bounds, what it stands for."""
+
+    path: str
+    low: float
+    high: float
+    meaning: str
+
+
+#: The documented calibration fields; a field the config does not have (or leaves unset) is
+#: skipped (and said). ``*`` in a path stands for every kernel family of the preset
+#: (:func:`fields_for` expands it). The ``power.*`` fields move the solved clock, so they
+#: change times only when the clock is modelled (``--clock model``).
+FIELDS: tuple[CalibrationField, ...] = (
+    CalibrationField(
+        "launch.graph_s", 0.0, 20e-6,
+        "per kernel in a CUDA graph (s): the floor of the smallest GEMMs",
+    ),
+    CalibrationField(
+        "hbm_achievable_fraction", 0.5, 1.0,
+        "achievable / peak HBM bandwidth: memory-bound rows (LLM projections at few tokens)",
+    ),
+    CalibrationField(
+        "l2.achievable_fraction", 0.3, 1.0,
+        "achievable / peak L2 bandwidth: mid-size GEMMs whose operands stay in L2",
+    ),
+    CalibrationField(
+        "tensor_cores.sustained_fraction", 0.5, 1.0,
+        "sustained / peak tensor-core MMA throughput: large compute-bound GEMMs",
+    ),
+    CalibrationField(
+        "cuda_cores.sustained_fraction", 0.5, 1.0,
+        "sustained / peak FMA issue of CUDA-core (FP32) GEMM kernels: large fp32 GEMMs",
+    ),
+    CalibrationField(
+        "library.families.*.mma_rate_fraction", 0.5, 1.0,
+        "a kernel family's MMA throughput / the part's tensor rate: its large GEMMs",
+    ),
+    CalibrationField(
+        "library.families.*.fill_bytes_per_clock", 1.0, 256.0,
+        "a kernel family's global->shared fill rate per SM (B/clk): its memory-fed GEMMs",
+    ),
+    CalibrationField(
+        "power.tensor_current_clock_hz", 1.0e9, 1.98e9,
+        "peak-current clock of busy tensor pipes (Hz): sustained light-power tensor GEMMs",
+    ),
+    CalibrationField(
+        "power.sm_active_energy_pj_per_cycle", 0.0, 2000.0,
+        "energy per active SM-cycle (pJ): the power-limited clock of sustained GEMMs",
+    ),
+    CalibrationField(
+        "power.mma_energy_pj_per_operand_bit", 0.02, 0.3,
+        "tensor-core FMA energy per operand bit (pJ): the power-limited clock of large GEMMs",
+    ),
+)  # fmt: skip
+
+
+def fields_for(hw: Any) -> tuple[CalibrationField, ...]:
+    """:data:`FIELDS` with ``*`` expanded to each of ``hw``'s kernel families (by index)."""
+    n = len(hw.library.families) if hasattr(hw, "library") else 0
+    out: list[CalibrationField] = []
+    for f in FIELDS:
+        if "*" not in f.path:
+            out.append(f)
+            continue
+        out += [replace(f, path=f.path.replace("*", str(i))) for i in range(n)]
+    return tuple(out)
+
+
+def _get(cfg: Any, path: str) -> Any:
+    node = cfg
+    for part in path.split("."):
+        if isinstance(node, list | tuple):
+            node = node[int(part)] if part.isdigit() and int(part) < len(node) else None
+        else:
+            node = getattr(node, part, None)
+        if node is None:
+            return None
+    return node
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Fitted values, their starting values, the objective before/after and the rows."""
+
+    before: dict[str, float]
+    after: dict[str, float]
+    objective_before: float
+    objective_after: float
+    evaluations: int
+    skipped: tuple[str, ...]  # registry fields this config does not have
+    rows_before: pd.DataFrame  # every row, simulated with the starting values
+    rows_after: pd.DataFrame
+
+
+def _objective(rows: pd.DataFrame) -> float:
+    done = rows[rows["sim_time_s"].notna()]
+    if done.empty:
+        return math.inf
+    return float(np.mean(np.abs(np.log(done["sim_time_s"] / done["time_s"]))))
+
+
+def _fit_mask(rows: pd.DataFrame) -> pd.Series:
+    """True for every other row of each file x precision group (1st, 3rd, ...)."""
+    position = rows.groupby(["file", "precision"], sort=False).cumcount()
+    return position % 2 == 0
+
+
+def fit(
+    hw: Any,
+    folder: MeasuredFolder,
+    clock: str = "model",
+    progress: Callable[[str], None] | None = None,
+) -> Fit:
+    """Fit :func:`fields_for` ``hw`` to ``folder``; see the module docstring."""
+    rows = measured_rows(folder)
+    rows = rows[rows["layer"].notna()].reset_index(drop=True)
+    if rows.empty:
+        raise ArchsimError(f"{folder.path}: no row this archsim can simulate; nothing to fit")
+    rows["fit"] = _fit_mask(rows)
+    fit_rows, held_rows = rows[rows["fit"]], rows[~rows["fit"]]
+    fields = [f for f in fields_for(hw) if _get(hw, f.path) is not None]
+    skipped = tuple(f.path for f in fields_for(hw) if f not in fields)
+    values = {f.path: float(_get(hw, f.path)) for f in fields}
+    cache: dict[tuple[float, ...], tuple[float, pd.DataFrame]] = {}
+
+    def evaluate(trial: dict[str, float]) -> float:
+        key = tuple(trial[f.path] for f in fields)
+        if key not in cache:
+            sim = simulate_rows(_with(hw, trial), fit_rows, clock)
+            cache[key] = (_objective(sim), sim)
+        return cache[key][0]
+
+    start = dict(values)
+    best = first = evaluate(values)
+    for f in fields:
+        value, score = _golden(lambda x, f=f: evaluate({**values, f.path: x}), f.low, f.high)
+        if score < best:
+            values[f.path], best = value, score
+        if progress:
+            progress(f"{f.path} = {values[f.path]:.4g} (objective {best:.4f})")
+
+    def every_row(trial: dict[str, float]) -> pd.DataFrame:
+        fitted = cache[tuple(trial[f.path] for f in fields)][1]
+        held = simulate_rows(_with(hw, trial), held_rows, clock) if len(held_rows) else held_rows
+        return pd.concat([fitted, held]).sort_index()
+
+    return Fit(
+        before=start,
+        after=values,
+        objective_before=first,
+        objective_after=best,
+        evaluations=len(cache),
+        skipped=skipped,
+        rows_before=every_row(start),
+        rows_after=every_row(values),
+    )
+
+
+def _with(hw: Any, values: dict[str, float]) -> Any:
+    """``hw`` with the fitted values (family fields set inside ``library.families``)."""
+    plain = {p: v for p, v in values.items() if not p.startswith("library.families.")}
+    fams = [f.model_dump() for f in hw.library.families] if hasattr(hw, "library") else []
+    for path, value in values.items():
+        if path.startswith("library.families."):
+            _, _, i, name = path.split(".")
+            fams[int(i)][name] = value
+    if len(plain) < len(values):
+        plain["library.families"] = fams
+    return hw.with_overrides(plain, source="calibrate")
+
+
+def _golden(f: Callable[[float], float], low: float, high: float) -> tuple[float, float]:
+    """Minimise ``f`` on [low, high] with :data:`STEPS` evaluations; (best x, best f)."""
+    a, b = low, high
+    c, d = b - _GOLD * (b - a), a + _GOLD * (b - a)
+    fc, fd = f(c), f(d)
+    seen = [(fc, c), (fd, d)]
+    for _ in range(STEPS - 2):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - _GOLD * (b - a)
+            fc = f(c)
+            seen.append((fc, c))
+        else:
+            a, c, fc = c, d, fd
+            d = a + _GOLD * (b - a)
+            fd = f(d)
+            seen.append((fd, d))
+    score, x = min(seen)
+    return x, score
+
+
+def residuals(result: Fit) -> pd.DataFrame:
+    """Median / p90 |error| per file x precision, fit and held-out rows, before and after."""
+    recs = []
+    before, after = result.rows_before, result.rows_after
+    for (file, precision), idx in before.groupby(["file", "precision"], sort=False).groups.items():
+        for subset, mask in (
+            ("fit", before.loc[idx, "fit"]),
+            ("held out", ~before.loc[idx, "fit"]),
+        ):
+            rows = idx[mask.to_numpy()]
+            if len(rows) == 0:
+                continue
+            b = error_stats(before.loc[rows, "time_s"], before.loc[rows, "sim_time_s"])
+            a = error_stats(after.loc[rows, "time_s"], after.loc[rows, "sim_time_s"])
+            recs.append({
+                "file": file, "precision": precision, "rows": subset, "n": a["n"],
+                "median_before": b["median_abs_error"], "p90_before": b["p90_abs_error"],
+                "median_after": a["median_abs_error"], "p90_after": a["p90_abs_error"],
+            })  # fmt: skip
+    return pd.DataFrame(recs)
+
+
+def _set(data: Any, path: str, value: float) -> None:
+    *parents, leaf = path.split(".")
+    for key in parents:
+        data = data[int(key)] if isinstance(data, list) else data.setdefault(key, {})
+    data[int(leaf) if isinstance(data, list) else leaf] = value
+
+
+def write_yaml(hardware: str, result: Fit, folder: MeasuredFolder, out: str | Path) -> Path:
+    """The preset ``hardware`` with the fitted values, as a hardware YAML at ``out``.
+
+    A comment header says what was fitted from which folder. The file is checked with
+    :func:`archsim.load_hardware` before it is renamed into place (nothing half-written).
+    """
+    raw = read_yaml(_resolve(hardware, "hardware"))
+    for path, value in result.after.items():
+        _set(raw, path, float(f"{value:.6g}"))
+    raw["name"] = f"{raw.get('name', hardware)}_calibrated"
+    device = folder.device.get("name", "?")
+    fields = {f.path: f for f in fields_for(load_hardware(hardware))}
+    header = [
+        f"# {raw['name']}: preset {hardware!r} with calibration fields fitted by",
+        f"# `archsim calibrate tensor_core` to the measurement folder {folder.path}",
+        f"# ({device}; fit on every other row of each file x precision, objective mean",
+        f"# |ln(sim/measured)| {result.objective_before:.4f} -> {result.objective_after:.4f}).",
+        "# Fitted (start -> fitted, bounds): every other field is the preset's.",
+        *(f"#   {p}: {result.before[p]:.6g} -> {v:.6g} in [{fields[p].low:g}, {fields[p].high:g}]"
+          f" ({fields[p].meaning})" for p, v in result.after.items()),
+    ]  # fmt: skip
+    text = "\n".join(header) + "\n" + yaml.safe_dump(raw, sort_keys=False, width=100)
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        load_hardware(Path(tmp))  # a calibrated preset must load
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

@@ -1,0 +1,167 @@
+"""GPU GEMM time mechanisms: precisions, kernel families (layout + alignment), launch modes,
+clock domains, and the closed-form L2 traffic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import archsim
+from archsim.accelerators.gpu_plan import family_for, l2_traffic, plans_for
+from archsim.accelerators.tensor_core import run_gemm
+from archsim.config.workload import WorkloadSpec
+from archsim.errors import SimulationError
+from archsim.workload.gemm import GemmProblem, round_fp8
+
+
+def _prob(m, n, k, precision="fp16", acc="fp32", **kw) -> GemmProblem:
+    return GemmProblem("g", "gemm", m, n, k, kw.pop("batch", 1), precision, acc, **kw)
+
+
+def _at(cfg, hz: float):
+    return cfg.model_copy(update={"clock": cfg.clock.model_copy(update={"frequency_hz": hz})})
+
+
+def _seconds(cfg, prob) -> float:
+    best, _ = run_gemm(cfg, prob)
+    return best.cycles / cfg.clock.frequency_hz
+
+
+def test_h100_precision_rates_fp8_twice_fp16_tf32_half() -> None:
+    """Large compute-bound GEMMs: FP8 at ~2x and TF32 at ~1/2 the FP16 rate (H100 whitepaper
+    dense rates); TF32 keeps the bytes per k-step, so it is not starved of shared memory."""
+    h100 = archsim.load_hardware("h100")
+    t16 = _seconds(h100, _prob(8192, 8192, 8192))
+    t8 = _seconds(h100, _prob(8192, 8192, 8192, "fp8_e4m3", output="bf16", transpose_b=True))
+    t32 = _seconds(h100, _prob(8192, 8192, 8192, "tf32"))
+    print(f"fp16 {t16 * 1e3:.3f} ms, fp8 {t8 * 1e3:.3f} ms, tf32 {t32 * 1e3:.3f} ms")
+    assert 1.7 <= t16 / t8 <= 2.05
+    assert 1.9 <= t32 / t16 <= 2.2
+    tflops_tf32 = 2 * 8192**3 / t32 / 1e12
+    assert tflops_tf32 > 0.85 * h100.peak_tflops("tf32")  # was ~190 of 495 before
+
+
+def test_precision_a_preset_lacks_is_one_line_error() -> None:
+    a100 = archsim.load_hardware("a100")
+    with pytest.raises(SimulationError, match=r"'fp8_e5m2' is not supported by a100; allowed: "
+                       r"fp16, bf16, tf32, int8, fp32 \(CUDA cores\)"):  # fmt: skip
+        plans_for(a100, _prob(256, 256, 256, "fp8_e5m2"))
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
+def test_fp8_functional_output_within_bound(fmt: str) -> None:
+    layers = [{"kind": "gemm", "name": "f8", "m": 96, "n": 80, "k": 200, "precision": fmt,
+               "output": "bf16"}]  # fmt: skip
+    wl = WorkloadSpec(schema_version=1, name="t", source="test", layers=layers)
+    r = archsim.simulate("h100", wl).to_dataframe().iloc[0]
+    err, bound = r.tc_functional_max_error, r.tc_functional_error_bound
+    print(f"{fmt}: max error {err:.3g}, bound {bound:.3g}")
+    # FP32 accumulation of exact FP8 products, then one bf16 rounding (u = 2**-8) of |D| <~ 50
+    assert np.isfinite(err) and 0 < err <= bound < 2.0**-8 * 60
+
+
+def test_fp8_rounding_values() -> None:
+    x = np.array([0.1, 1.0625, 3 * 2.0**-10, 500.0, -0.3])
+    assert round_fp8(x, "fp8_e4m3").tolist() == [0.1015625, 1.0, 2.0**-8, 448.0, -0.3125]
+    assert round_fp8(x, "fp8_e5m2").tolist() == [0.09375, 1.0, 3 * 2.0**-10, 512.0, -0.3125]
+
+
+def test_h100_unaligned_leading_dimensions_take_the_slow_family() -> None:
+    """TMA needs 16-byte strides: 4095^3 falls back (gemm_unaligned.csv: ~150 vs ~650 TFLOPS);
+    the layout decides which dimension is a leading one."""
+    h100 = archsim.load_hardware("h100")
+    assert family_for(h100, _prob(4096, 4096, 4096)).name == "sm90_tma_wgmma"
+    assert family_for(h100, _prob(4095, 4095, 4095)).name == "sm80_unaligned"
+    # m = 1001 is a leading dimension only when A is stored transposed (k x m)
+    assert family_for(h100, _prob(1001, 1024, 1024)).name == "sm90_tma_wgmma"
+    assert family_for(h100, _prob(1001, 1024, 1024, transpose_a=True)).name == "sm80_unaligned"
+    slow = _seconds(h100, _prob(4095, 4095, 4095)) / _seconds(h100, _prob(4096, 4096, 4096))
+    assert 3.0 < slow < 6.0, slow
+    assert family_for(h100, _prob(4095, 4095, 4095, "fp32")) is None  # FP32: CUDA cores
+
+
+def test_launch_mode_is_a_config_option() -> None:
+    h100 = archsim.load_hardware("h100")
+    assert h100.launch.mode == "graph"
+    eager = h100.with_overrides({"launch.mode": "eager"})
+    prob = _prob(128, 128, 128)
+    g, e = run_gemm(h100, prob)[0], run_gemm(eager, prob)[0]
+    clock = h100.clock.frequency_hz
+    assert e.cycles - g.cycles == round((h100.launch.eager_s - h100.launch.graph_s) * clock)
+    assert g.cycles / clock == pytest.approx(2.54e-6, rel=0.1)  # gemm_square.csv 128^3 floor
+
+
+def test_time_at_any_clock_hbm_in_bytes_per_second() -> None:
+    """Compute-bound time scales as 1/f; an HBM-bound GEMV barely moves with the SM clock."""
+    h100 = archsim.load_hardware("h100")
+    lo, hi = _at(h100, 1.2e9), _at(h100, 1.8e9)
+    big = _prob(8192, 8192, 8192)
+    assert _seconds(lo, big) / _seconds(hi, big) == pytest.approx(1.5, rel=0.05)
+    gemv = _prob(1, 28672, 8192, transpose_b=True)  # 470 MB of B: far beyond L2
+    ratio = _seconds(lo, gemv) / _seconds(hi, gemv)
+    assert 1.0 <= ratio < 1.1, ratio
+
+
+def test_l2_resident_operands_cost_no_hbm_loads() -> None:
+    h100 = archsim.load_hardware("h100")
+    small = run_gemm(h100, _prob(8, 4096, 4096, transpose_b=True))[0]
+    large = run_gemm(h100, _prob(8, 4096, 11008, transpose_b=True))[0]  # 90 MB > 40 MB
+    assert small.hbm_load_bytes == 0
+    assert large.hbm_load_bytes >= 4096 * 11008 * 2
+
+
+def _l2_reference(cfg, prob, plan) -> int:
+    """The literal per-CTA count (distinct panels per wave), as l2_traffic once computed it."""
+    slots = cfg.sms * plan.ctas_per_sm
+    ids = np.arange(plan.ctas, dtype=np.int64)
+    m_idx, rest = ids % plan.grid_m, ids // plan.grid_m
+    n_idx, rest = rest % plan.grid_n, rest // plan.grid_n
+    s_idx, b_idx = rest % plan.split_k, rest // plan.split_k
+    kk = np.minimum(plan.k_slice, prob.k - s_idx * plan.k_slice)
+    outer = ((ids // slots) * prob.batch + b_idx) * plan.split_k + s_idx
+    total = 0
+    for idx, grid, dim, size in ((m_idx, plan.grid_m, prob.m, plan.tile.m),
+                                 (n_idx, plan.grid_n, prob.n, plan.tile.n)):  # fmt: skip
+        _, first = np.unique(outer * grid + idx, return_index=True)
+        total += int((np.minimum(size, dim - idx[first] * size) * kk[first]).sum())
+    return max(total, prob.batch * (prob.m + prob.n) * prob.k) * prob.in_bytes
+
+
+@pytest.mark.parametrize(
+    "shape", [(5124, 9124, 4096, 1), (777, 20000, 3333, 3), (512, 8, 500000, 1),
+              (16384, 16384, 16384, 1), (3000, 7000, 9000, 2)],
+)  # fmt: skip
+def test_l2_traffic_closed_form_equals_per_cta_count(shape) -> None:
+    m, n, k, b = shape
+    for hw in ("v100", "h100"):
+        cfg = archsim.load_hardware(hw)
+        prob = _prob(m, n, k, batch=b)
+        for plan in plans_for(cfg, prob):
+            assert l2_traffic(cfg, prob, plan)[0] == _l2_reference(cfg, prob, plan), plan.name
+
+
+def test_huge_shape_does_not_hang() -> None:
+    cfg = archsim.load_hardware("h100")
+    prob = _prob(10**7, 10**7, 10**7)
+    plan = plans_for(cfg, prob)[0]
+    hbm, l2 = l2_traffic(cfg, prob, plan)
+    assert 2 * 10**14 * 2 <= hbm <= l2
+
+
+def test_stream_k_plan_evens_out_a_partial_wave() -> None:
+    """1536^3 on H100: 144 tiles of 128x128 on 132 SMs; Stream-K CTAs share the 3,456
+    k-iterations evenly, with a functional result inside the split-sum bound."""
+    h100 = archsim.load_hardware("h100")
+    fam = h100.library.families[0].model_copy(update={"stream_k": True})
+    lib = h100.library.model_copy(update={"families": [fam, *h100.library.families[1:]]})
+    cfg = h100.model_copy(update={"library": lib})
+    prob = _prob(1536, 1536, 1536)
+    plans = {p.name: p for p in plans_for(cfg, prob)}
+    sk = plans["128x128x64/streamk"]
+    assert sk.ctas == 132 and sk.steps == -(-144 * 24 // 132) and sk.split_k == 1
+    assert "128x128x64/streamk" not in {p.name for p in plans_for(h100, prob)}  # off by default
+    layers = [{"kind": "gemm", "name": "s", "m": 128, "n": 256, "k": 512}]
+    wl = WorkloadSpec(schema_version=1, name="t", source="test", layers=layers)
+    r = archsim.simulate(cfg, wl).to_dataframe().iloc[0]
+    assert r.tc_tile.endswith("/streamk")  # 8 tiles of 64x64, 8 k-steps each, 132 SMs
+    assert r.tc_functional_max_error <= r.tc_functional_error_bound < 1e-3

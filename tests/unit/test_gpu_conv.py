@@ -1,0 +1,198 @@
+"""GPU conv algorithms: candidates, the cuDNN rules they follow, the choice and the run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+import archsim
+from archsim.accelerators.gpu_conv import (
+    GemmStep,
+    MemoryStep,
+    best_conv,
+    conv_candidates,
+    memory_cycles,
+)
+from archsim.cli import main
+from archsim.config.workload import ConvLayer, WorkloadSpec
+from archsim.workload.conv import materialize_conv
+from archsim.workload.matvec import LayerDataError
+
+H100 = archsim.load_hardware("h100")
+
+
+def _conv(**over: object) -> ConvLayer:
+    base: dict[str, object] = {"kind": "conv", "name": "c", "n": 2, "c": 64, "k": 64, "h": 14}
+    base.update({"w": 14, "r": 3, "s": 3, "pad": 1})
+    base.update(over)
+    return ConvLayer(**base)  # type: ignore[arg-type]
+
+
+def _algos(layer: ConvLayer) -> list[str]:
+    return [c.algorithm for c in conv_candidates(H100, layer)]
+
+
+def _gemms(layer: ConvLayer, algo: str) -> list[GemmStep]:
+    cand = next(c for c in conv_candidates(H100, layer) if c.algorithm == algo)
+    return [s for s in cand.steps if isinstance(s, GemmStep)]
+
+
+def test_candidates_follow_the_layer_shape() -> None:
+    assert _algos(_conv()) == ["implicit_gemm", "winograd_2x2", "winograd_4x4"]
+    assert _algos(_conv(r=1, s=1, pad=0)) == ["gemm_1x1"]
+    assert _algos(_conv(stride=2)) == ["implicit_gemm"]  # Winograd: stride 1 only
+    assert _algos(_conv(groups=2)) == ["grouped_per_launch"]
+    # depthwise: 1 channel per group breaks the tensor-op rule -> CUDA-core kernels only
+    assert _algos(_conv(groups=64)) == ["implicit_gemm", "grouped_per_launch", "depthwise_direct"]
+    lib = {"conv_library.grouped_batched_tensor_op": True}
+    grouped = [c.algorithm for c in conv_candidates(H100.with_overrides(lib), _conv(groups=2))]
+    assert grouped == ["implicit_gemm", "grouped_per_launch"]
+
+
+def test_unaligned_channels_run_on_cuda_cores_without_tap_padding() -> None:
+    """C = 3 breaks the 8-channel tensor-op rule: CUDA cores, K = C*R*S exactly."""
+    (step,) = _gemms(_conv(c=3, r=11, s=11, stride=4, pad=0, h=227, w=227), "implicit_gemm")
+    assert step.simt and step.problem.k == 3 * 11 * 11
+    assert "winograd_2x2" not in _algos(_conv(c=3))
+
+
+def test_tensor_op_k_loop_pads_each_tap_to_the_tile_k() -> None:
+    (step,) = _gemms(_conv(c=48, r=5, s=5, pad=2), "implicit_gemm")
+    assert not step.simt and step.tile_k == 64
+    assert step.problem.k == 25 * 64  # 48 channels per tap padded to one 64-chunk
+    (one,) = _gemms(_conv(c=48, k=64, r=1, s=1, pad=0), "gemm_1x1")
+    assert one.problem.k == 48  # a plain GEMM: only the K tail pads
+
+
+def test_implicit_gemm_reads_the_input_not_im2col() -> None:
+    layer = _conv(n=4, h=28, w=28)
+    (step,) = _gemms(layer, "implicit_gemm")
+    p = step.problem
+    assert p.m == 4 * 28 * 28 and p.n == 64 and p.k == 9 * 64
+    assert p.a_unique_fraction == pytest.approx(4 * 28 * 28 * 64 / (p.m * p.k))  # = 1/9
+
+
+def test_winograd_shapes() -> None:
+    layer = _conv(n=2, h=13, w=13)  # 13x13 output
+    for tile, alpha2 in ((2, 16), (4, 36)):
+        (g,) = _gemms(layer, f"winograd_{tile}x{tile}")
+        tiles = 2 * math.ceil(13 / tile) ** 2
+        assert (g.problem.batch, g.problem.m, g.problem.n, g.problem.k) == (alpha2, tiles, 64, 64)
+        assert g.problem.a_unique_fraction == 1.0
+
+
+def test_memory_kernel_closed_form() -> None:
+    clock = H100.clock.frequency_hz
+    launch = math.ceil(H100.launch_overhead_s * clock - 1e-9)
+    small = MemoryStep("t", 1 << 20, 1 << 20)  # fits L2
+    l2 = H100.l2.bandwidth_bytes_per_clock * H100.l2.achievable_fraction
+    assert memory_cycles(H100, small) == launch + math.ceil((2 << 20) / l2)
+    big = MemoryStep("t", 1 << 30, 1 << 30)  # HBM
+    hbm = H100.hbm.bandwidth_bytes_per_s * H100.hbm_achievable_fraction / clock
+    assert memory_cycles(H100, big) == launch + math.ceil((2 << 30) / hbm - 1e-9)
+    fma = MemoryStep("t", 64, 64, fma=10**9)  # compute-bound on the FP16 CUDA cores
+    rate = H100.sms * H100.cuda_cores.fp16_fma_per_clock
+    assert memory_cycles(H100, fma) == launch + math.ceil(10**9 / rate - 1e-9)
+
+
+def test_choice_is_the_fastest_candidate() -> None:
+    choice = best_conv(H100, _conv(n=8))
+    assert choice.cycles == min(choice.tried.values())
+    assert set(choice.tried) == {"implicit_gemm", "winograd_2x2", "winograd_4x4"}
+    grouped = best_conv(H100, _conv(groups=2))
+    assert len(grouped.step_cycles) == 2  # one launch per group
+    assert grouped.step_cycles[0] == grouped.step_cycles[1]
+
+
+def test_gpu_run_needs_no_densities_and_reports_the_algorithm() -> None:
+    layers = [_conv(name="a", n=1), _conv(name="b", n=1, c=3, k=32), _conv(name="d", groups=64)]
+    wl = WorkloadSpec(schema_version=1, name="t", source="test", layers=layers)
+    df = archsim.simulate("h100", wl).to_dataframe()
+    # H100 has a power block: the algorithm is picked at max boost, the layer runs at its
+    # solved clock, and ``cycles`` counts periods of the preset clock
+    assert H100.power is not None
+    top = H100.with_overrides({"clock.frequency_hz": H100.power.max_clock_hz})
+    assert list(df.tc_conv_algo) == [best_conv(top, lay).candidate.algorithm for lay in layers]
+    f_nom = H100.clock.frequency_hz
+    for lay, f, cycles in zip(layers, df.clock_hz, df.cycles, strict=True):
+        at_f = best_conv(H100.with_overrides({"clock.frequency_hz": f}), lay).cycles
+        assert cycles == max(1, round(at_f * f_nom / f))
+    assert df.tc_tensor_ops.iloc[1] == False  # noqa: E712  (C = 3: CUDA cores)
+    assert (df.energy_pj > 0).all() and (df.dram_bytes > 0).all()
+    assert (df.macs_effective == df.macs_dense).all()  # dense when no density is given
+
+
+def test_sparse_engines_name_the_missing_density() -> None:
+    with pytest.raises(LayerDataError, match="weight_density: missing") as info:
+        materialize_conv(_conv(name="x"), seed=0)
+    assert info.value.layer == "x" and info.value.field == "weight_density"
+
+
+def test_with_batch_sets_every_layer() -> None:
+    wl = archsim.load_workload("resnet50").with_batch(32)
+    assert wl.name == "resnet50@b32"
+    assert {lay.n for lay in wl.layers} == {32}  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match=">= 1"):
+        wl.with_batch(0)
+
+
+def _no_density_yaml(tmp_path: Path) -> Path:
+    layer = {"name": "c1", "kind": "conv", "c": 8, "k": 8, "h": 6, "w": 6, "r": 3, "s": 3}
+    data = {"schema_version": 1, "name": "nod", "source": "test", "layers": [layer]}
+    path = tmp_path / "nod.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_cli_sparse_engine_without_density_is_one_line(tmp_path: Path, capsys) -> None:
+    wl, out = _no_density_yaml(tmp_path), tmp_path / "out"
+    assert main(["run", "dcnn", str(wl), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"archsim: error: {wl}: layers.0.weight_density: missing; sparse conv engines "
+        "(SCNN, DCNN) need it; allowed: a fraction in [0, 1]"
+    ]
+    assert not out.exists()
+
+
+def test_cli_batch(tmp_path: Path, capsys) -> None:
+    wl, out = _no_density_yaml(tmp_path), tmp_path / "out"
+    assert main(["run", "h100", str(wl), "-o", str(out), "-q", "--batch", "0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "archsim: error: --batch: must be >= 1 (got 0); allowed: an integer >= 1"
+    )
+    assert main(["run", "h100", str(wl), "-o", str(out), "-q", "--batch", "4"]) == 0
+    frame = pd.read_csv(out / "results.csv")
+    assert frame.macs_dense.iloc[0] == 4 * 8 * 4 * 4 * 8 * 9  # n = 4 images, 4x4 outputs
+
+
+def test_outcome_counts_come_from_the_timed_kernels() -> None:
+    """The GEMM outcome behind the counts is the very kernel that was timed (same problem:
+    gathered A, beta = 0, FP16 D), so its cycles match the candidate's step."""
+    from archsim.accelerators.gpu_conv import _gemm_outcome, time_candidate
+
+    layer = _conv(n=8, h=28, w=28)
+    for cand in conv_candidates(H100, layer):
+        cycles = time_candidate(H100, cand)
+        for step, c in zip(cand.steps, cycles, strict=True):
+            if isinstance(step, GemmStep):
+                out = _gemm_outcome(H100, step, seed=0)
+                assert out.cycles == c
+    (step,) = _gemms(layer, "implicit_gemm")
+    out = _gemm_outcome(H100, step, seed=0)
+    d_bytes = 8 * 28 * 28 * 64 * 2  # FP16 output written once, never read
+    assert out.counts["hbm"]["write_bytes"] == d_bytes
+
+
+def test_small_layers_are_computed_by_their_algorithm() -> None:
+    from archsim.accelerators.gpu_conv import functional_error
+
+    for algo in ("implicit_gemm", "winograd_2x2", "winograd_4x4"):
+        assert 0.0 <= functional_error(_conv(), algo, seed=0) < 1e-12
+    wl = WorkloadSpec(schema_version=1, name="t", source="test", layers=[_conv(name="a")])
+    row = archsim.simulate("h100", wl).to_dataframe().iloc[0]
+    assert 0.0 <= row.tc_conv_functional_max_error < 1e-12

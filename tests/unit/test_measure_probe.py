@@ -1,0 +1,269 @@
+"""The probe's logic on the fake backend, and the measurement-folder format (read/write/check)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from archsim.cli import main
+from archsim.measure.backend import BackendUnavailable, GemmShape, load_backend
+from archsim.measure.fake import EAGER_FLOOR_S, REPLAY_FACTORS, FakeBackend
+from archsim.measure.folder import (
+    CONV_COLUMNS,
+    DEVICE_FILE,
+    GEMM_COLUMNS,
+    MeasurementError,
+    read_folder,
+    write_folder,
+)
+from archsim.measure.plan import QUICK
+from archsim.measure.probe import (
+    MAX_CALL_S,
+    calls_per_replay,
+    gemm_rows,
+    measure_energy,
+    run_probe,
+    time_in_graph,
+)
+
+SHARED_H100 = Path(__file__).resolve().parents[3] / "shared" / "data" / "h100"
+
+
+@pytest.fixture(scope="module")
+def quick_probe() -> tuple[dict[str, pd.DataFrame], dict]:
+    return run_probe(FakeBackend(unsupported=("int8",)), QUICK)
+
+
+def test_calls_per_replay_follows_the_20ms_500_rule() -> None:
+    assert calls_per_replay(1e-3) == 20
+    assert calls_per_replay(3e-3) == 7  # ceil(20 / 3)
+    assert calls_per_replay(2.5e-6) == 500  # capped
+    assert calls_per_replay(0.5) == 1
+
+
+def test_graph_timing_is_median_and_min_of_five_replays_per_call() -> None:
+    fake = FakeBackend()
+    op = fake.gemm(GemmShape(1024, 1024, 1024))
+    t = time_in_graph(fake, op)
+    assert t is not None
+    # per-call estimate from host round trips (8 us floor + 20 us sync) -> 20 ms / 28 us
+    # rounds up to 715 -> capped at 500; the graph then confirms 500
+    assert t.calls == 500
+    # the first replay only checks n (it stays 500: no re-capture); the 5 timed replays see
+    # factors 2..6 of the fixed cycle
+    factors = [REPLAY_FACTORS[i % len(REPLAY_FACTORS)] for i in range(1, 6)]
+    assert t.time_s == pytest.approx(op.seconds * sorted(factors)[2], rel=1e-12)
+    assert t.min_s == pytest.approx(op.seconds * min(factors), rel=1e-12)
+    assert t.sm_mhz == 1755.0 and t.board_w == pytest.approx(op.watts)
+
+
+def test_a_kernel_longer_than_the_limit_is_left_out() -> None:
+    fake = FakeBackend()
+    huge = GemmShape(16384, 16384, 16384, precision="fp32")  # 8.8e12 FLOP at 50 TFLOP/s
+    assert time_in_graph(fake, fake.gemm(huge)) is None
+    notes: list[str] = []
+    frame = gemm_rows(fake, [(None, huge)], notes.append)
+    assert frame.empty and f"longer than {MAX_CALL_S} s" in notes[0]
+
+
+def test_unsupported_precision_and_too_big_shapes_are_skipped_with_a_reason() -> None:
+    fake = FakeBackend(unsupported=("fp8",), free_bytes=64 << 20)
+    notes: list[str] = []
+    shapes = [
+        (None, GemmShape(256, 256, 256, precision="fp8")),
+        (None, GemmShape(8192, 8192, 8192)),
+    ]
+    assert gemm_rows(fake, shapes, notes.append).empty
+    assert "not supported" in notes[0] and "free device memory" in notes[1]
+
+
+def test_energy_reading_integrates_power_over_about_the_window() -> None:
+    fake = FakeBackend()
+    op = fake.gemm(GemmShape(8192, 8192, 8192))
+    e = measure_energy(fake, op, 4.0)
+    assert 4.0 <= e["seconds"] < 4.0 + 0.2
+    assert e["joules"] == pytest.approx(e["calls"] * op.seconds * op.watts, rel=1e-9)
+    assert e["watts"] == pytest.approx(op.watts, rel=1e-9)
+    assert e["smi_mid"][0]["clocks.sm"] == "1755"
+
+
+def test_quick_probe_rows_and_device_document(quick_probe) -> None:
+    tables, doc = quick_probe
+    square = tables["gemm_square.csv"]
+    assert list(square.columns) == list(GEMM_COLUMNS)
+    assert set(square["precision"]) == {"fp16", "bf16", "tf32", "fp32", "fp8"}  # no int8 here
+    assert len(square) == 3 * 5
+    assert set(square.loc[square["precision"] == "fp8", "b_stored"]) == {"n x k"}
+    assert list(tables["conv_alexnet.csv"].columns) == list(CONV_COLUMNS)
+    conv1 = tables["conv_alexnet.csv"].iloc[0]
+    assert (conv1["p"], conv1["q"]) == (55, 55)
+    layouts = tables["gemm_layouts.csv"]
+    assert set(zip(layouts["a_stored"], layouts["b_stored"], strict=True)) == {
+        ("m x k", "k x n"), ("m x k", "n x k"), ("k x m", "k x n"), ("k x m", "n x k")
+    }  # fmt: skip
+    llm = tables["gemm_llm.csv"]
+    assert llm.columns[0] == "model_projection" and len(llm) == 8 * 2 * 2
+    # TFLOPS column is 2mnk / time
+    r = square.iloc[0]
+    assert r["tflops"] == pytest.approx(2 * r["m"] * r["n"] * r["k"] / r["time_s"] / 1e12)
+    mem = doc["memory_eager"]
+    assert mem["tiny_kernel_back_to_back_s"] == pytest.approx(EAGER_FLOOR_S)
+    assert mem["copy_1024MB"]["bytes_moved"] == 2 << 30
+    assert mem["copy_1024MB"]["GBps"] == pytest.approx(
+        (2 << 30) / mem["copy_1024MB"]["time_s"] / 1e9
+    )
+    energy = doc["energy"]
+    assert energy["idle_watts"] == pytest.approx(72.5)
+    assert energy["gemm_fp16_8192"]["pj_per_flop"] == pytest.approx(
+        energy["gemm_fp16_8192"]["joules_per_call"] / 2 / 8192**3 * 1e12
+    )
+    assert energy["hbm_copy_1024MB"]["bytes_per_call"] == 2 << 30
+
+
+def test_probe_is_deterministic(quick_probe) -> None:
+    tables, doc = run_probe(FakeBackend(unsupported=("int8",)), QUICK)
+    for name, frame in quick_probe[0].items():
+        pd.testing.assert_frame_equal(frame, tables[name])
+    assert json.dumps(doc, sort_keys=True) == json.dumps(quick_probe[1], sort_keys=True)
+
+
+def test_written_folder_reads_back_identically(quick_probe, tmp_path: Path) -> None:
+    tables, doc = quick_probe
+    out = write_folder(tmp_path / "gpu", tables, doc)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*tables, DEVICE_FILE])
+    back = read_folder(out)
+    for name, frame in tables.items():
+        pd.testing.assert_frame_equal(back.tables[name], frame, check_dtype=False, rtol=1e-9)
+    assert back.energy["gemm_fp16_8192"]["calls"] == doc["energy"]["gemm_fp16_8192"]["calls"]
+    assert [p.name for p in tmp_path.iterdir()] == ["gpu"]  # no temporary folder left
+    with pytest.raises(MeasurementError, match="not an empty folder"):
+        write_folder(out, tables, doc)
+
+
+def test_shared_h100_folder_reads() -> None:
+    if not SHARED_H100.is_dir():
+        pytest.skip("../shared/data/h100 not beside the checkout")
+    f = read_folder(SHARED_H100)
+    assert {n: len(t) for n, t in f.tables.items()} == {
+        "gemm_llm.csv": 112, "gemm_square.csv": 77, "gemm_unaligned.csv": 6,
+        "conv_alexnet.csv": 15,
+    }  # fmt: skip
+    assert f.ignored == ("README.md",)
+    assert math.isnan(f.gemm["gemm_square.csv"].loc[0, "sm_mhz"])  # blank NVML reading
+    assert f.device["sms"] == 132
+
+
+@pytest.fixture(scope="module")
+def fake_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tables, doc = run_probe(FakeBackend(), QUICK)
+    return write_folder(tmp_path_factory.mktemp("fake") / "m", tables, doc)
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda d: (d / "gemm_square.csv").unlink() or (d / "gemm_llm.csv").unlink()
+         or (d / "gemm_layouts.csv").unlink() or (d / "gemm_unaligned.csv").unlink()
+         or (d / "conv_alexnet.csv").unlink(), "no measurement files"),
+        (lambda d: (d / DEVICE_FILE).unlink(), f"{DEVICE_FILE}: file missing"),
+        (lambda d: (d / DEVICE_FILE).write_text("{"), "not valid JSON"),
+        (lambda d: (d / DEVICE_FILE).write_text('{"device": {"name": "x"}}'), "sms: missing"),
+        (lambda d: _sed(d / "gemm_square.csv", ",fp16,", ",fp4,"), "precision: 'fp4' is not valid"),
+        (lambda d: _sed(d / "gemm_square.csv", "b_stored", "bstored"), "b_stored: column missing"),
+        (lambda d: _sed(d / "gemm_square.csv", "m x k,", "m by k,"), "line 2: a_stored"),
+        (lambda d: _sed(d / "conv_alexnet.csv", ",227,", ",-227,"), "h: -227 is out of range"),
+        (lambda d: (d / "gemm_square.csv").write_text(""), "empty file"),
+    ],
+)  # fmt: skip
+def test_malformed_folder_is_one_line_naming_file_and_field(
+    tmp_path: Path, fake_folder: Path, edit, needle
+) -> None:
+    d = Path(shutil.copytree(fake_folder, tmp_path / "m"))
+    edit(d)
+    with pytest.raises(MeasurementError) as info:
+        read_folder(d)
+    message = str(info.value)
+    assert needle in message and "\n" not in message
+
+
+def _sed(path: Path, old: str, new: str) -> None:
+    path.write_text(path.read_text().replace(old, new, 1))
+
+
+def test_cli_probe_with_fake_backend_writes_a_readable_folder(tmp_path, capsys) -> None:
+    assert main(["probe", "gpu", "-o", str(tmp_path / "p"), "--quick", "--backend", "fake"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert len(read_folder(tmp_path / "p").gemm["gemm_square.csv"]) == 18
+
+
+def test_cli_probe_without_torch_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
+    assert main(["probe", "gpu", "-o", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "PyTorch is not installed" in err
+    assert 'pip install "archsim[probe]"' in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_backend_without_nvml_is_one_line(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", object())
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    with pytest.raises(BackendUnavailable, match="nvidia-ml-py"):
+        load_backend("torch")
+
+
+def test_cli_probe_refuses_a_non_empty_folder(tmp_path, capsys) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "keep.txt").write_text("x")
+    assert main(["probe", "gpu", "-o", str(tmp_path / "p"), "--backend", "fake"]) == 2
+    assert "not an empty folder" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "p").iterdir()] == ["keep.txt"]
+
+
+def _fake_torch(cuda: bool) -> SimpleNamespace:
+    return SimpleNamespace(
+        __version__="2.9.0+cpu",
+        version=SimpleNamespace(cuda=None),
+        cuda=SimpleNamespace(is_available=lambda: cuda),
+    )
+
+
+def test_torch_without_a_cuda_gpu_is_one_line(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(cuda=False))
+    monkeypatch.setitem(sys.modules, "pynvml", SimpleNamespace())
+    with pytest.raises(BackendUnavailable, match="no CUDA GPU visible to PyTorch 2.9.0"):
+        load_backend("torch")
+
+
+def test_nvml_that_does_not_start_is_one_line(monkeypatch) -> None:
+    class NVMLError(Exception):
+        pass
+
+    def init() -> None:
+        raise NVMLError("Driver Not Loaded")
+
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(cuda=True))
+    monkeypatch.setitem(sys.modules, "pynvml", SimpleNamespace(NVMLError=NVMLError, nvmlInit=init))
+    with pytest.raises(BackendUnavailable, match=r"NVML did not start \(Driver Not Loaded\)"):
+        load_backend("torch")
+
+
+def test_a_kernel_the_device_refuses_is_skipped_with_its_error() -> None:
+    class Refusing(FakeBackend):
+        def gemm(self, shape: GemmShape):  # type: ignore[override]
+            if shape.m == 4096:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return super().gemm(shape)
+
+    notes: list[str] = []
+    shapes = [(None, GemmShape(4096, 4096, 4096)), (None, GemmShape(1024, 1024, 1024))]
+    frame = gemm_rows(Refusing(), shapes, notes.append)
+    assert list(frame["m"]) == [1024]
+    assert "failed: CUDA out of memory" in notes[0]

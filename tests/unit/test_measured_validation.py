@@ -1,0 +1,275 @@
+"""`validate tensor_core --measured` and `calibrate tensor_core` on a small measurement folder."""
+
+from __future__ import annotations
+
+import math
+import typing
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import archsim
+from archsim.cli import main
+from archsim.config.workload import GemmLayer, WorkloadSpec
+from archsim.measure.folder import read_folder, write_folder
+from archsim.validation import calibrate
+from archsim.validation.calibrate import FIELDS, fit, write_yaml
+from archsim.validation.measured import compare, measured_rows, spearman
+
+#: the launch-floor field of this archsim's GPU config
+LAUNCH = next(
+    f.path
+    for f in FIELDS
+    if f.path.startswith("launch")
+    and calibrate._get(archsim.load_hardware("h100"), f.path) is not None
+)
+GEMMS = [  # m, n, k, a_stored, b_stored, precision, time_s
+    (512, 512, 512, "m x k", "k x n", "fp16", 3.4e-6),
+    (1024, 1024, 1024, "m x k", "n x k", "fp16", 5.6e-6),
+    (2048, 2048, 2048, "k x m", "k x n", "bf16", 25e-6),
+    (1024, 1024, 1024, "m x k", "k x n", "int8", 6.1e-6),
+    (1024, 1024, 1024, "m x k", "n x k", "fp8", 4.7e-6),
+]
+DEVICE = {
+    "device": {"name": "Test GPU", "sms": 132},
+    "memory_eager": {"tiny_kernel_back_to_back_s": 1.2e-5},
+    "energy": {"idle_watts": 126.0, "gemm_fp16_2048": {"joules_per_call": 0.01, "watts": 600.0,
+               "smi_mid": [{"clocks.sm": "1700"}]},
+               "hbm_copy_1024MB": {"joules_per_call": 0.36, "watts": 510.0}},
+}  # fmt: skip
+
+
+def _gemm_frame(rows: list[tuple]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        rows, columns=["m", "n", "k", "a_stored", "b_stored", "precision", "time_s"]
+    )
+    frame["min_s"] = frame["time_s"] * 0.99
+    frame["tflops"] = 2 * frame["m"] * frame["n"] * frame["k"] / frame["time_s"] / 1e12
+    frame["sm_mhz"] = [1980.0, 1980.0, 1500.0, math.nan, 1900.0][: len(frame)]
+    frame["board_w"] = 400.0
+    return frame
+
+
+def _conv_frame() -> pd.DataFrame:
+    rec = dict(net="alexnet", layer="conv3", batch=1, precision="fp16", c=256, k=384, h=13,
+               w=13, r=3, s=3, stride=1, pad=1, groups=1, p=13, q=13, time_s=7.6e-6,
+               min_s=7.6e-6, tflops=39.2, sm_mhz=1980.0, board_w=136.0)  # fmt: skip
+    return pd.DataFrame([rec])
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tables = {"gemm_square.csv": _gemm_frame(GEMMS), "conv_alexnet.csv": _conv_frame()}
+    return write_folder(tmp_path_factory.mktemp("meas") / "gpu", tables, DEVICE)
+
+
+@pytest.fixture(scope="module")
+def comparison(folder: Path):
+    return compare(archsim.load_hardware("h100"), read_folder(folder))
+
+
+def _fp8_supported() -> bool:
+    names = typing.get_args(GemmLayer.model_fields["precision"].annotation)
+    return any(n.startswith("fp8") for n in names)
+
+
+def test_spearman_matches_the_rank_formula() -> None:
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # no ties: 1 - 6 sum d^2 / (n (n^2 - 1)); ranks x 1..5, y 2,1,4,3,5 -> sum d^2 = 4
+    assert spearman([1, 2, 3, 4, 5], [20, 10, 40, 30, 50]) == pytest.approx(1 - 6 * 4 / 120)
+    # ties share their mean rank: y ranks 1.5, 1.5, 3 -> Pearson of (1,2,3) and (1.5,1.5,3)
+    expected = np.corrcoef([1, 2, 3], [1.5, 1.5, 3])[0, 1]
+    assert spearman([1, 2, 3], [5, 5, 9]) == pytest.approx(expected)
+    assert math.isnan(spearman([1], [2]))
+
+
+def test_rows_map_stored_shapes_to_transpose_flags(folder: Path) -> None:
+    rows = measured_rows(read_folder(folder)).set_index("label")
+    nt = rows.loc["1024x1024x1024"].iloc[0]
+    assert nt["layer"]["transpose_b"] and not nt["layer"]["transpose_a"] and nt["layout"] == "NT"
+    tn = rows.loc["2048x2048x2048"]
+    assert tn["layer"]["transpose_a"] and not tn["layer"]["transpose_b"] and tn["layout"] == "TN"
+    int8 = rows[rows["precision"] == "int8"].iloc[0]
+    assert int8["layer"]["accumulate"] == "int32"
+    if "output" in GemmLayer.model_fields:  # C/D type where the layers have one
+        assert int8["layer"]["output"] == "int32" and nt["layer"]["output"] == "fp16"
+    conv = rows.loc["alexnet conv3 n=1"]
+    assert conv["layer"]["kind"] == "conv" and conv["flops"] == 2 * 384 * 13 * 13 * 256 * 9
+
+
+def test_errors_are_relative_to_a_direct_simulation(comparison) -> None:
+    rows = comparison.rows
+    r = rows[rows["label"] == "512x512x512"].iloc[0]
+    layer = {
+        "name": "x",
+        "kind": "gemm",
+        "m": 512,
+        "n": 512,
+        "k": 512,
+        "precision": "fp16",
+        "accumulate": "fp32",
+        "output": "fp16",
+    }  # fmt: skip  (torch.mm writes fp16)
+    wl = WorkloadSpec.model_validate(
+        {"schema_version": 1, "name": "w", "source": "test", "layers": [layer]}
+    )
+    direct = archsim.simulate(archsim.load_hardware("h100"), wl).layers[0].time_s
+    assert r["sim_time_s"] == pytest.approx(direct, rel=1e-12)
+    assert r["error"] == pytest.approx((direct - 3.4e-6) / 3.4e-6)
+    done = rows[rows["sim_time_s"].notna()]
+    err = (done["sim_time_s"] / done["time_s"] - 1).abs()
+    assert comparison.overall["median_abs_error"] == pytest.approx(float(np.median(err)))
+    assert comparison.overall["p90_abs_error"] == pytest.approx(float(np.percentile(err, 90)))
+    assert comparison.overall["n"] == len(done) >= 5
+
+
+def test_rows_the_model_cannot_run_keep_a_reason(comparison) -> None:
+    fp8 = comparison.rows[comparison.rows["precision"] == "fp8"].iloc[0]
+    if _fp8_supported():
+        assert fp8["sim_time_s"] > 0 or "fp8" in fp8["reason"]
+    else:
+        assert math.isnan(fp8["sim_time_s"]) and "'fp8'" in fp8["reason"]
+        assert any("not simulated: 1 row(s)" in n for n in comparison.notes)
+    energy = comparison.energy.set_index("entry")
+    assert energy.loc["hbm_copy_1024MB", "reason"] == "no archsim kernel for this operation"
+    assert energy.loc["gemm_fp16_2048", "sim_energy_j"] > 0
+
+
+def test_measured_clock_pins_each_row(folder: Path) -> None:
+    hw = archsim.load_hardware("h100")
+    cmp = compare(hw, read_folder(folder), clock="measured")
+    rows = cmp.rows.set_index("label")
+    big = rows.loc["2048x2048x2048"]  # measured at 1500 MHz, preset 1830 MHz
+    assert big["clock_source"] == "measured"
+    model = compare(hw, read_folder(folder)).rows.set_index("label").loc["2048x2048x2048"]
+    # pinned: the row at 1500 MHz with the power solve off; modelled: the solved clock
+    # (1425 MHz, power-limited), so the pinned row is the faster one
+    pinned = hw.with_overrides({"clock.frequency_hz": 1.5e9, "power": None})
+    wl = WorkloadSpec.model_validate(
+        {
+            "schema_version": 1,
+            "name": "w",
+            "source": "test",
+            "layers": [{"name": "g", **big["layer"]}],
+        }
+    )
+    assert big["sim_time_s"] == pytest.approx(archsim.simulate(pinned, wl).layers[0].time_s)
+    solved = archsim.simulate(hw, wl).layers[0]
+    assert model["sim_time_s"] == pytest.approx(solved.time_s)
+    assert solved.extras["clock_hz"] < 1.5e9 and big["sim_time_s"] < model["sim_time_s"]
+    assert rows[rows["precision"] == "int8"].iloc[0]["clock_source"] == "preset"  # blank sm_mhz
+
+
+def test_cli_validate_measured_prints_table_and_writes_html(folder: Path, tmp_path, capsys):
+    html = tmp_path / "m.html"
+    code = main(["validate", "tensor_core", "--measured", str(folder), "--hardware", "h100",
+                 "--html", str(html), "-q"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    assert "all simulated rows" in out and "512x512x512" in out and "spearman" in out
+    assert ("FAIL" in out) == (code == 1)
+    page = html.read_text()
+    assert "<svg" in page and "alexnet conv3 n=1" in page
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["validate", "tensor_core", "--measured", "{folder}", "--hardware", "nope"],
+         "unknown hardware preset"),
+        (["validate", "tensor_core", "--measured", "{folder}", "--hardware", "eie"],
+         "allowed: a tensor_core"),
+        (["validate", "eie", "--measured", "{folder}"], "compares tensor_core only"),
+        (["validate", "tensor_core", "--measured", "{missing}"], "folder not found"),
+        (["calibrate", "tensor_core", "--measured", "{folder}", "-o", "{tmp}/x.txt"],
+         "allowed: a path ending in .yaml"),
+        (["calibrate", "tensor_core", "--measured", "{missing}", "-o", "{tmp}/x.yaml"],
+         "folder not found"),
+    ],
+)  # fmt: skip
+def test_cli_bad_input_is_one_line_exit_2(folder, tmp_path, capsys, argv, needle) -> None:
+    subst = {"folder": str(folder), "missing": str(tmp_path / "none"), "tmp": str(tmp_path)}
+    assert main([a.format(**subst) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_golden_section_finds_a_bracketed_minimum() -> None:
+    x, fx = calibrate._golden(lambda v: (v - 0.3) ** 2, 0.0, 1.0)
+    width = 0.618 ** (calibrate.STEPS - 2)
+    assert abs(x - 0.3) < width and fx == pytest.approx((x - 0.3) ** 2)
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Rows 'measured' on h100 with an 8 us launch floor (the preset has 1.95 us): small,
+    launch-bound GEMMs."""
+    hw = archsim.load_hardware("h100").with_overrides({LAUNCH: 8e-6})
+    shapes = [(512, 512, 512), (768, 768, 768), (1024, 1024, 1024), (1536, 1536, 1536)]
+    layers = [{"name": f"g{i}", "kind": "gemm", "m": m, "n": n, "k": k}
+              for i, (m, n, k) in enumerate(shapes)]  # fmt: skip
+    wl = WorkloadSpec.model_validate(
+        {"schema_version": 1, "name": "w", "source": "test", "layers": layers}
+    )
+    times = [lay.time_s for lay in archsim.simulate(hw, wl).layers]
+    rows = [
+        (m, n, k, "m x k", "k x n", "fp16", t) for (m, n, k), t in zip(shapes, times, strict=True)
+    ]
+    frame = _gemm_frame(rows)
+    return write_folder(tmp_path_factory.mktemp("syn") / "gpu", {"gemm_square.csv": frame}, DEVICE)
+
+
+@pytest.fixture(scope="module")
+def fitted(synthetic: Path):
+    return fit(archsim.load_hardware("h100"), read_folder(synthetic))
+
+
+def test_calibrate_fits_only_registered_fields_within_bounds(synthetic, fitted, tmp_path) -> None:
+    hw, result = archsim.load_hardware("h100"), fitted
+    fields = calibrate.fields_for(hw)  # FIELDS, one family field per kernel family
+    assert set(result.after) | set(result.skipped) == {f.path for f in fields}
+    assert {f.path for f in FIELDS if "*" not in f.path} <= {f.path for f in fields}
+    assert "library.families.2.fill_bytes_per_clock" in result.after  # sm80_unaligned's 10.15
+    assert "library.families.0.fill_bytes_per_clock" in result.skipped  # unset there
+    assert LAUNCH in result.after and LAUNCH not in result.skipped
+    for f in fields:
+        assert f.path in result.skipped or f.low <= result.after[f.path] <= f.high
+    assert result.objective_after < result.objective_before
+    # the launch floor moves from the preset's 1.95 us towards the 8 us the rows were made with
+    start = result.before[LAUNCH]
+    assert abs(result.after[LAUNCH] - 8e-6) < abs(start - 8e-6)
+    out = write_yaml("h100", result, read_folder(synthetic), tmp_path / "cal" / "my_gpu.yaml")
+    text = out.read_text()
+    assert text.startswith("# h100_calibrated: preset 'h100'") and str(synthetic) in text
+    cal = archsim.load_hardware(out)
+    assert calibrate._get(cal, LAUNCH) == pytest.approx(result.after[LAUNCH], rel=1e-5)
+    assert cal.sms == hw.sms and cal.name == "h100_calibrated"
+    assert sorted(p.name for p in (tmp_path / "cal").iterdir()) == ["my_gpu.yaml"]
+
+
+def test_cli_calibrate_prints_residuals_and_is_deterministic(synthetic, fitted, tmp_path, capsys):
+    out = tmp_path / "my_gpu.yaml"
+    assert main(["calibrate", "tensor_core", "--measured", str(synthetic), "-o", str(out),
+                 "-q"]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    assert LAUNCH in text and "held out" in text and "fit" in text
+    api = write_yaml("h100", fitted, read_folder(synthetic), tmp_path / "api.yaml")
+    assert out.read_text() == api.read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["validate", "eie", "--clock", "measured"], "--clock: only used with --measured"),
+        (["validate", "--hardware", "h100"], "--hardware: only used with --measured"),
+        (["validate", "tensor_core", "--measured", "{folder}", "-o", "x.md"], "--html FILE"),
+    ],
+)
+def test_cli_measured_options_out_of_place(folder, capsys, argv, needle) -> None:
+    assert main([a.format(folder=folder) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
