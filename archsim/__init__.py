@@ -32,9 +32,9 @@ _WHERE = {
     "load_sweep": "archsim.config.io",
     "load_workload": "archsim.config.io",
     "SweepSpec": "archsim.config.sweep",
-    "pareto": "archsim.explore",
-    "sweep": "archsim.explore",
-    "totals": "archsim.explore",
+    "pareto": "archsim.explore.frame",
+    "sweep": "archsim.explore.sweep",  # the module of the same name, not the package attribute
+    "totals": "archsim.explore.frame",
     "LayerResult": "archsim.results",
     "RunResult": "archsim.results",
     "simulate": "archsim.simulate",

@@ -6,6 +6,8 @@ without pandas, which only the parent's frame assembly needs.
 
 from __future__ import annotations
 
+import sys
+import types
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -67,3 +69,16 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_WHERE])
+
+
+class _Package(types.ModuleType):
+    """``archsim.explore``: importing the submodule ``explore.sweep`` makes Python bind it as
+    the package attribute ``sweep``; the public function keeps that name instead."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "sweep" and isinstance(value, types.ModuleType):
+            value = value.sweep
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -19,6 +19,7 @@ _DLE = (
     "Training performance (pytorch-21.03 NGC container)"
 )
 _BIG = 8 << 30
+_SYSTEM = {"dgx1_v100": ", DGX-1 16GB (8x V100 16GB)", "dgx_a100": ", DGX A100 (8x A100 80GB)"}
 
 
 def _busbw(system: str, algorithm: str | None, nbytes: int = _BIG, links: int | None = None):
@@ -82,33 +83,33 @@ _SCALE_REASON = (
 
 def _claims() -> tuple[Claim, ...]:
     out = [
-        Claim("multigpu", "DGX H100 all-reduce busbw, NVLS, 8 GB", _NCCL_212, 480.0, "GB/s",
+        Claim("multigpu", "H100x8 NVLS busbw 8G (#212)", _NCCL_212, 480.0, "GB/s",
               0.10, "relative", _BW_REASON, _busbw("dgx_h100", None)),
-        Claim("multigpu", "DGX H100 all-reduce busbw, NVLS, 8 GB", _NCCL_290, 476.0, "GB/s",
-              0.10, "relative", _BW_REASON, _busbw("dgx_h100", None)),
-        Claim("multigpu", "DGX H100 all-reduce busbw, ring (NCCL_ALGO=RING), 8 GB", _NCCL_212,
+        Claim("multigpu", "H100x8 NVLS busbw 4G (#290)", _NCCL_290, 476.53, "GB/s",
+              0.10, "relative", _BW_REASON, _busbw("dgx_h100", None, 4 << 30)),
+        Claim("multigpu", "H100x8 ring busbw 8G", _NCCL_212,
               370.0, "GB/s", 0.10, "relative", _BW_REASON, _busbw("dgx_h100", "ring")),
-        Claim("multigpu", "DGX H100 all-reduce busbw, NVLS, 128 MB", _NCCL_290, 382.99, "GB/s",
+        Claim("multigpu", "H100x8 NVLS busbw 128M (#290)", _NCCL_290, 382.99, "GB/s",
               0.10, "relative", _BW_REASON + _MID, _busbw("dgx_h100", None, 128 << 20)),
-        Claim("multigpu", "DGX H100 all-reduce busbw, NVLS, 1 GB", _NCCL_290, 465.25, "GB/s",
+        Claim("multigpu", "H100x8 NVLS busbw 1G (#290)", _NCCL_290, 465.25, "GB/s",
               0.10, "relative", _BW_REASON + _MID, _busbw("dgx_h100", None, 1 << 30)),
-        Claim("multigpu", "8x A100 NVSwitch all-reduce busbw, 4 GB", _NCCL_175, 232.54, "GB/s",
+        Claim("multigpu", "A100x8 busbw 4G (#175)", _NCCL_175, 232.54, "GB/s",
               0.10, "relative", _BW_REASON, _busbw("dgx_a100", None, 4 << 30)),
-        Claim("multigpu", "8x H800 (8 links/GPU) NVLS all-reduce busbw, large", _NCCL_1374, 215.0,
+        Claim("multigpu", "H800x8 NVLS busbw (#1374)", _NCCL_1374, 215.0,
               "GB/s", 0.10, "relative", _BW_REASON + " The H800 is the H100 with 8 NVLink links.",
               _busbw("dgx_h100", None, links=8)),
     ]  # fmt: skip
-    table = (  # system, precision, published 1-GPU img/s, published 8-GPU img/s
-        ("dgx1_v100", "amp_fp16", 1200.0, 8322.0, "DGX-1 16GB, mixed precision"),
-        ("dgx1_v100", "fp32", 367.0, 2855.0, "DGX-1 16GB, FP32"),
-        ("dgx_a100", "amp_fp16", 2470.0, 16621.0, "DGX A100 80GB, mixed precision"),
-        ("dgx_a100", "tf32", 938.0, 7248.0, "DGX A100 80GB, TF32"),
+    table = (  # system, precision, published 1-GPU img/s, published 8-GPU img/s, label
+        ("dgx1_v100", "amp_fp16", 1200.0, 8322.0, "V100 AMP"),
+        ("dgx1_v100", "fp32", 367.0, 2855.0, "V100 FP32"),
+        ("dgx_a100", "amp_fp16", 2470.0, 16621.0, "A100 AMP"),
+        ("dgx_a100", "tf32", 938.0, 7248.0, "A100 TF32"),
     )
     for system, prec, one, eight, label in table:
-        out.append(Claim("multigpu", f"ResNet-50 training, 1 GPU img/s ({label})", _DLE, one,
+        out.append(Claim("multigpu", f"RN50 {label} 1-GPU img/s", _DLE + _SYSTEM[system], one,
                          "img/s", 0.15, "relative", _TRAIN_REASON,
                          _step(system, prec, "single_gpu_samples_per_s")))  # fmt: skip
-        out.append(Claim("multigpu", f"ResNet-50 training, 8 GPU speed-up ({label})", _DLE,
+        out.append(Claim("multigpu", f"RN50 {label} 8-GPU speed-up", _DLE + _SYSTEM[system],
                          round(eight / one, 2), "x", 0.4, "absolute", _SCALE_REASON,
                          _step(system, prec, "speedup_vs_1_gpu")))  # fmt: skip
     return tuple(out)

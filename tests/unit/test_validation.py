@@ -110,6 +110,7 @@ def fake_registry(monkeypatch):
     monkeypatch.setitem(CLAIMS, "eie", (ok,))
     monkeypatch.setitem(CLAIMS, "scnn", (bad,))
     monkeypatch.setitem(CLAIMS, "tensor_core", ())
+    monkeypatch.setitem(CLAIMS, "multigpu", ())
     return ok, bad
 
 
@@ -144,4 +145,7 @@ def test_cli_bad_data_folder_is_a_user_error(tmp_path, capsys):
 
 def test_cli_unknown_model_is_a_user_error(capsys):
     assert main(["validate", "tpu"]) == 2
-    assert "unknown model 'tpu'; allowed: eie, scnn, tensor_core, all" in capsys.readouterr().err
+    assert (
+        "unknown model 'tpu'; allowed: eie, scnn, tensor_core, multigpu, all"
+        in capsys.readouterr().err
+    )
