@@ -14,10 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from archsim.errors import ArchsimError
-from archsim.measure.backend import load_backend
-from archsim.measure.folder import MeasurementError, write_folder
-from archsim.measure.plan import FULL, QUICK
-from archsim.measure.probe import run_probe
 
 __all__ = ["add_parser", "cmd"]
 
@@ -50,6 +46,11 @@ def add_parser(sub: Any) -> None:
 
 def cmd(args: argparse.Namespace) -> int:
     """Implementation of ``archsim probe gpu``."""
+    from archsim.measure.folder import MeasurementError, write_folder
+    from archsim.measure.loader import load_backend
+    from archsim.measure.plan import FULL, QUICK
+    from archsim.measure.probe import run_probe
+
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise MeasurementError(out, "", "exists and is not an empty folder; allowed: a new or "

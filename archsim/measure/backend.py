@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from archsim.errors import ArchsimError
 
-__all__ = ["Backend", "BackendUnavailable", "ConvShape", "GemmShape", "Op", "load_backend"]
+__all__ = ["Backend", "BackendUnavailable", "ConvShape", "GemmShape", "Op"]
 
 #: One enqueued call of a kernel (returns immediately; the GPU runs it asynchronously).
 Op = Callable[[], None]
@@ -126,16 +126,3 @@ class Backend(Protocol):
 
     def sync(self) -> None:
         """Wait until every enqueued call has finished."""
-
-
-def load_backend(name: str) -> Backend:
-    """``"torch"`` (PyTorch + NVML on the first CUDA GPU) or ``"fake"`` (tests)."""
-    if name == "fake":
-        from archsim.measure.fake import FakeBackend
-
-        return FakeBackend()
-    if name == "torch":
-        from archsim.measure.torch_backend import TorchBackend
-
-        return TorchBackend.open()
-    raise ArchsimError(f"--backend: {name!r} is not valid; allowed: torch, fake")

@@ -10,12 +10,14 @@ import argparse
 import math
 import sys
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from archsim.errors import ArchsimError
-from archsim.measure.folder import read_folder
-from archsim.validation.measured import GOALS, LONG_CALL_S, Comparison, compare, load_gpu
+
+if TYPE_CHECKING:  # pandas and the model load when the command runs, not for `--help`
+    import pandas as pd
+
+    from archsim.validation.measured import Comparison
 
 __all__ = ["add_arguments", "check_unused", "format_comparison", "goal_lines", "run_measured"]
 
@@ -65,6 +67,8 @@ def _stat_line(name: str, s: dict[str, float]) -> str:
 
 def format_comparison(cmp: Comparison) -> str:
     """Per-shape table, per file x precision statistics, power and energy comparisons."""
+    from archsim.validation.measured import LONG_CALL_S
+
     lines = [
         f"{'file':<20}{'shape':<26}{'prec':<6}{'lay':<5}{'meas us':>10}{'sim us':>10}{'error':>9}",
     ]
@@ -133,6 +137,8 @@ def _power_table(power: pd.DataFrame) -> str:
 
 def goal_lines(cmp: Comparison) -> tuple[list[str], bool]:
     """One PASS/FAIL line per goal of :data:`GOALS`; and whether all hold."""
+    from archsim.validation.measured import GOALS
+
     ok_all, lines = True, []
     for key, goal in GOALS.items():
         value = cmp.overall[key]
@@ -174,6 +180,9 @@ def check_unused(args: argparse.Namespace) -> None:
 
 def run_measured(args: argparse.Namespace) -> int:
     """Implementation of ``archsim validate tensor_core --measured DIR``."""
+    from archsim.measure.folder import read_folder
+    from archsim.validation.measured import compare, load_gpu
+
     models = list(dict.fromkeys(args.models)) or ["tensor_core"]
     if models != ["tensor_core"]:
         raise ArchsimError(

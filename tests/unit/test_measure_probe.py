@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from archsim.cli import main
-from archsim.measure.backend import BackendUnavailable, GemmShape, load_backend
+from archsim.measure.backend import BackendUnavailable, GemmShape
 from archsim.measure.fake import EAGER_FLOOR_S, REPLAY_FACTORS, FakeBackend
 from archsim.measure.folder import (
     CONV_COLUMNS,
@@ -23,6 +23,7 @@ from archsim.measure.folder import (
     read_folder,
     write_folder,
 )
+from archsim.measure.loader import load_backend
 from archsim.measure.plan import QUICK
 from archsim.measure.probe import (
     MAX_CALL_S,

@@ -30,7 +30,6 @@ NOT_YET_DESCRIBED = {
         "TensorCoreConfig.instruction_latency_cycles",
         "ThreadBlockTile.m",
         "ThreadBlockTile.n",
-        "ThreadBlockTile.k",
         "ThreadBlockTile.warps",
         "ThreadBlockTile.stages",
     },
