@@ -6,9 +6,10 @@ from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.dcnn import simulate_dcnn
 from archsim.accelerators.eie import EieLayerRun, run_eie_layer, simulate_eie
 from archsim.accelerators.gpu_power import simulate_gpu
+from archsim.accelerators.gpu_run import simulate_tensor_core
 from archsim.accelerators.scnn import run_scnn_conv, simulate_scnn
 from archsim.accelerators.systolic import simulate_systolic
-from archsim.accelerators.tensor_core import run_gemm, simulate_tensor_core
+from archsim.accelerators.tensor_core import run_gemm
 
 #: accelerator name -> function(config, workload, seed) -> (outcomes, SimContext)
 REGISTRY: dict[str, Callable] = {

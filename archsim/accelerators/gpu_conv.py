@@ -265,7 +265,7 @@ def memory_cycles(cfg: GpuConfig, step: MemoryStep) -> int:
 def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int, Any]]:
     """(step, SM cycles, the GEMM model's fastest ``KernelRun`` or None for a memory kernel)
     of each kernel of ``cand``, in launch order."""
-    from archsim.accelerators.tensor_core import run_gemm  # tensor_core imports this module
+    from archsim.accelerators.tensor_core import run_gemm
 
     memo: dict[tuple[GemmProblem, bool, int | None], Any] = {}
     out: list[tuple[Step, int, Any]] = []

@@ -33,12 +33,12 @@ from archsim.accelerators.gpu_conv import (
     memory_counts,
 )
 from archsim.accelerators.gpu_plan import KernelPlan
+from archsim.accelerators.gpu_run import simulate_tensor_core
 from archsim.accelerators.tensor_core import (
     KernelRun,
     gemm_counts,
     run_gemm,
     run_plan,
-    simulate_tensor_core,
 )
 from archsim.accelerators.tensor_core import _outcome as layer_outcome  # one layer's outcome
 from archsim.config.gpu import GpuConfig, rate_key

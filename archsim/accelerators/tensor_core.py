@@ -46,7 +46,6 @@ from archsim.accelerators.gpu_plan import (
     shared_read_bytes,
 )
 from archsim.config.gpu import GpuConfig, rate_key
-from archsim.config.workload import ConvLayer, WorkloadSpec
 from archsim.datapath.gemm_kernels import (
     accumulation_error_bound,
     split_k_gemm_fp32,
@@ -56,7 +55,7 @@ from archsim.datapath.gemm_kernels import (
 from archsim.datapath.gpu_sm import SM_FIELDS, sm_round
 from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
-from archsim.workload.gemm import GemmProblem, lower_to_gemm, materialize_gemm
+from archsim.workload.gemm import GemmProblem, materialize_gemm
 
 __all__ = [
     "KernelRun",
@@ -65,7 +64,6 @@ __all__ = [
     "gemm_outcome",
     "run_gemm",
     "run_plan",
-    "simulate_tensor_core",
 ]
 
 #: layers up to this many MACs (per GEMM) are also computed functionally and checked
@@ -397,28 +395,3 @@ def gemm_outcome(config: GpuConfig, prob: GemmProblem, start: int, seed: int) ->
     tried = _simulate_plans(config, prob)
     best, run = min(tried, key=lambda mr: mr[1].cycles)
     return _outcome(config, prob, run, len(tried), start, seed)
-
-
-def simulate_tensor_core(
-    config: GpuConfig, workload: WorkloadSpec, seed: int
-) -> tuple[list[LayerOutcome], SimContext]:
-    """Run every layer as the fastest plan's kernel(s), one after another on one stream."""
-    ctx = SimContext(config.clock.frequency_hz)
-    outcomes = []
-    for spec in workload.layers:
-        if isinstance(spec, ConvLayer):  # algorithm choice (cuDNN) lives in gpu_conv
-            from archsim.accelerators.gpu_conv import conv_outcome
-
-            outcomes.append(conv_outcome(config, spec, int(ctx.env.now), seed))
-            ctx.run(until=outcomes[-1].end_cycle)
-            continue
-        try:
-            prob = lower_to_gemm(spec)
-        except ValueError as exc:
-            raise SimulationError(str(exc)) from None
-        tried = _simulate_plans(config, prob)
-        best, _ = min(tried, key=lambda mr: mr[1].cycles)
-        start = int(ctx.env.now)
-        run = best.run(ctx)  # replay in the run's timeline; its rounds are memoised
-        outcomes.append(_outcome(config, prob, run, len(tried), start, seed))
-    return outcomes, ctx

@@ -138,11 +138,23 @@ _TRUNCATED = (
 )
 
 
+#: the one DeepBench point the kernel-family model misses (a known gap, kept as a FAIL)
+KNOWN_GAP_SHAPE = (35, 8457, 1760)
+_M35 = (
+    "15 %, as above. Known gap: it passed before only because the old alignment rule sent m = 35 "
+    "to the CUDA cores, the rule issue 16 removes (DeepBench runs such shapes on tensor cores). "
+    "DeepBench's 35 x 8457 rows are not monotonic in K (K = 1760 / 2048 / 2560 / 4096: 0.083 / "
+    "0.064 / 0.125 / 0.121 ms), so neither engine explains all four; the model gives -37 / -7 / "
+    "-42 / -9 %. No mechanism found; not tuned away."
+)
+
+
 def _deepbench_claims() -> list[Claim]:
     out = []
     for (m, n, k), ms in DEEPBENCH_V100_MS.items():
+        reason = _M35 if (m, n, k) == KNOWN_GAP_SHAPE else _BIG
         claim = gemm_time_claim(
-            "v100", (m, n, k), ms, 0.15, _BIG, f"{_DEEPBENCH}, GEMM {m}x{n}x{k} NN",
+            "v100", (m, n, k), ms, 0.15, reason, f"{_DEEPBENCH}, GEMM {m}x{n}x{k} NN",
             workload=_DEEPBENCH_WL,
         )  # fmt: skip
         if ms < 0.05:  # a few microseconds: the printed integer's truncation matters
