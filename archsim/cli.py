@@ -19,6 +19,8 @@ from typing import NoReturn
 from archsim import cli_calibrate, cli_compress, cli_onnx, cli_probe
 from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
+from archsim.cli_system import add_parsers as add_system_parsers
+from archsim.cli_system import cmd_collective, cmd_train
 from archsim.config.io import (
     list_presets,
     load_hardware,
@@ -111,7 +113,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild DIR/report.html from DIR/results.json (run) or results.parquet (sweep)",
     )
     rep.add_argument("dir", help="a folder written by `archsim run` or `archsim sweep`")
-    from archsim.cli_system import add_parsers as add_system_parsers
     from archsim.validation.command import add_parser as add_validate_parser
 
     add_validate_parser(sub)
@@ -326,8 +327,8 @@ _COMMANDS = {
     "schema": _cmd_schema,
     "report": _cmd_report,
     "validate": _cmd_validate,
-    "collective": lambda a: __import__("archsim.cli_system").cli_system.cmd_collective(a),
-    "train": lambda a: __import__("archsim.cli_system").cli_system.cmd_train(a),
+    "collective": cmd_collective,
+    "train": cmd_train,
     "doctor": cmd_doctor,
     "import": cli_onnx.cmd,
     "compress": cli_compress.cmd,

@@ -10,6 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 ALEX8_DIR = SHARED / "data" / "eie_alexnet_fc8"
+H100_DIR = SHARED / "data" / "h100"
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
@@ -24,14 +25,26 @@ def regen_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--regen-golden"))
 
 
+def shared_path(path: Path) -> Path:
+    """``path`` under ../shared beside the checkout: a failure under CI (which has it), a skip
+    on a developer machine without it."""
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing; CI must have ../shared beside the clone")
+        pytest.skip(f"{path} not present (it lives beside the repository, not in it)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def alex8_dir() -> Path:
     """The real AlexNet FC8 layer in EIE's format (../shared beside the checkout)."""
-    if not ALEX8_DIR.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"{ALEX8_DIR} is missing; CI must have ../shared beside the clone")
-        pytest.skip(f"{ALEX8_DIR} not present (it lives beside the repository, not in it)")
-    return ALEX8_DIR
+    return shared_path(ALEX8_DIR)
+
+
+@pytest.fixture(scope="session")
+def h100_dir() -> Path:
+    """The measured H100 folder (../shared/data/h100 beside the checkout)."""
+    return shared_path(H100_DIR)
 
 
 @pytest.fixture(scope="session")

@@ -34,8 +34,6 @@ from archsim.measure.probe import (
     time_in_graph,
 )
 
-SHARED_H100 = Path(__file__).resolve().parents[3] / "shared" / "data" / "h100"
-
 
 @pytest.fixture(scope="module")
 def quick_probe() -> tuple[dict[str, pd.DataFrame], dict]:
@@ -148,10 +146,8 @@ def test_written_folder_reads_back_identically(quick_probe, tmp_path: Path) -> N
         write_folder(out, tables, doc)
 
 
-def test_shared_h100_folder_reads() -> None:
-    if not SHARED_H100.is_dir():
-        pytest.skip("../shared/data/h100 not beside the checkout")
-    f = read_folder(SHARED_H100)
+def test_shared_h100_folder_reads(h100_dir: Path) -> None:
+    f = read_folder(h100_dir)
     assert {n: len(t) for n, t in f.tables.items()} == {
         "gemm_llm.csv": 112, "gemm_square.csv": 77, "gemm_unaligned.csv": 6,
         "conv_alexnet.csv": 15,

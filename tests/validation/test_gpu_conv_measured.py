@@ -9,32 +9,24 @@ C = 3); each is printed. The grouped rows (conv2, conv4, conv5) are a known gap 
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
-
-import pytest
 
 import archsim
 from archsim.accelerators.gpu_conv import best_conv
 from archsim.config.workload import ConvLayer
 
-CSV = Path(__file__).resolve().parents[3] / "shared" / "data" / "h100" / "conv_alexnet.csv"
 TOLERANCE = 0.30
 
 
-def _rows() -> list[dict[str, str]]:
-    if not CSV.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CSV} is missing; CI must have ../shared beside the clone")
-        pytest.skip(f"{CSV} not present (it lives beside the repository, not in it)")
-    with CSV.open(newline="") as fh:
+def _rows(h100_dir: Path) -> list[dict[str, str]]:
+    with (h100_dir / "conv_alexnet.csv").open(newline="") as fh:
         return list(csv.DictReader(fh))
 
 
-def test_ungrouped_layers_within_tolerance() -> None:
+def test_ungrouped_layers_within_tolerance(h100_dir: Path) -> None:
     hw = archsim.load_hardware("h100")
     checked = 0
-    for row in _rows():
+    for row in _rows(h100_dir):
         if row["groups"] != "1":
             continue
         ints = {f: int(row[f]) for f in ("c", "k", "h", "w", "r", "s", "stride", "pad")}
