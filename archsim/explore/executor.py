@@ -248,17 +248,27 @@ def _new_pool(threads: int) -> ProcessPoolExecutor:
 
 @contextmanager
 def _sigint_blocked() -> Iterator[None]:
-    """SIGINT held back in this thread meanwhile: a worker process started now inherits the
-    mask, so it never sees Ctrl-C (the parent's to handle), and a Ctrl-C that comes meanwhile
-    is delivered to this process afterwards, not lost."""
+    """SIGINT held back meanwhile: a worker process started now inherits the mask, so it never
+    sees Ctrl-C (the parent's to handle), and a Ctrl-C that comes meanwhile is acted on
+    afterwards, not lost. The mask alone is not enough: the process-directed SIGINT may land on
+    another thread (pyarrow's, numba's) and Python then runs its handler in this one, in the
+    middle of writing the new worker's start-up data, which leaves the worker an empty pipe
+    (``EOFError`` traceback on the terminal). So the Python-level handler defers too."""
     if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
         yield
         return
+    caught: list[int] = []
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.signal(signal.SIGINT, lambda s, _f: caught.append(s)) if main else None
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if main:
+            signal.signal(signal.SIGINT, signal.default_int_handler if handler is None else handler)
+            if caught:
+                signal.raise_signal(signal.SIGINT)
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:

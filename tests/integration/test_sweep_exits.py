@@ -196,3 +196,41 @@ def test_nothing_to_run_is_exit_2_without_a_report(tmp_path, capsys):
     assert "2 points (2 (grid)) is more than the limit of 1" in capsys.readouterr().err
     assert main(["sweep", str(spec), "-o", str(out), "--max-points", "0"]) == 2
     assert "--max-points: must be >= 1" in capsys.readouterr().err
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_a_ctrl_c_while_a_worker_starts_is_acted_on_after_the_start():
+    """A SIGINT that lands on another thread while the parent writes a new worker's start-up
+    data (the CI failure: the worker read an empty pipe) is held until the start is done."""
+    from archsim.explore.executor import _sigint_blocked
+
+    def stop(_s, _f):
+        raise _Stop
+
+    import threading
+
+    go, done = threading.Event(), threading.Event()
+    # started before the block, so SIGINT is not masked in it: the kernel hands it the signal
+    # (it stays alive meanwhile, as pyarrow's and numba's threads do)
+    sender = threading.Thread(
+        target=lambda: (go.wait(), os.kill(os.getpid(), signal.SIGINT), done.wait(10))
+    )
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        events = []
+        sender.start()
+        with pytest.raises(_Stop), _sigint_blocked():
+            go.set()
+            time.sleep(0.2)
+            for _ in range(100_000):  # bytecode boundaries at which a handler would run
+                pass
+            events.append("start finished")
+        assert events == ["start finished"]
+        assert signal.getsignal(signal.SIGINT) is stop
+    finally:
+        done.set()
+        sender.join()
+        signal.signal(signal.SIGINT, previous)
