@@ -30,6 +30,7 @@ edge tiles still issue full MMAs), wave quantisation and the memory-bound regime
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ __all__ = [
 
 #: layers up to this many MACs (per GEMM) are also computed functionally and checked
 FUNCTIONAL_MAX_MACS = 1 << 24
+_TENSOR_BUSY = SM_FIELDS.index("tensor_busy_cycles")
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,19 @@ class _Memory:
         if self.miss > 0:
             s = min(s, self.hbm / (a * self.miss))
         return s
+
+
+def _segments(rounds: list[int]) -> list[tuple[int, int]]:
+    """``rounds`` (CTAs per round of one SM group) as (CTAs, rounds) segments: the leading
+    full rounds as one segment, then each remaining round. Every group starts with its full
+    rounds and none ends before its last full round, so the active-SM count, hence the
+    duration of a full round, is the same throughout them: one wait covers them all."""
+    full = 0
+    while full < len(rounds) - 1 and rounds[full] == rounds[0]:
+        full += 1
+    if full < 2:
+        return [(n, 1) for n in rounds]
+    return [(rounds[0], full)] + [(n, 1) for n in rounds[full:]]
 
 
 class _KernelModel:
@@ -168,10 +183,10 @@ class _KernelModel:
         def sm_group(n_sms: int, rounds: list[int]) -> Generator[Any, Any, None]:
             nonlocal busiest_tensor
             tensor = 0
-            for n_cta in rounds:
+            for n_cta, count in _segments(rounds):
                 r = self.round(n_cta, mem)
-                tensor += int(r[SM_FIELDS.index("tensor_busy_cycles")]) // sub_cores
-                yield ctx.timeout(int(r[0]))
+                tensor += count * (int(r[_TENSOR_BUSY]) // sub_cores)
+                yield ctx.timeout(count * int(r[0]))
             mem.active -= n_sms
             busiest_tensor = max(busiest_tensor, tensor)
 
@@ -187,14 +202,46 @@ class _KernelModel:
 
         ctx.env.process(kernel())
         ctx.run()
-        end = int(ctx.env.now)
+        return self._result(int(ctx.env.now) - start, marks["main_end"] - marks["main"],
+                            busiest_tensor)  # fmt: skip
+
+    def schedule(self) -> KernelRun:
+        """:meth:`run` in a scratch context, computed without SimPy: the SM groups' rounds
+        are replayed in SimPy's event order (time, then creation order), so the cycles and
+        the bandwidth shares are the same (the tests hold the two to identical results)."""
+        mem = _Memory(self.cfg, self.miss, self.plan.fill_bytes_per_clock)
+        groups = self.groups()
+        sub_cores = self.cfg.tensor_cores.sub_cores_per_sm
+        mem.active = sum(n for n, _ in groups)
+        pending = [iter(_segments(rounds)) for _, rounds in groups]
+        tensor = [0] * len(groups)
+        events = [(self.launch, i, i) for i in range(len(groups))]  # (time, creation, group)
+        created, main_end, busiest = len(groups), self.launch, 0
+        while events:
+            now, _, g = heapq.heappop(events)
+            seg = next(pending[g], None)
+            if seg is None:  # the group's last round ended: its SMs go idle
+                mem.active -= groups[g][0]
+                busiest = max(busiest, tensor[g])
+                main_end = max(main_end, now)
+                continue
+            r = self.round(seg[0], mem)
+            tensor[g] += seg[1] * (int(r[_TENSOR_BUSY]) // sub_cores)
+            heapq.heappush(events, (now + seg[1] * int(r[0]), created, g))
+            created += 1
+        end = main_end
+        if self.plan.split_k > 1:
+            end += self.launch + self._reduce_cycles(mem)
+        return self._result(end, main_end - self.launch, busiest)
+
+    def _result(self, cycles: int, main_cycles: int, busiest_tensor: int) -> KernelRun:
         p = self.plan
         epi_bytes = p.ctas * p.epilogue_bytes
         return KernelRun(
             plan=p,
-            cycles=end - start,
+            cycles=cycles,
             launch_cycles=self.launch,
-            main_cycles=marks["main_end"] - marks["main"],
+            main_cycles=main_cycles,
             tensor_busy_cycles=busiest_tensor,
             hbm_bytes=self.hbm_loads + epi_bytes + self._reduce_bytes(),
             l2_bytes=self.l2_loads + epi_bytes,
@@ -230,15 +277,15 @@ _RUNS: dict[tuple[str, GemmProblem], list[tuple[_KernelModel, KernelRun]]] = {}
 
 
 def _simulate_plans(cfg: GpuConfig, prob: GemmProblem) -> list[tuple[_KernelModel, KernelRun]]:
-    """Every plan for ``prob``, each run alone in a scratch SimPy context (memoised per
-    config and problem: a run depends on nothing else)."""
+    """Every plan for ``prob``, each run alone (:meth:`_KernelModel.schedule`, the SimPy-free
+    twin of a run in a scratch context; memoised per config and problem: a run depends on
+    nothing else)."""
     key = (cfg.model_dump_json(), prob)
     if key not in _RUNS:
         if len(_RUNS) >= 4096:
             _RUNS.clear()
-        clock = cfg.clock.frequency_hz
         models = [_KernelModel(cfg, prob, plan) for plan in plans_for(cfg, prob)]
-        _RUNS[key] = [(model, model.run(SimContext(clock))) for model in models]
+        _RUNS[key] = [(model, model.schedule()) for model in models]
     return _RUNS[key]
 
 
@@ -252,7 +299,7 @@ def run_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> KernelRun:
     """Time one ``plan`` (from :func:`plans_for` of a config that differs from ``cfg`` at most
     in clock and launch cost) at ``cfg``'s clock: the library keeps its kernel whatever clock
     the GPU runs at."""
-    return _KernelModel(cfg, prob, plan).run(SimContext(cfg.clock.frequency_hz))
+    return _KernelModel(cfg, prob, plan).schedule()
 
 
 def _bound(cfg: GpuConfig, run: KernelRun) -> str:
