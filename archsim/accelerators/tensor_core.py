@@ -42,6 +42,7 @@ from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.gpu_plan import (
     KernelPlan,
     accumulation_chunk_k,
+    clockless_key,
     l2_traffic,
     plans_for,
     shared_read_bytes,
@@ -130,9 +131,11 @@ def _segments(rounds: list[int]) -> list[tuple[int, int]]:
 class _KernelModel:
     """Runs one plan's kernel(s) as SimPy processes in ``ctx``."""
 
-    def __init__(self, cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> None:
+    def __init__(
+        self, cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan, cfg_key: str | None = None
+    ) -> None:
         self.cfg, self.prob, self.plan = cfg, prob, plan
-        self.hbm_loads, self.l2_loads = _l2_traffic(cfg, prob, plan)
+        self.hbm_loads, self.l2_loads = _l2_traffic(cfg, prob, plan, cfg_key)
         self.miss = min(1.0, self.hbm_loads / self.l2_loads) if self.l2_loads else 0.0
         clock = cfg.clock.frequency_hz
         l2_lat = cfg.l2.hit_latency_cycles
@@ -263,9 +266,12 @@ class _KernelModel:
 _TRAFFIC: dict[tuple[str, GemmProblem, KernelPlan], tuple[int, int]] = {}
 
 
-def _l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
-    """:func:`l2_traffic`, memoised (it does not depend on the clock)."""
-    key = (cfg.model_dump_json(exclude={"clock", "launch"}), prob, plan)
+def _l2_traffic(
+    cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan, cfg_key: str | None = None
+) -> tuple[int, int]:
+    """:func:`l2_traffic`, memoised (it does not depend on the clock); ``cfg_key``: the
+    config's ``clockless_key`` when the caller has it."""
+    key = (cfg_key or clockless_key(cfg), prob, plan)
     if key not in _TRAFFIC:
         if len(_TRAFFIC) >= 16384:
             _TRAFFIC.clear()
@@ -284,7 +290,8 @@ def _simulate_plans(cfg: GpuConfig, prob: GemmProblem) -> list[tuple[_KernelMode
     if key not in _RUNS:
         if len(_RUNS) >= 4096:
             _RUNS.clear()
-        models = [_KernelModel(cfg, prob, plan) for plan in plans_for(cfg, prob)]
+        ckey = clockless_key(cfg)
+        models = [_KernelModel(cfg, prob, plan, ckey) for plan in plans_for(cfg, prob)]
         _RUNS[key] = [(model, model.schedule()) for model in models]
     return _RUNS[key]
 
