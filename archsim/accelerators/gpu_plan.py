@@ -26,6 +26,7 @@ __all__ = [
     "KernelPlan",
     "accumulation_chunk_k",
     "check_supported",
+    "clockless_key",
     "family_for",
     "l2_traffic",
     "leading_dimensions_bytes",
@@ -193,7 +194,7 @@ def plans_for(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
     """Every feasible (tile, split-K) plan for ``prob`` in its kernel family, in menu order
     (memoised: plans do not depend on the clock)."""
     check_supported(cfg, prob)
-    key = (_clockless_key(cfg), prob)
+    key = (clockless_key(cfg), prob)
     if key not in _PLAN_CACHE:
         if len(_PLAN_CACHE) >= _CACHE_SIZE:
             _PLAN_CACHE.clear()
@@ -205,7 +206,7 @@ _CACHE_SIZE = 4096
 _PLAN_CACHE: dict[tuple[str, GemmProblem], tuple[KernelPlan, ...]] = {}
 
 
-def _clockless_key(cfg: GpuConfig) -> str:
+def clockless_key(cfg: GpuConfig) -> str:
     """The config without its clock and launch cost: what plans and traffic depend on."""
     return cfg.model_dump_json(exclude={"clock", "launch"})
 

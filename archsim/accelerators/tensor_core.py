@@ -30,6 +30,7 @@ edge tiles still issue full MMAs), wave quantisation and the memory-bound regime
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.gpu_plan import (
     KernelPlan,
     accumulation_chunk_k,
+    clockless_key,
     l2_traffic,
     plans_for,
     shared_read_bytes,
@@ -68,6 +70,7 @@ __all__ = [
 
 #: layers up to this many MACs (per GEMM) are also computed functionally and checked
 FUNCTIONAL_MAX_MACS = 1 << 24
+_TENSOR_BUSY = SM_FIELDS.index("tensor_busy_cycles")
 
 
 @dataclass(frozen=True)
@@ -112,12 +115,27 @@ class _Memory:
         return s
 
 
+def _segments(rounds: list[int]) -> list[tuple[int, int]]:
+    """``rounds`` (CTAs per round of one SM group) as (CTAs, rounds) segments: the leading
+    full rounds as one segment, then each remaining round. Every group starts with its full
+    rounds and none ends before its last full round, so the active-SM count, hence the
+    duration of a full round, is the same throughout them: one wait covers them all."""
+    full = 0
+    while full < len(rounds) - 1 and rounds[full] == rounds[0]:
+        full += 1
+    if full < 2:
+        return [(n, 1) for n in rounds]
+    return [(rounds[0], full)] + [(n, 1) for n in rounds[full:]]
+
+
 class _KernelModel:
     """Runs one plan's kernel(s) as SimPy processes in ``ctx``."""
 
-    def __init__(self, cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> None:
+    def __init__(
+        self, cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan, cfg_key: str | None = None
+    ) -> None:
         self.cfg, self.prob, self.plan = cfg, prob, plan
-        self.hbm_loads, self.l2_loads = _l2_traffic(cfg, prob, plan)
+        self.hbm_loads, self.l2_loads = _l2_traffic(cfg, prob, plan, cfg_key)
         self.miss = min(1.0, self.hbm_loads / self.l2_loads) if self.l2_loads else 0.0
         clock = cfg.clock.frequency_hz
         l2_lat = cfg.l2.hit_latency_cycles
@@ -168,10 +186,10 @@ class _KernelModel:
         def sm_group(n_sms: int, rounds: list[int]) -> Generator[Any, Any, None]:
             nonlocal busiest_tensor
             tensor = 0
-            for n_cta in rounds:
+            for n_cta, count in _segments(rounds):
                 r = self.round(n_cta, mem)
-                tensor += int(r[SM_FIELDS.index("tensor_busy_cycles")]) // sub_cores
-                yield ctx.timeout(int(r[0]))
+                tensor += count * (int(r[_TENSOR_BUSY]) // sub_cores)
+                yield ctx.timeout(count * int(r[0]))
             mem.active -= n_sms
             busiest_tensor = max(busiest_tensor, tensor)
 
@@ -187,14 +205,46 @@ class _KernelModel:
 
         ctx.env.process(kernel())
         ctx.run()
-        end = int(ctx.env.now)
+        return self._result(int(ctx.env.now) - start, marks["main_end"] - marks["main"],
+                            busiest_tensor)  # fmt: skip
+
+    def schedule(self) -> KernelRun:
+        """:meth:`run` in a scratch context, computed without SimPy: the SM groups' rounds
+        are replayed in SimPy's event order (time, then creation order), so the cycles and
+        the bandwidth shares are the same (the tests hold the two to identical results)."""
+        mem = _Memory(self.cfg, self.miss, self.plan.fill_bytes_per_clock)
+        groups = self.groups()
+        sub_cores = self.cfg.tensor_cores.sub_cores_per_sm
+        mem.active = sum(n for n, _ in groups)
+        pending = [iter(_segments(rounds)) for _, rounds in groups]
+        tensor = [0] * len(groups)
+        events = [(self.launch, i, i) for i in range(len(groups))]  # (time, creation, group)
+        created, main_end, busiest = len(groups), self.launch, 0
+        while events:
+            now, _, g = heapq.heappop(events)
+            seg = next(pending[g], None)
+            if seg is None:  # the group's last round ended: its SMs go idle
+                mem.active -= groups[g][0]
+                busiest = max(busiest, tensor[g])
+                main_end = max(main_end, now)
+                continue
+            r = self.round(seg[0], mem)
+            tensor[g] += seg[1] * (int(r[_TENSOR_BUSY]) // sub_cores)
+            heapq.heappush(events, (now + seg[1] * int(r[0]), created, g))
+            created += 1
+        end = main_end
+        if self.plan.split_k > 1:
+            end += self.launch + self._reduce_cycles(mem)
+        return self._result(end, main_end - self.launch, busiest)
+
+    def _result(self, cycles: int, main_cycles: int, busiest_tensor: int) -> KernelRun:
         p = self.plan
         epi_bytes = p.ctas * p.epilogue_bytes
         return KernelRun(
             plan=p,
-            cycles=end - start,
+            cycles=cycles,
             launch_cycles=self.launch,
-            main_cycles=marks["main_end"] - marks["main"],
+            main_cycles=main_cycles,
             tensor_busy_cycles=busiest_tensor,
             hbm_bytes=self.hbm_loads + epi_bytes + self._reduce_bytes(),
             l2_bytes=self.l2_loads + epi_bytes,
@@ -216,9 +266,12 @@ class _KernelModel:
 _TRAFFIC: dict[tuple[str, GemmProblem, KernelPlan], tuple[int, int]] = {}
 
 
-def _l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
-    """:func:`l2_traffic`, memoised (it does not depend on the clock)."""
-    key = (cfg.model_dump_json(exclude={"clock", "launch"}), prob, plan)
+def _l2_traffic(
+    cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan, cfg_key: str | None = None
+) -> tuple[int, int]:
+    """:func:`l2_traffic`, memoised (it does not depend on the clock); ``cfg_key``: the
+    config's ``clockless_key`` when the caller has it."""
+    key = (cfg_key or clockless_key(cfg), prob, plan)
     if key not in _TRAFFIC:
         if len(_TRAFFIC) >= 16384:
             _TRAFFIC.clear()
@@ -230,15 +283,16 @@ _RUNS: dict[tuple[str, GemmProblem], list[tuple[_KernelModel, KernelRun]]] = {}
 
 
 def _simulate_plans(cfg: GpuConfig, prob: GemmProblem) -> list[tuple[_KernelModel, KernelRun]]:
-    """Every plan for ``prob``, each run alone in a scratch SimPy context (memoised per
-    config and problem: a run depends on nothing else)."""
+    """Every plan for ``prob``, each run alone (:meth:`_KernelModel.schedule`, the SimPy-free
+    twin of a run in a scratch context; memoised per config and problem: a run depends on
+    nothing else)."""
     key = (cfg.model_dump_json(), prob)
     if key not in _RUNS:
         if len(_RUNS) >= 4096:
             _RUNS.clear()
-        clock = cfg.clock.frequency_hz
-        models = [_KernelModel(cfg, prob, plan) for plan in plans_for(cfg, prob)]
-        _RUNS[key] = [(model, model.run(SimContext(clock))) for model in models]
+        ckey = clockless_key(cfg)
+        models = [_KernelModel(cfg, prob, plan, ckey) for plan in plans_for(cfg, prob)]
+        _RUNS[key] = [(model, model.schedule()) for model in models]
     return _RUNS[key]
 
 
@@ -252,7 +306,7 @@ def run_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> KernelRun:
     """Time one ``plan`` (from :func:`plans_for` of a config that differs from ``cfg`` at most
     in clock and launch cost) at ``cfg``'s clock: the library keeps its kernel whatever clock
     the GPU runs at."""
-    return _KernelModel(cfg, prob, plan).run(SimContext(cfg.clock.frequency_hz))
+    return _KernelModel(cfg, prob, plan).schedule()
 
 
 def _bound(cfg: GpuConfig, run: KernelRun) -> str:

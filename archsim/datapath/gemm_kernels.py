@@ -36,6 +36,25 @@ def round_fp16(x: float) -> float:
 
 
 @nb.njit(cache=True)
+def _round_fp16_f32(v: np.float32, fbuf: np.ndarray, ibuf: np.ndarray) -> np.float32:
+    """:func:`round_fp16` of a float32 ``v`` on its bits (``fbuf``/``ibuf``: one float32 and
+    its uint32 view): drop 13 of the 23 fraction bits, ties to even; FP16 subnormals (below
+    2**-14) take :func:`round_fp16`."""
+    fbuf[0] = v
+    bits = ibuf[0]
+    mag = bits & np.uint32(0x7FFFFFFF)
+    if mag >= np.uint32(0x7F800000):  # inf or NaN
+        return v
+    if mag < np.uint32(0x38800000):  # below 2**-14: FP16 subnormal or zero
+        return np.float32(round_fp16(v))
+    mag = (mag + np.uint32(0xFFF) + ((mag >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    if mag > np.uint32(0x477FE000):  # above 65504, the largest FP16
+        mag = np.uint32(0x7F800000)
+    ibuf[0] = (bits & np.uint32(0x80000000)) | mag
+    return fbuf[0]
+
+
+@nb.njit(cache=True)
 def tiled_gemm_fp32(
     a: np.ndarray,
     b: np.ndarray,
@@ -51,24 +70,32 @@ def tiled_gemm_fp32(
     m, k = a.shape
     n = b.shape[1]
     d = c.astype(np.float32).copy()
+    fbuf = np.empty(1, np.float32)
+    ibuf = fbuf.view(np.uint32)
     if fp16_accumulate:
         for i in range(m):
             for j in range(n):
-                d[i, j] = np.float32(round_fp16(d[i, j]))
+                d[i, j] = _round_fp16_f32(d[i, j], fbuf, ibuf)
+    # Each output's chunk sum runs over kk in ascending order, as the instruction adds its
+    # products; the loop over the tile's columns is innermost so that B is read along its rows.
+    part = np.empty(tn, np.float64)
     for m0 in range(0, m, tm):
         for n0 in range(0, n, tn):
+            jn = min(n0 + tn, n) - n0
             for k0 in range(0, k, tk):
                 for kc in range(k0, min(k0 + tk, k), ik):
                     kend = min(kc + ik, k)
                     for i in range(m0, min(m0 + tm, m)):
-                        for j in range(n0, min(n0 + tn, n)):
-                            part = np.float64(0.0)
-                            for kk in range(kc, kend):
-                                part += np.float64(a[i, kk]) * np.float64(b[kk, j])
-                            v = np.float32(d[i, j] + np.float32(part))
+                        part[:jn] = 0.0
+                        for kk in range(kc, kend):
+                            av = np.float64(a[i, kk])
+                            for jj in range(jn):
+                                part[jj] += av * np.float64(b[kk, n0 + jj])
+                        for jj in range(jn):
+                            v = np.float32(d[i, n0 + jj] + np.float32(part[jj]))
                             if fp16_accumulate:
-                                v = np.float32(round_fp16(v))
-                            d[i, j] = v
+                                v = _round_fp16_f32(v, fbuf, ibuf)
+                            d[i, n0 + jj] = v
     return d
 
 

@@ -209,3 +209,63 @@ def test_split_k_reduces_fp32_partials_in_slice_order(half: bool) -> None:
     )
     want = out(((c + kernel(0, 32)) + kernel(32, 64)) + kernel(64, 96))
     assert np.array_equal(split_k_gemm_fp32(a, b, c, 16, 16, 32, 4, 32, half), want)
+
+
+@pytest.mark.parametrize("hw", ["v100", "a100", "h100"])
+def test_plan_schedule_equals_its_simpy_run(hw: str) -> None:
+    """The plan search's SimPy-free schedule is the twin of the SimPy run: same cycles, time
+    split, busy cycles and traffic for every plan (a sample of the DeepBench shapes, which
+    cover one and two SM groups, batched full rounds, tails and split-K)."""
+    from archsim.accelerators.gpu_plan import plans_for
+    from archsim.accelerators.tensor_core import _KernelModel
+    from archsim.engine.context import SimContext
+
+    cfg = archsim.load_hardware(hw)
+    layers = archsim.load_workload("deepbench_gemm").layers[::7]
+    n = 0
+    for spec in layers:
+        prob = lower_to_gemm(spec)
+        for plan in plans_for(cfg, prob):
+            simpy_run = _KernelModel(cfg, prob, plan).run(SimContext(cfg.clock.frequency_hz))
+            assert _KernelModel(cfg, prob, plan).schedule() == simpy_run, plan.kernel
+            n += 1
+    assert n > 3 * len(layers)
+
+
+def test_tiled_gemm_matches_the_literal_instruction_order() -> None:
+    """The numba kernel (columns innermost, FP16 rounding on the bits) against a literal
+    per-output loop: bit-identical D with FP32 and with FP16 accumulation."""
+    from archsim.datapath.gemm_kernels import tiled_gemm_fp32
+
+    rng = np.random.default_rng(11)
+    m, n, k, tm, tn, tk, ik = 13, 10, 37, 8, 8, 16, 4
+    a, b = (rng.standard_normal(s).astype(np.float16).astype(np.float32) for s in ((m, k), (k, n)))
+    c = (rng.standard_normal((m, n)) * 4).astype(np.float32)
+    for half in (False, True):
+        rnd = (lambda x: np.float32(np.float16(x))) if half else np.float32
+        want = np.array([[rnd(v) for v in row] for row in c], np.float32)
+        for kc in range(0, k, ik):  # tiles do not change one output's order
+            for i in range(m):
+                for j in range(n):
+                    part = 0.0
+                    for kk in range(kc, min(kc + ik, k)):
+                        part += float(a[i, kk]) * float(b[kk, j])
+                    want[i, j] = rnd(np.float32(want[i, j] + np.float32(part)))
+        got = tiled_gemm_fp32(a, b, c, tm, tn, tk, ik, half)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), half
+
+
+def test_fp16_rounding_on_bits_equals_numpy_half() -> None:
+    """Round-to-nearest-even to FP16 on float32 bits (normals, subnormals, overflow, ties)."""
+    from archsim.datapath.gemm_kernels import _round_fp16_f32
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(3000) * np.exp(rng.uniform(-22, 12, 3000))).astype(np.float32)
+    ties = np.array([1 + 2**-11, 1 + 3 * 2**-11, 2**-24 * 2.5, 65520, -65519.99, 0.0], np.float32)
+    fbuf = np.empty(1, np.float32)
+    ibuf = fbuf.view(np.uint32)
+    for v in np.concatenate([x, ties]):
+        with np.errstate(over="ignore"):
+            want = np.float32(np.float16(v))
+        got = _round_fp16_f32(v, fbuf, ibuf)
+        assert np.float32(got).view(np.uint32) == want.view(np.uint32), v
