@@ -125,3 +125,28 @@ def test_scnn_runs_real_conv_tensors_cycle_exact(model, tmp_path: Path, monkeypa
     # and with the bias and ReLU of the ONNX model it is the network's own feature map
     fmap = np.maximum(want[0] + net.conv_b[:, None, None], 0).reshape(1, -1)
     np.testing.assert_allclose(fmap, net.logits(x0.reshape(1, 64).astype(np.float64))[1], 1e-6)
+
+
+@pytest.mark.parametrize(
+    ("weights", "acts", "words"),
+    [
+        (np.ones((2, 1, 3, 3)), np.ones((1, 1, 4, 4)), "does not match the layer; allowed: (4, 1"),
+        (np.ones((4, 1, 3, 3)), -np.ones((1, 1, 4, 4)), "negative activations"),
+        (np.ones((4, 1, 3, 3)), None, "required data file is missing"),
+    ],
+)
+def test_bad_conv_data_folder_names_layer_and_file(tmp_path: Path, weights, acts, words) -> None:
+    from archsim.config.workload import ConvLayer
+    from archsim.workload.conv import write_conv_dir
+    from archsim.workload.matvec import LayerDataError
+
+    write_conv_dir(tmp_path / "d", weights, np.zeros(1) if acts is None else acts)
+    if acts is None:
+        (tmp_path / "d" / "activations.npy").unlink()
+    layer = ConvLayer(
+        name="c", kind="conv", c=1, k=4, h=4, w=4, r=3, s=3, weight_density=1.0,
+        activation_density=1.0, data="d",
+    )  # fmt: skip
+    with pytest.raises(LayerDataError) as info:
+        materialize_conv(layer, 0, tmp_path)
+    assert (info.value.layer, info.value.field) == ("c", "data") and words in info.value.problem
