@@ -50,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     kinds = imp.add_subparsers(dest="import_kind", metavar="FORMAT", required=True)
     p = kinds.add_parser(
         "onnx",
-        help="ONNX model -> workload YAML (+ real fc tensors in <stem>.data/)",
+        help="ONNX model -> workload YAML (+ real fc/conv tensors in <stem>.data/)",
         description="Find every Conv/Gemm/MatMul/LSTM/GRU node, measure weight densities from "
         "the initialisers and activation densities with onnxruntime, list the other ops.",
     )

@@ -126,6 +126,8 @@ def simulate(
             f"{', '.join(sorted(REGISTRY))}"
         )
     origin = provenance(hw, wl)  # before progress reporting wraps the layer list
+    # layers whose real tensors (a data: folder) the sparse engines simulate; others: seeded
+    real_tensors = [spec.name for spec in wl.layers if getattr(spec, "data", None) is not None]
     if progress is not None:  # reports each layer as the simulator walks the list
         wl = wl.model_copy(update={"layers": ReportingLayers(wl.layers, progress)})
     prices: PriceList = PRICE_LISTS[acc](hw)
@@ -165,6 +167,7 @@ def simulate(
         **origin,
         "deterministic": "results depend only on (hardware, workload, seed)",
         "workload_source": wl.source,
+        "real_tensor_layers": real_tensors,
         "simpy_events": ctx.events,
         "exposed_io_cycles": ctx.env.now - sum(o.cycles for o in outcomes),
     }

@@ -371,7 +371,7 @@ def simulate_dcnn(
     for idx, spec in enumerate(workload.layers):
         if not isinstance(spec, ConvLayer):
             raise SimulationError(f"DCNN runs conv layers; layer {spec.name!r} is {spec.kind!r}")
-        run = run_dcnn_layer(config, materialize_conv(spec, seed))
+        run = run_dcnn_layer(config, materialize_conv(spec, seed, workload.base_dir))
         plan = plan_dcnn_tiles(config, spec)
         on_chip = idx > 0 and plan.fits and prev_fits
         outcome, cycles, io = _outcome(config, spec, run, plan, on_chip)

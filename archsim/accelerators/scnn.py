@@ -303,7 +303,7 @@ def simulate_scnn(
     runs: list[tuple[ConvLayer | FcLayer | LstmLayer, ScnnConvRun]] = []
     for spec in workload.layers:
         if isinstance(spec, ConvLayer):
-            conv = materialize_conv(spec, seed)
+            conv = materialize_conv(spec, seed, workload.base_dir)
             runs.append((spec, run_scnn_conv(config, conv, float(spec.activation_density))))
         elif isinstance(spec, FcLayer | LstmLayer):
             mv = materialize_matvec(spec, seed, workload.base_dir, codebook_entries=16)

@@ -141,7 +141,8 @@ class ConvLayer(ArchsimModel):
     Densities are fractions of non-zero weights / input activations in [0, 1]. The sparse
     engines (SCNN, DCNN) need both; dense engines (GPUs, systolic arrays) compute every MAC and
     need neither. ``precision`` is the type of the GPU's operands (accumulation: FP32, INT32 for
-    int8). Real conv data files are not supported yet.
+    int8). ``data`` names a folder of real tensors (``weights.npy``, ``activations.npy``; see
+    :mod:`archsim.workload.conv`) that the sparse engines use instead of seeded synthetic ones.
     """
 
     kind: Literal["conv"]
@@ -168,16 +169,16 @@ class ConvLayer(ArchsimModel):
     weight_distribution: Literal["uniform"] = "uniform"
     operand_activity: OperandActivity = _ACTIVITY_FIELD
     data: str | None = Field(
-        default=None, description="Not supported for conv layers yet (must be left out)."
+        default=None,
+        description="Folder of real tensors (relative to the workload file): weights.npy "
+        "(k, c/groups, r, s) and activations.npy (n, c, h, w), float32; SCNN/DCNN run them.",
+    )
+    data_format: Literal["npy"] = Field(
+        default="npy", description="Format of the data folder: 'npy' (two NumPy arrays)."
     )
 
     @model_validator(mode="after")
     def _check_conv(self) -> ConvLayer:
-        if self.data is not None:
-            raise ValueError(
-                "data is not supported for conv layers yet (no conv data file format); "
-                "remove it and give weight_density and activation_density"
-            )
         for dim, size, filt in (("h", self.h, "r"), ("w", self.w, "s")):
             extent = getattr(self, filt)
             if size + 2 * self.pad - extent < 0:

@@ -1,13 +1,17 @@
 """Concrete sparse convolution layers and their NumPy functional reference.
 
 ``materialize_conv`` turns a :class:`~archsim.config.workload.ConvLayer` into weight and input
-activation tensors, deterministically from (seed, layer name); ``reference_conv`` computes the
-exact output that the SCNN/DCNN/tensor-core datapaths are checked against.
+activation tensors: the layer's real tensors when it names a ``data:`` folder (``weights.npy``
+float32 (k, c/groups, r, s), ``activations.npy`` float32 (n, c, h, w) >= 0, written by
+:func:`write_conv_dir`), else seeded synthetic ones, deterministic from (seed, layer name);
+``reference_conv`` computes the exact output that the SCNN/DCNN/tensor-core datapaths are
+checked against.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -16,7 +20,7 @@ from archsim.errors import WorkloadError
 from archsim.workload.materialize import layer_rng
 from archsim.workload.matvec import LayerDataError
 
-__all__ = ["SparseConv", "materialize_conv", "reference_conv"]
+__all__ = ["SparseConv", "materialize_conv", "read_conv_dir", "reference_conv", "write_conv_dir"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,14 +114,77 @@ def _exact_positions(rng: np.random.Generator, total: int, density: float) -> np
     return np.sort(rng.choice(total, size=kept, replace=False).astype(np.int64))
 
 
-def materialize_conv(layer: ConvLayer, seed: int) -> SparseConv:
-    """Pruned weights and post-ReLU-like inputs for ``layer``; depends only on (seed, name, spec).
+def write_conv_dir(folder: str | Path, weights: np.ndarray, activations: np.ndarray) -> None:
+    """Write a conv layer's real tensors as ``folder/weights.npy`` and ``activations.npy``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / "weights.npy", np.asarray(weights, dtype=np.float32))
+    np.save(folder / "activations.npy", np.asarray(activations, dtype=np.float32))
+
+
+def _load_npy(layer: ConvLayer, path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise LayerDataError(layer.name, "data", f"{path}: required data file is missing") from None
+    except (OSError, ValueError) as exc:
+        raise LayerDataError(layer.name, "data", f"{path}: not a NumPy .npy array: {exc}") from None
+    if tuple(arr.shape) != shape:
+        raise LayerDataError(
+            layer.name,
+            "data",
+            f"{path}: shape {tuple(arr.shape)} does not match the layer; allowed: {shape}",
+        )
+    if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)):
+        raise LayerDataError(layer.name, "data", f"{path}: allowed: finite float values")
+    return arr.astype(np.float32, copy=False)
+
+
+def read_conv_dir(layer: ConvLayer, base_dir: str | Path) -> SparseConv:
+    """The real tensors of ``layer`` from its ``data:`` folder (resolved against ``base_dir``)."""
+    folder = (Path(base_dir) / str(layer.data)).resolve()
+    weights = _load_npy(layer, folder / "weights.npy", layer.weight_shape)
+    acts = _load_npy(layer, folder / "activations.npy", layer.input_shape)
+    if np.any(acts < 0):
+        raise LayerDataError(
+            layer.name,
+            "data",
+            f"{folder / 'activations.npy'}: negative activations; allowed: values >= 0 "
+            "(post-ReLU inputs, as the sparse engines take)",
+        )
+    return _sparse_conv(layer, weights, acts)
+
+
+def _sparse_conv(layer: ConvLayer, weights: np.ndarray, acts: np.ndarray) -> SparseConv:
+    return SparseConv(
+        name=layer.name,
+        n=layer.n,
+        c=layer.c,
+        k=layer.k,
+        h=layer.h,
+        w=layer.w,
+        r=layer.r,
+        s=layer.s,
+        stride=layer.stride,
+        pad=layer.pad,
+        groups=layer.groups,
+        weights=weights,
+        activations=acts,
+    )
+
+
+def materialize_conv(layer: ConvLayer, seed: int, base_dir: str | Path | None = None) -> SparseConv:
+    """Pruned weights and post-ReLU-like inputs for ``layer``; depends only on (seed, name, spec)
+    and, when ``base_dir`` is given and the layer names a ``data:`` folder, on that folder's real
+    tensors (then they are returned and ``seed`` is unused).
 
     Weights: exactly ``round(weight_density * size)`` non-zeros at uniformly random distinct
     positions, values N(0, std = 1 / sqrt(fan_in)) with ``fan_in = (c / groups) * r * s``, never
     exactly 0. Activations: exactly ``round(activation_density * size)`` positive half-normal
     values (at least 0.01) at uniformly random positions, the rest 0.
     """
+    if base_dir is not None and layer.data is not None:
+        return read_conv_dir(layer, base_dir)
     for f in ("weight_density", "activation_density"):
         if getattr(layer, f) is None:
             raise LayerDataError(
@@ -142,21 +209,7 @@ def materialize_conv(layer: ConvLayer, seed: int) -> SparseConv:
     a_vals = np.maximum(np.abs(rng.standard_normal(a_pos.size, dtype=np.float32)), 1e-2)
     acts = np.zeros(a_size, dtype=np.float32)
     acts[a_pos] = a_vals
-    return SparseConv(
-        name=layer.name,
-        n=layer.n,
-        c=layer.c,
-        k=layer.k,
-        h=layer.h,
-        w=layer.w,
-        r=layer.r,
-        s=layer.s,
-        stride=layer.stride,
-        pad=layer.pad,
-        groups=layer.groups,
-        weights=weights.reshape(w_shape),
-        activations=acts.reshape(a_shape),
-    )
+    return _sparse_conv(layer, weights.reshape(w_shape), acts.reshape(a_shape))
 
 
 def reference_conv(sc: SparseConv) -> np.ndarray:

@@ -1,10 +1,13 @@
-"""Write an imported ONNX model as a workload YAML whose fc layers carry their real tensors.
+"""Write an imported ONNX model as a workload YAML whose fc and conv layers carry real tensors.
 
 An fc layer with real weights and a measured, non-negative input (batch 1) gets an EIE data
 folder (``<yaml stem>.data/<layer>/``, the format of ``eie_format``) holding its real weights
 on a codebook and its measured activations; EIE (and every model that materialises fc layers
-from ``data:``) then runs the real tensors. Other layers keep the measured densities and are
-materialised as seeded synthetic tensors; the workload description says which is which.
+from ``data:``) then runs the real tensors. A conv layer with real weights and a measured,
+non-negative input gets a folder of ``weights.npy`` and ``activations.npy``
+(:func:`~archsim.workload.conv.write_conv_dir`) that SCNN and DCNN run. Other layers keep the
+measured densities and are materialised as seeded synthetic tensors; the workload's ``source``
+and description say which is which.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import yaml
 
 from archsim.datapath.eie_encode import encode_eie
 from archsim.errors import WorkloadError
+from archsim.workload.conv import write_conv_dir
 from archsim.workload.eie_format import write_eie_dir
 from archsim.workload.materialize import layer_rng, quantize_to_codebook
 from archsim.workload.onnx import OnnxImport
@@ -120,15 +124,23 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
             d["kind"] = spec.kind
             t = imp.tensors[spec.name]
             acts = t.activations
+            usable = t.weights is not None and acts is not None and bool(np.all(acts >= 0))
             real = (
-                spec.kind == "fc"
-                and t.weights is not None
-                and acts is not None
+                usable
+                and spec.kind == "fc"
                 and getattr(spec, "batch", 1) == 1
                 and acts.size == spec.inputs
-                and bool(np.all(acts >= 0))
             )
-            if real:
+            if usable and spec.kind == "conv" and acts.shape == spec.input_shape:
+                folder = _folder_name(spec.name, used)
+                write_conv_dir(tmp / data_name / folder, t.weights, acts)
+                d["data"] = f"{data_name}/{folder}"
+                real_names.append(spec.name)
+                lines.append(
+                    f"{spec.name}: real weights ({t.weight_source}) and measured activations "
+                    "(conv data folder)"
+                )
+            elif real:
                 layer, how = real_matvec(spec.name, t.weights, t.bias, acts, codebook_entries)
                 folder = _folder_name(spec.name, used)
                 enc = encode_eie(
@@ -151,7 +163,7 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
         doc = {
             "schema_version": 1,
             "name": imp.spec.name,
-            "source": f"{imp.spec.source}; real tensors (EIE data folders): "
+            "source": f"{imp.spec.source}; real tensors (data folders): "
             f"{', '.join(real_names) or 'none'}; other layers: seeded synthetic tensors at the "
             "recorded densities",
             "description": imp.spec.description + ". Tensors used -- " + "; ".join(lines),

@@ -95,7 +95,7 @@ def test_cli_import_and_run_onnx(compressed, tmp_path: Path, capsys) -> None:
     assert res.total_cycles > 0 and len(res.layers) == 3
     assert main(["run", "eie", str(path), "-o", str(tmp_path / "run"), "-q"]) == 0
     meta = archsim.RunResult.from_json(tmp_path / "run" / "results.json").metadata
-    assert "real tensors (EIE data folders): fc1, fc2, fc3" in meta["workload_source"]
+    assert "real tensors (data folders): fc1, fc2, fc3" in meta["workload_source"]
     assert (
         main(["compress", str(path), "-o", str(tmp_path / "c.onnx"), "--fc-density", "0.05"]) == 0
     )
@@ -103,23 +103,3 @@ def test_cli_import_and_run_onnx(compressed, tmp_path: Path, capsys) -> None:
 
     sess = ort.InferenceSession(str(tmp_path / "c.onnx"), providers=["CPUExecutionProvider"])
     assert sess.run(None, {"x": np.load(folder / "x0.npy")[None]})[0].shape == (1, 10)
-
-
-def test_digits_cnn_measured_densities_on_scnn(tmp_path: Path) -> None:
-    """The conv net's densities come from its real weights and from onnxruntime's feature
-    maps, equal to NumPy's; SCNN runs the imported workload."""
-    from archsim.examples import digits_cnn as cnn
-
-    xt, yt, xv, _ = digits.load_split()
-    with threadpool_limits(1):
-        net = cnn.prune_cnn(cnn.train_cnn(xt, yt, epochs=20), xt, yt, 0.5, 0.25, epochs=10)
-    path = cnn.write_cnn_onnx(net, tmp_path / "cnn.onnx")
-    x0 = xv[:1].reshape(1, 1, 8, 8).astype(np.float32)
-    imp = read_onnx(path, inputs=x0)
-    conv, fc = imp.spec.layers
-    _, h, _ = net.logits(xv[:1])
-    assert (conv.kind, conv.weight_density, fc.weight_density) == ("conv", 0.5, 0.25)
-    assert conv.activation_density == np.count_nonzero(x0) / 64
-    assert fc.activation_density == pytest.approx(np.count_nonzero(h) / 512, abs=2 / 512)
-    res = archsim.simulate("scnn", imp.spec)
-    assert [lr.layer for lr in res.layers] == ["conv1", "fc1"] and res.total_cycles > 0

@@ -189,7 +189,7 @@ def _write(tmp_path: Path, layer: dict[str, Any]) -> Path:
         ({"weight_density": 1.5}, "layers.0.weight_density", "less than or equal to 1"),
         ({"activation_density": -0.1}, "layers.0.activation_density", "greater than or equal"),
         ({"stride": 0}, "layers.0.stride", "greater than or equal to 1"),
-        ({"data": "some_dir"}, "layers.0.data", "not supported for conv"),
+        ({"data": "d", "data_format": "eie"}, "layers.0.data_format", "'npy'"),
         ({"precision": "fp64"}, "layers.0.precision", "fp16"),
         ({"inputs": 4}, "layers.0.inputs", "unknown field"),
     ],

@@ -17,6 +17,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from archsim import load_workload  # noqa: E402
 from archsim.cli import main  # noqa: E402
+from archsim.config.workload import ConvLayer  # noqa: E402
 from archsim.errors import WorkloadError  # noqa: E402
 from archsim.workload.onnx import read_onnx  # noqa: E402
 
@@ -82,27 +83,55 @@ def test_placeholder_densities_from_preset() -> None:
     assert all(s.weight_density == 1.0 for s in imp.spec.layers if s.kind == "fc")
 
 
-def test_resnet50_conv_shapes_vs_preset() -> None:
-    """The graph is ResNet-50 v1.5 (stride 2 on the 3x3); the preset is He et al.'s v1 (stride
-    2 on the first 1x1). 47 of 53 convs are equal; the six others differ only there."""
+#: ResNet-50 v1 (He et al. 2016; the preset) vs v1.5 (torchvision; the ONNX graph): the first
+#: block of stages 3-5 moves its stride 2 from the 1x1 "branch2a" to the 3x3 "branch2b".
+#: (c, k, h, w, r, s, stride, pad, groups) per layer: (v1, v1.5)
+RESNET_V1_VS_V15 = {
+    f"res{st}a_branch2{ab}": rows
+    for st, c, m, h in ((3, 256, 128, 56), (4, 512, 256, 28), (5, 1024, 512, 14))
+    for ab, rows in (
+        ("a", ((c, m, h, h, 1, 1, 2, 0, 1), (c, m, h, h, 1, 1, 1, 0, 1))),
+        ("b", ((m, m, h // 2, h // 2, 3, 3, 1, 1, 1), (m, m, h, h, 3, 3, 2, 1, 1))),
+    )
+}
+
+
+def test_resnet50_v1_5_graph_vs_v1_preset_layer_by_layer() -> None:
+    """Every one of the 53 convs equals the preset's, in order, except the six stride moves of
+    v1.5, each stated above. The graph lists a stage's projection shortcut ("branch1") after
+    the block's three convs, the preset before them: the test reorders the graph.
+
+    MAC convention: dense multiply-accumulates of Conv and Gemm nodes, batch 1, 224 x 224
+    (BatchNorm, biases, pooling and residual adds excluded). v1: 3.856 G (He et al. quote 3.8 G
+    multiply-adds); v1.5: 4.089 G with the 2.048 M of the fc (torchvision: 4.09 G).
+    """
     imp = read_onnx(LIGHT / "light_resnet50.onnx", measure=False)
-    got = sorted(
-        tuple(getattr(s, k) for k in CONV_KEYS) for s in imp.spec.layers if s.kind == "conv"
+    convs = [s for s in imp.spec.layers if s.kind == "conv"]
+    preset = load_workload("resnet50").layers
+    order, i = [], 0
+    while i < len(convs):  # [2a, 2b, 2c, branch1] -> [branch1, 2a, 2b, 2c] where k grows x4
+        blk = convs[i : i + 4]
+        proj = len(blk) == 4 and blk[3].r == 1 and blk[3].c == blk[0].c and blk[3].k == blk[2].k
+        order += [blk[3], *blk[:3]] if proj and i > 0 else [convs[i]]
+        i += 4 if proj and i > 0 else 1
+    assert len(order) == len(preset) == 53
+    differ = {}
+    for g, p in zip(order, preset, strict=True):
+        tg, tp = (tuple(getattr(x, k) for k in CONV_KEYS) for x in (g, p))
+        if tg != tp:
+            differ[p.name] = (tp, tg)
+    assert differ == RESNET_V1_VS_V15
+    v1 = sum(p.macs_dense for p in preset)
+    v15 = imp.macs_total
+    moved = sum(
+        ConvLayer(name=n, kind="conv", **dict(zip(CONV_KEYS, rows[1], strict=True))).macs_dense
+        - ConvLayer(name=n, kind="conv", **dict(zip(CONV_KEYS, rows[0], strict=True))).macs_dense
+        for n, rows in RESNET_V1_VS_V15.items()
     )
-    ref = sorted(tuple(getattr(s, k) for k in CONV_KEYS) for s in load_workload("resnet50").layers)
-    common = sum(min(got.count(t), ref.count(t)) for t in set(got))
-    assert len(got) == len(ref) == 53 and common == 47
-    moved = [t for t in got if t not in ref]
-    assert sorted((t[0], t[1], t[4], t[6]) for t in moved) == sorted(
-        [
-            (128, 128, 3, 2),
-            (256, 256, 3, 2),
-            (512, 512, 3, 2),
-            (256, 128, 1, 1),
-            (512, 256, 1, 1),
-            (1024, 512, 1, 1),
-        ]
-    )
+    print(f"ResNet-50 MACs: v1 preset {v1:,}, v1.5 graph {v15:,} (stride moves {moved:,}, fc "
+          f"2,048,000)")  # fmt: skip
+    assert (v1, v15) == (3_855_925_248, 4_089_184_256)
+    assert v15 == v1 + moved + 2048 * 1000
 
 
 def test_batchnorm_folded_and_op_table() -> None:
