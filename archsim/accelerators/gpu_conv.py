@@ -64,6 +64,7 @@ class GemmStep:
     problem: GemmProblem
     simt: bool = False
     tile_k: int | None = None  # only the menu's tiles of this k (the problem's K is padded to it)
+    grouped: bool = False  # a grouped conv in one launch: runs in conv_library.grouped_families
 
 
 @dataclass(frozen=True)
@@ -141,17 +142,33 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     plain = layer.r == layer.s == 1 and layer.stride == 1 and layer.pad == 0
     name = "gemm_1x1" if plain else "implicit_gemm"
     batched = layer.groups == 1 or simt or lib.grouped_batched_tensor_op
+    grouped = layer.groups > 1 and not simt
     out = []
-    for tk in sorted({t.k for t in cfg.tiles}):
-        ks = max(1, tk * 2 // ELEMENT_BYTES[layer.precision])  # k-step elements (gpu_plan)
-        k = layer.r * layer.s * (cg if simt or plain else _cdiv(cg, ks) * ks)
-        if batched and "implicit_gemm" in lib.algorithms:
-            whole = GemmStep(name, _problem(layer, name, m, n, k, layer.groups, True), simt, tk)
-            out.append(ConvCandidate(name, (whole,)))
-        if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
+    if batched and "implicit_gemm" in lib.algorithms:
+        for tk in _tile_ks(cfg, grouped):
+            k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
+            prob = _problem(layer, name, m, n, k, layer.groups, True)
+            out.append(ConvCandidate(name, (GemmStep(name, prob, simt, tk, grouped),)))
+    if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
+        for tk in _tile_ks(cfg, False):
+            k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
             one = GemmStep("group", _problem(layer, "group", m, n, k, 1, True), simt, tk)
             out.append(ConvCandidate("grouped_per_launch", (one,) * layer.groups))
     return out
+
+
+def _padded(cg: int, tile_k: int, layer: ConvLayer) -> int:
+    """A tap's ``cg`` channels padded to whole k-steps of a tile of 16-bit k ``tile_k``."""
+    ks = max(1, tile_k * 2 // ELEMENT_BYTES[layer.precision])  # k-step elements (gpu_plan)
+    return _cdiv(cg, ks) * ks
+
+
+def _tile_ks(cfg: GpuConfig, grouped: bool) -> list[int]:
+    """The tile k-steps (16-bit elements) the conv GEMM kernels can run: the grouped families'
+    tiles for a one-launch grouped conv, else the preset's menu."""
+    fams = cfg.conv_library.grouped_families if grouped else None
+    tiles = [t for f in fams or [] for t in (f.tiles or cfg.tiles)] or cfg.tiles
+    return sorted({t.k for t in tiles})
 
 
 def _winograd(layer: ConvLayer, tile: int) -> ConvCandidate:
@@ -217,6 +234,8 @@ def gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
     families = cfg.conv_library.families or cfg.library.families
+    if step.grouped and cfg.conv_library.grouped_families:
+        families = cfg.conv_library.grouped_families
     if step.simt:
         families = [_simt_family(cfg)]
     elif step.tile_k is not None:
@@ -267,13 +286,13 @@ def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int,
     of each kernel of ``cand``, in launch order."""
     from archsim.accelerators.tensor_core import run_gemm
 
-    memo: dict[tuple[GemmProblem, bool, int | None], Any] = {}
+    memo: dict[tuple[GemmProblem, bool, int | None, bool], Any] = {}
     out: list[tuple[Step, int, Any]] = []
     for step in cand.steps:
         if isinstance(step, MemoryStep):
             out.append((step, memory_cycles(cfg, step), None))
             continue
-        key = (replace(step.problem, layer=""), step.simt, step.tile_k)
+        key = (replace(step.problem, layer=""), step.simt, step.tile_k, step.grouped)
         if key not in memo:
             memo[key] = run_gemm(gemm_config(cfg, step), step.problem)[0]
         out.append((step, memo[key].cycles, memo[key]))
@@ -346,14 +365,14 @@ def conv_outcome(
     counts: dict[str, dict[str, int]] = {}
     dram = 0
     main: LayerOutcome | None = None
-    gemms: dict[tuple[GemmProblem, bool, int | None], LayerOutcome] = {}
+    gemms: dict[tuple[GemmProblem, bool, int | None, bool], LayerOutcome] = {}
     for step in choice.candidate.steps:
         if isinstance(step, MemoryStep):
             c = memory_counts(step)
             dram += sum(c.get("hbm", {}).values())
             _merge_counts(counts, c)
             continue
-        key = (replace(step.problem, layer=""), step.simt, step.tile_k)
+        key = (replace(step.problem, layer=""), step.simt, step.tile_k, step.grouped)
         if key not in gemms:
             gemms[key] = _gemm_outcome(cfg, step, seed)
         out = gemms[key]
