@@ -67,7 +67,7 @@ def test_grouped_conv_runs_one_launch_in_the_grouped_family() -> None:
     assert step.problem.batch == 2 and step.problem.n == 128 and step.problem.k == 25 * 64
     fams = gemm_config(H100, step).library.families
     assert [f.name for f in fams] == ["cudnn_grouped_implicit_gemm_sm80"]
-    (_, _, run), = candidate_runs(H100, conv_candidates(H100, layer)[0])
+    ((_, _, run),) = candidate_runs(H100, conv_candidates(H100, layer)[0])
     assert run.plan.family == "cudnn_grouped_implicit_gemm_sm80"
     assert (run.plan.tile.m, run.plan.tile.n, run.plan.split_k) == (128, 128, 1)
     # 2 images x 729 pixels = 12 row tiles of 128, one column tile, two groups
