@@ -4,9 +4,11 @@ A conv layer has several *algorithms*, each a sequence of kernels run one after 
 stream (``cudnn.benchmark`` times them all and keeps the fastest; so does this module):
 
 * ``implicit_gemm`` -- NHWC implicit GEMM, one launch: ``M = n*P*Q`` output pixels,
-  ``N = K / groups`` filters, ``K = C/groups * R * S``, the groups as a batched GEMM. A 1x1,
-  stride-1, unpadded conv is the same plain GEMM (named ``gemm_1x1``). When C or K (per group)
-  breaks the library's tensor-op channel alignment the GEMM runs on the CUDA cores.
+  ``N = K / groups`` filters, ``K = C/groups * R * S``, the groups as a batched GEMM (one grid
+  dimension; a grouped conv runs in ``conv_library.grouped_families`` when the preset has them,
+  and only when ``grouped_batched_tensor_op``). A 1x1, stride-1, unpadded conv is the same plain
+  GEMM (named ``gemm_1x1``). When C or K (per group) breaks the library's tensor-op channel
+  alignment the GEMM runs on the CUDA cores.
 * ``grouped_per_launch`` -- grouped convs as ``groups`` launches of one group's GEMM.
 * ``winograd_2x2`` / ``winograd_4x4`` -- non-fused Winograd F(m x m, 3x3) for 3x3 stride-1
   ungrouped convs: filter and input transforms (memory kernels), ``(m+2)^2`` batched GEMMs of
