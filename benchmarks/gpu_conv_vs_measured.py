@@ -2,7 +2,8 @@
 
 Reads ``conv_alexnet.csv`` (or any CSV of the same columns) from the measured H100 folder,
 simulates each row on the ``h100`` preset at the row's measured SM clock (``sm_mhz``) and prints
-measured vs simulated time, the chosen algorithm, and median / p90 |error|.
+measured vs simulated time, the chosen algorithm with its main kernel family and CTA tile, and
+median / p90 |error|.
 
     python benchmarks/gpu_conv_vs_measured.py [--data ../shared/data/h100] [--hw h100]
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import archsim
-from archsim.accelerators.gpu_conv import best_conv
+from archsim.accelerators.gpu_conv import best_conv, candidate_runs
 from archsim.config.workload import ConvLayer
 
 _HERE = Path(__file__).resolve().parent
@@ -55,9 +56,12 @@ def main() -> int:
         sim, meas = choice.cycles / clock, float(row["time_s"])
         err = sim / meas - 1
         errs.append(abs(err))
+        plans = [run.plan for _, _, run in candidate_runs(cfg, choice.candidate) if run]
+        kernel = f" {plans[0].family} {plans[0].tile.m}x{plans[0].tile.n}" if plans else ""
         print(
             f"{row['net'] + '.' + row['layer']:16} {row['batch']:>5} {row['sm_mhz']:>6} "
-            f"{meas * 1e6:9.1f} {sim * 1e6:9.1f} {err * 100:+6.1f}%  {choice.candidate.algorithm}"
+            f"{meas * 1e6:9.1f} {sim * 1e6:9.1f} {err * 100:+6.1f}%  "
+            f"{choice.candidate.algorithm}{kernel}"
         )
     e = np.array(errs)
     med, p90 = np.median(e) * 100, np.percentile(e, 90) * 100

@@ -4,9 +4,11 @@ A conv layer has several *algorithms*, each a sequence of kernels run one after 
 stream (``cudnn.benchmark`` times them all and keeps the fastest; so does this module):
 
 * ``implicit_gemm`` -- NHWC implicit GEMM, one launch: ``M = n*P*Q`` output pixels,
-  ``N = K / groups`` filters, ``K = C/groups * R * S``, the groups as a batched GEMM. A 1x1,
-  stride-1, unpadded conv is the same plain GEMM (named ``gemm_1x1``). When C or K (per group)
-  breaks the library's tensor-op channel alignment the GEMM runs on the CUDA cores.
+  ``N = K / groups`` filters, ``K = C/groups * R * S``, the groups as a batched GEMM (one grid
+  dimension; a grouped conv runs in ``conv_library.grouped_families`` when the preset has them,
+  and only when ``grouped_batched_tensor_op``). A 1x1, stride-1, unpadded conv is the same plain
+  GEMM (named ``gemm_1x1``). When C or K (per group) breaks the library's tensor-op channel
+  alignment the GEMM runs on the CUDA cores.
 * ``grouped_per_launch`` -- grouped convs as ``groups`` launches of one group's GEMM.
 * ``winograd_2x2`` / ``winograd_4x4`` -- non-fused Winograd F(m x m, 3x3) for 3x3 stride-1
   ungrouped convs: filter and input transforms (memory kernels), ``(m+2)^2`` batched GEMMs of
@@ -64,6 +66,7 @@ class GemmStep:
     problem: GemmProblem
     simt: bool = False
     tile_k: int | None = None  # only the menu's tiles of this k (the problem's K is padded to it)
+    grouped: bool = False  # a grouped conv in one launch: runs in conv_library.grouped_families
 
 
 @dataclass(frozen=True)
@@ -141,17 +144,33 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     plain = layer.r == layer.s == 1 and layer.stride == 1 and layer.pad == 0
     name = "gemm_1x1" if plain else "implicit_gemm"
     batched = layer.groups == 1 or simt or lib.grouped_batched_tensor_op
+    grouped = layer.groups > 1 and not simt
     out = []
-    for tk in sorted({t.k for t in cfg.tiles}):
-        ks = max(1, tk * 2 // ELEMENT_BYTES[layer.precision])  # k-step elements (gpu_plan)
-        k = layer.r * layer.s * (cg if simt or plain else _cdiv(cg, ks) * ks)
-        if batched and "implicit_gemm" in lib.algorithms:
-            whole = GemmStep(name, _problem(layer, name, m, n, k, layer.groups, True), simt, tk)
-            out.append(ConvCandidate(name, (whole,)))
-        if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
+    if batched and "implicit_gemm" in lib.algorithms:
+        for tk in _tile_ks(cfg, grouped):
+            k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
+            prob = _problem(layer, name, m, n, k, layer.groups, True)
+            out.append(ConvCandidate(name, (GemmStep(name, prob, simt, tk, grouped),)))
+    if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
+        for tk in _tile_ks(cfg, False):
+            k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
             one = GemmStep("group", _problem(layer, "group", m, n, k, 1, True), simt, tk)
             out.append(ConvCandidate("grouped_per_launch", (one,) * layer.groups))
     return out
+
+
+def _padded(cg: int, tile_k: int, layer: ConvLayer) -> int:
+    """A tap's ``cg`` channels padded to whole k-steps of a tile of 16-bit k ``tile_k``."""
+    ks = max(1, tile_k * 2 // ELEMENT_BYTES[layer.precision])  # k-step elements (gpu_plan)
+    return _cdiv(cg, ks) * ks
+
+
+def _tile_ks(cfg: GpuConfig, grouped: bool) -> list[int]:
+    """The tile k-steps (16-bit elements) the conv GEMM kernels can run: the grouped families'
+    tiles for a one-launch grouped conv, else the preset's menu."""
+    fams = cfg.conv_library.grouped_families if grouped else None
+    tiles = [t for f in fams or [] for t in (f.tiles or cfg.tiles)] or cfg.tiles
+    return sorted({t.k for t in tiles})
 
 
 def _winograd(layer: ConvLayer, tile: int) -> ConvCandidate:
@@ -217,6 +236,8 @@ def gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
     families = cfg.conv_library.families or cfg.library.families
+    if step.grouped and cfg.conv_library.grouped_families:
+        families = cfg.conv_library.grouped_families
     if step.simt:
         families = [_simt_family(cfg)]
     elif step.tile_k is not None:
@@ -267,13 +288,13 @@ def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int,
     of each kernel of ``cand``, in launch order."""
     from archsim.accelerators.tensor_core import run_gemm
 
-    memo: dict[tuple[GemmProblem, bool, int | None], Any] = {}
+    memo: dict[tuple[GemmProblem, bool, int | None, bool], Any] = {}
     out: list[tuple[Step, int, Any]] = []
     for step in cand.steps:
         if isinstance(step, MemoryStep):
             out.append((step, memory_cycles(cfg, step), None))
             continue
-        key = (replace(step.problem, layer=""), step.simt, step.tile_k)
+        key = (replace(step.problem, layer=""), step.simt, step.tile_k, step.grouped)
         if key not in memo:
             memo[key] = run_gemm(gemm_config(cfg, step), step.problem)[0]
         out.append((step, memo[key].cycles, memo[key]))
@@ -346,14 +367,14 @@ def conv_outcome(
     counts: dict[str, dict[str, int]] = {}
     dram = 0
     main: LayerOutcome | None = None
-    gemms: dict[tuple[GemmProblem, bool, int | None], LayerOutcome] = {}
+    gemms: dict[tuple[GemmProblem, bool, int | None, bool], LayerOutcome] = {}
     for step in choice.candidate.steps:
         if isinstance(step, MemoryStep):
             c = memory_counts(step)
             dram += sum(c.get("hbm", {}).values())
             _merge_counts(counts, c)
             continue
-        key = (replace(step.problem, layer=""), step.simt, step.tile_k)
+        key = (replace(step.problem, layer=""), step.simt, step.tile_k, step.grouped)
         if key not in gemms:
             gemms[key] = _gemm_outcome(cfg, step, seed)
         out = gemms[key]

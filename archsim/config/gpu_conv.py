@@ -54,17 +54,21 @@ class ConvLibraryConfig(ArchsimModel):
     simt_tile_stages: int = Field(default=2, ge=1, le=8, description="Its pipeline stages.")
     grouped_batched_tensor_op: bool = Field(
         default=False,
-        description="Whether a grouped conv runs as ONE batched tensor-core implicit GEMM. False: "
-        "only per-group launches (or the CUDA-core kernel), as cuDNN 9 on H100 behaves: "
-        "../shared/data/h100/conv_alexnet.csv conv2/conv4/conv5 (groups=2) at batch 1 take "
-        "22.6-23.5 us against 7.6 us for conv3 (groups=1, more MACs); grouped convs slower than "
-        "separate per-group convs: pytorch/pytorch issues #10290 and #73764.",
+        description="Whether a grouped conv runs as ONE tensor-core implicit GEMM with the groups "
+        "as a grid dimension (cuDNN's native group count), in ``grouped_families``. False: only "
+        "per-group launches (or the CUDA-core kernel).",
     )
     families: list[KernelFamily] | None = Field(
         default=None,
         min_length=1,
         description="Kernel families of the tensor-core conv GEMMs, fastest first (a conv GEMM "
         "runs in the first it is eligible for); None: the GEMM library's families.",
+    )
+    grouped_families: list[KernelFamily] | None = Field(
+        default=None,
+        min_length=1,
+        description="Kernel families of the ONE-launch grouped tensor-core conv (groups > 1, "
+        "each group a grid dimension of the same kernel), fastest first; None: ``families``.",
     )
     split_k: bool = Field(
         default=False,

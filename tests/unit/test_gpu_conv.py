@@ -45,12 +45,33 @@ def test_candidates_follow_the_layer_shape() -> None:
     assert _algos(_conv()) == ["implicit_gemm", "winograd_2x2", "winograd_4x4"]
     assert _algos(_conv(r=1, s=1, pad=0)) == ["gemm_1x1"]
     assert _algos(_conv(stride=2)) == ["implicit_gemm"]  # Winograd: stride 1 only
-    assert _algos(_conv(groups=2)) == ["grouped_per_launch"]
+    assert _algos(_conv(groups=2)) == ["implicit_gemm"]  # one launch, cuDNN's group count
     # depthwise: 1 channel per group breaks the tensor-op rule -> CUDA-core kernels only
-    assert _algos(_conv(groups=64)) == ["implicit_gemm", "grouped_per_launch", "depthwise_direct"]
-    lib = {"conv_library.grouped_batched_tensor_op": True}
+    assert _algos(_conv(groups=64)) == ["implicit_gemm", "depthwise_direct"]
+    lib = {
+        "conv_library.grouped_batched_tensor_op": False,
+        "conv_library.algorithms": ["implicit_gemm", "grouped_per_launch"],
+    }
     grouped = [c.algorithm for c in conv_candidates(H100.with_overrides(lib), _conv(groups=2))]
-    assert grouped == ["implicit_gemm", "grouped_per_launch"]
+    assert grouped == ["grouped_per_launch"]
+
+
+def test_grouped_conv_runs_one_launch_in_the_grouped_family() -> None:
+    """groups=2: one batched GEMM (batch = groups) in the preset's grouped family, whose
+    128x128x32 tiles pad a tap of 48 channels to 64 (two 32-channel k-steps)."""
+    from archsim.accelerators.gpu_conv import candidate_runs, gemm_config
+
+    layer = _conv(c=96, k=256, h=27, w=27, r=5, s=5, pad=2, groups=2)
+    (step,) = _gemms(layer, "implicit_gemm")
+    assert step.grouped and not step.simt and step.tile_k == 32
+    assert step.problem.batch == 2 and step.problem.n == 128 and step.problem.k == 25 * 64
+    fams = gemm_config(H100, step).library.families
+    assert [f.name for f in fams] == ["cudnn_grouped_implicit_gemm_sm80"]
+    ((_, _, run),) = candidate_runs(H100, conv_candidates(H100, layer)[0])
+    assert run.plan.family == "cudnn_grouped_implicit_gemm_sm80"
+    assert (run.plan.tile.m, run.plan.tile.n, run.plan.split_k) == (128, 128, 1)
+    # 2 images x 729 pixels = 12 row tiles of 128, one column tile, two groups
+    assert run.plan.ctas == 12 * 1 * 2
 
 
 def test_unaligned_channels_run_on_cuda_cores_without_tap_padding() -> None:
@@ -103,7 +124,11 @@ def test_choice_is_the_fastest_candidate() -> None:
     choice = best_conv(H100, _conv(n=8))
     assert choice.cycles == min(choice.tried.values())
     assert set(choice.tried) == {"implicit_gemm", "winograd_2x2", "winograd_4x4"}
-    grouped = best_conv(H100, _conv(groups=2))
+    per_launch = H100.with_overrides(
+        {"conv_library.grouped_batched_tensor_op": False,
+         "conv_library.algorithms": ["implicit_gemm", "grouped_per_launch"]}
+    )  # fmt: skip
+    grouped = best_conv(per_launch, _conv(groups=2))
     assert len(grouped.step_cycles) == 2  # one launch per group
     assert grouped.step_cycles[0] == grouped.step_cycles[1]
 

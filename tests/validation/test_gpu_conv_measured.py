@@ -1,9 +1,15 @@
 """cuDNN conv layers timed on a real H100 (../shared/data/h100/conv_alexnet.csv) vs the model.
 
-Tolerance 30 % (issue 16: per-layer p90 <= 35 %) on the ungrouped layers, batch 1, 32 and 256
-(the rows whose mechanisms the model has: tensor-core implicit GEMM, the CUDA-core conv1 with
-C = 3); each is printed. The grouped rows (conv2, conv4, conv5) are a known gap (CHANGELOG):
-``benchmarks/gpu_conv_vs_measured.py`` prints them.
+Every row (AlexNet conv1-conv5 at batch 1, 32 and 256) is simulated at its measured SM clock and
+printed. Tolerance 25 % per row, except the two known gaps below; over all 15 rows the median
+|error| must stay <= 12 % and the p90 <= 40 % (issue 16's goal is p90 <= 35 %: not met while the
+two gaps remain; ``benchmarks/gpu_conv_vs_measured.py`` prints the same table).
+
+Known gaps (the model is faster than measured): the grouped conv2 and conv5 at batch 32 take
+115.6 and 46.6 us on the H100, more per image than at batch 256 (conv5: 1.46 us/image against
+0.48), while the grouped family's model, right at batch 1 and 256, gives about half. No
+structural rule found explains only these two rows (cuDNN picking a slower engine at that batch
+is suspected, not shown).
 """
 
 from __future__ import annotations
@@ -11,11 +17,15 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
+
 import archsim
 from archsim.accelerators.gpu_conv import best_conv
 from archsim.config.workload import ConvLayer
 
-TOLERANCE = 0.30
+TOLERANCE = 0.25
+KNOWN_GAPS = {("conv2", "32"): 0.60, ("conv5", "32"): 0.60}
+MEDIAN_MAX, P90_MAX = 0.12, 0.40
 
 
 def _rows(h100_dir: Path) -> list[dict[str, str]]:
@@ -23,22 +33,26 @@ def _rows(h100_dir: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def test_ungrouped_layers_within_tolerance(h100_dir: Path) -> None:
+def test_conv_layers_within_tolerance(h100_dir: Path) -> None:
     hw = archsim.load_hardware("h100")
-    checked = 0
+    errors = []
     for row in _rows(h100_dir):
-        if row["groups"] != "1":
-            continue
-        ints = {f: int(row[f]) for f in ("c", "k", "h", "w", "r", "s", "stride", "pad")}
+        ints = {f: int(row[f]) for f in ("c", "k", "h", "w", "r", "s", "stride", "pad", "groups")}
         layer = ConvLayer(kind="conv", name=row["layer"], n=int(row["batch"]), **ints)  # type: ignore[arg-type]
         clock = float(row["sm_mhz"]) * 1e6  # the measured clock (the clock model is apart)
         choice = best_conv(hw.with_overrides({"clock.frequency_hz": clock}), layer)
         sim, meas = choice.cycles / clock, float(row["time_s"])
         err = sim / meas - 1
-        print(
-            f"{row['layer']} batch {row['batch']}: measured {meas * 1e6:.1f} us, "
-            f"simulated {sim * 1e6:.1f} us ({err:+.1%}, {choice.candidate.algorithm})"
+        tol = KNOWN_GAPS.get((row["layer"], row["batch"]), TOLERANCE)
+        msg = (
+            f"{row['layer']} batch {row['batch']} groups {row['groups']}: measured "
+            f"{meas * 1e6:.1f} us, simulated {sim * 1e6:.1f} us ({err:+.1%}, tolerance "
+            f"{tol:.0%}, {choice.candidate.algorithm})"
         )
-        assert abs(err) <= TOLERANCE, f"{row['layer']} batch {row['batch']}: {err:+.1%}"
-        checked += 1
-    assert checked == 6
+        print(msg)
+        assert abs(err) <= tol, msg
+        errors.append(abs(err))
+    assert len(errors) == 15
+    med, p90 = np.median(errors), np.percentile(errors, 90)
+    print(f"median |error| {med:.1%} (max {MEDIAN_MAX:.0%}), p90 {p90:.1%} (max {P90_MAX:.0%})")
+    assert med <= MEDIAN_MAX and p90 <= P90_MAX, f"median {med:.1%}, p90 {p90:.1%}"
