@@ -107,6 +107,17 @@ class NcclConfig(ArchsimModel):
     nvls_channels: PositiveInt = Field(
         default=16, description="NVLS channels (NCCL_NVLS_NCHANNELS default on Hopper: 16)."
     )
+    nvls_chunk_bytes: PositiveInt = Field(
+        default=128 * 1024,
+        description="NVLS chunk per head and channel, bytes (NCCL_NVLS_CHUNKSIZE default, "
+        "src/transport/nvls.cc); enqueue.cc halves it to 64/32/16 KiB below 64/8/2 loops.",
+    )
+    nvls_pipeline_stages: PositiveInt = Field(
+        default=3,
+        description="Stages an NVLS all-reduce chunk passes on one node (src/device/all_reduce.h: "
+        "scatter warps, reduce+multicast warps, gather warps); the pipeline fills and drains "
+        "over stages - 1 loops of heads x channels x chunk bytes.",
+    )
     ll128: bool = Field(default=True, description="LL128 protocol enabled (NVLink systems).")
     ring_plateau_factor: PositiveFloat = Field(
         default=1.4,

@@ -64,9 +64,11 @@ _BW_REASON = (
     "link x links) times the algorithm's efficiency; 10 % is the issue's goal."
 )
 _MID = (
-    " Measured NVLS times (issue 290: 128 MB .. 4 GB) fit 96 us + bytes / 272 GB/s, but NCCL's "
-    "model gives NVLS a 25 us latency, so mid sizes come out too fast: a pipeline fill of "
-    "about 13 chunk steps that the model does not have (a known gap, not tuned away)."
+    " NVLS pipelines heads x channels x chunk bytes per loop through three warp groups "
+    "(all_reduce.h: scatter, reduce+multicast, gather; chunk 128 KiB, 64 KiB below 64 loops, "
+    "enqueue.cc), so fill and drain cost two loops; measured times (issue 290: 128 MB .. 4 GB) "
+    "fit 96 us + bytes / 272 GB/s, and at 128 MB the fill (57 us) does not cover the whole gap "
+    "(a known remainder, not tuned away)."
 )
 _TRAIN_REASON = (
     "Per-GPU work comes from the single-GPU model (GEMMs) plus elementwise and optimizer memory "

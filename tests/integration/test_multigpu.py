@@ -332,3 +332,21 @@ def test_pipeline_bubble_and_tensor_split(tmp_path) -> None:
         parallel_step("dgx_h100", wl, gpus=8, tensor=3)
     with pytest.raises(SimulationError, match="inside one node"):
         parallel_step(load_system("dgx_h100").with_overrides({"nodes": 2}), wl, gpus=16)
+
+
+def test_nvls_pipeline_fill_follows_nccl_chunking() -> None:
+    """NVLS chunks shrink as enqueue.cc shrinks them, and the fill costs stages - 1 loops."""
+    from archsim.system.collectives import nvls_chunk_bytes
+
+    h100 = load_system("dgx_h100")
+    # 16 channels x 8 heads = 128 concurrent chunks: 64 loops of 128 KiB = 1 GiB
+    assert nvls_chunk_bytes(h100, 1 << 30, 8) == 128 << 10
+    assert nvls_chunk_bytes(h100, (1 << 30) - 1, 8) == 64 << 10
+    assert nvls_chunk_bytes(h100, 1 << 20, 8) == 16 << 10
+    big = collective_time(h100, "all_reduce", 1 << 30, "nvls")
+    no_fill = collective_time(
+        h100.with_overrides({"nccl.nvls_pipeline_stages": 1}), "all_reduce", 1 << 30, "nvls"
+    )
+    loop_s = 8 * 16 * (128 << 10) * (no_fill.time_s - no_fill.latency_s) / (1 << 30)
+    print(f"1 GiB NVLS: {big.time_s * 1e6:.1f} us, without fill {no_fill.time_s * 1e6:.1f} us")
+    assert big.time_s - no_fill.time_s == pytest.approx(2 * loop_s, rel=1e-9)
