@@ -21,6 +21,7 @@ __all__ = [
     "DdpConfig",
     "LinkKindConfig",
     "LinkSpec",
+    "StepConfig",
     "NcclConfig",
     "NicConfig",
     "SystemConfig",
@@ -180,6 +181,27 @@ class TrainingConfig(ArchsimModel):
     )
 
 
+class StepConfig(ArchsimModel):
+    """The training step a sweep point of this system runs (``archsim sweep`` with a system as
+    ``hardware``: axes such as ``step.gpus`` or ``step.precision``). ``archsim train`` and
+    ``archsim.train_step`` take these as options instead."""
+
+    gpus: PositiveInt | None = Field(
+        default=None, description="GPUs used (null: every GPU of the system)."
+    )
+    precision: Literal["amp_fp16", "amp_bf16", "tf32", "fp32"] = Field(
+        default="amp_fp16", description="Training precision (AMP keeps FP32 master weights)."
+    )
+    batch_per_gpu: PositiveInt = Field(default=256, description="Samples per GPU per step.")
+    optimizer: Literal["sgd", "adam"] = Field(default="sgd", description="Optimizer update.")
+    topk_density: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        description="Gradient compression: fraction of gradients sent (null: all-reduce all).",
+    )
+
+
 class SystemEnergyConfig(ArchsimModel):
     """Energy per bit moved over each kind of interconnect, pJ/bit."""
 
@@ -203,6 +225,7 @@ class SystemConfig(ArchsimModel):
     nccl: NcclConfig
     ddp: DdpConfig = DdpConfig()
     training: TrainingConfig = TrainingConfig()
+    step: StepConfig = StepConfig()
     energy: SystemEnergyConfig
 
     @property
@@ -246,5 +269,15 @@ class SystemConfig(ArchsimModel):
             raise ValueError(
                 f"the topology is disconnected: {', '.join(repr(c) for c in cut)} cannot reach "
                 "gpu0 over topology.links; allowed: links that join every GPU"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_step_gpus(self) -> SystemConfig:
+        g, per = self.step.gpus, self.gpus_per_node
+        if g is not None and (g > self.gpus or (g > per and g % per)):
+            raise ValueError(
+                f"step.gpus={g}: the system has {self.gpus} GPUs ({self.nodes} node(s) x {per}); "
+                f"allowed: 1 to {per}, or a multiple of {per} up to {self.gpus}"
             )
         return self

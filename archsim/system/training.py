@@ -35,7 +35,7 @@ from archsim.system.collectives import collective_time
 from archsim.system.subsystem import gpu_config, subsystem
 from archsim.system.workload import PRECISIONS, TrainLayer, gemm_workload, training_layers
 
-__all__ = ["OPTIMIZERS", "StepOptions", "run_step", "train_step"]
+__all__ = ["OPTIMIZERS", "StepOptions", "configured_step", "run_step", "train_step"]
 
 OPTIMIZERS = ("sgd", "adam")
 
@@ -166,6 +166,13 @@ def train_step(
 
     opts = StepOptions(gpus, precision, batch_per_gpu, optimizer, topk_density)
     return run_step(load_system(system), workload, opts)
+
+
+def configured_step(system: SystemConfig, workload: WorkloadSpec | str) -> RunResult:
+    """The step the system's ``step`` block describes (what a sweep point of a system runs)."""
+    s = system.step
+    opts = StepOptions(s.gpus, s.precision, s.batch_per_gpu, s.optimizer, s.topk_density)
+    return run_step(system, workload, opts)
 
 
 def run_step(system: SystemConfig, workload: WorkloadSpec | str, opts: StepOptions) -> RunResult:

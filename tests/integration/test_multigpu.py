@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 
+import pandas as pd
 import pytest
 
 from archsim.cli import main
@@ -350,3 +351,36 @@ def test_nvls_pipeline_fill_follows_nccl_chunking() -> None:
     loop_s = 8 * 16 * (128 << 10) * (no_fill.time_s - no_fill.latency_s) / (1 << 30)
     print(f"1 GiB NVLS: {big.time_s * 1e6:.1f} us, without fill {no_fill.time_s * 1e6:.1f} us")
     assert big.time_s - no_fill.time_s == pytest.approx(2 * loop_s, rel=1e-9)
+
+
+def test_sweep_spec_over_a_system_stores_resumes_and_skips(tmp_path, capsys) -> None:
+    """`archsim sweep` with a system as hardware: every point runs the step of its `step` block
+    through the normal machinery (plan, store, resume); impossible GPU counts are skipped."""
+    from archsim.explore import totals
+
+    spec = tmp_path / "sys.yaml"
+    spec.write_text(json.dumps({
+        "schema_version": 1, "name": "pcie", "hardware": "pcie4_v100",
+        "workload": _tiny_workload(tmp_path),
+        "axes": {"step.gpus": [1, 4, 8],
+                 "topology.link_kinds.pcie.nccl_bandwidth_bytes_per_s": [6e9, 24e9]},
+        "metrics": {"effective_gops": "max", "total_energy_pj": "min"},
+    }))  # fmt: skip
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
+    frame = pd.read_parquet(out / "results.parquet")
+    t = totals(frame)
+    assert list(t["step.gpus"]) == [1, 1, 4, 4] and (t["status"] == "ok").all()
+    assert len(pd.read_csv(out / "skipped.csv")) == 2  # 8 GPUs on a 4-GPU box
+    direct = run_step(
+        load_system("pcie4_v100").with_overrides(
+            {"topology.link_kinds.pcie.nccl_bandwidth_bytes_per_s": 6e9}
+        ),
+        _tiny_workload(tmp_path),
+        StepOptions(gpus=4),
+    )
+    assert t["total_time_s"].iloc[2] == pytest.approx(direct.metadata["train_step"]["step_s"])
+    assert t["total_time_s"].iloc[3] < t["total_time_s"].iloc[2]  # faster links, shorter step
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
+    assert "(0 run, 4 already in" in capsys.readouterr().out  # resumed from the store
