@@ -174,6 +174,14 @@ class TrainingConfig(ArchsimModel):
     conv_backward_kernels: int = Field(default=2, ge=0, description="Kernels backward.")
     sgd_bytes_per_param: PositiveInt = Field(default=20, description="SGD-momentum, 5 x 4 B.")
     adam_bytes_per_param: PositiveInt = Field(default=28, description="Adam, 7 x 4 B.")
+    nchw_transpose_passes: int = Field(
+        default=2,
+        ge=0,
+        description="Passes over a tensor per NCHW <-> NHWC transpose (a read and a write): "
+        "tensor cores run convs in NHWC, so cuDNN transposes NCHW activations before a conv and "
+        "its result back after (NVIDIA's channels-last diagram, MosaicML Composer method card "
+        "'Channels Last'); FP32 CUDA-core convs run NCHW natively.",
+    )
     elementwise_launch_s: NonNegativeFloat = Field(
         default=3.0e-6,
         description="Shortest elementwise kernel, back to back on a stream, s (H100 measured "
@@ -199,6 +207,11 @@ class StepConfig(ArchsimModel):
         gt=0.0,
         le=1.0,
         description="Gradient compression: fraction of gradients sent (null: all-reduce all).",
+    )
+    memory_format: Literal["nhwc", "nchw"] = Field(
+        default="nhwc",
+        description="Activation layout: nhwc (channels last) or nchw (cuDNN transposes around "
+        "every tensor-core conv).",
     )
 
 

@@ -353,16 +353,17 @@ def test_nvls_pipeline_fill_follows_nccl_chunking() -> None:
     assert big.time_s - no_fill.time_s == pytest.approx(2 * loop_s, rel=1e-9)
 
 
-def test_sweep_spec_over_a_system_stores_resumes_and_skips(tmp_path, capsys) -> None:
+def test_sweep_spec_over_a_system_stores_resumes_and_skips(tmp_path) -> None:
     """`archsim sweep` with a system as hardware: every point runs the step of its `step` block
     through the normal machinery (plan, store, resume); impossible GPU counts are skipped."""
+    import archsim
     from archsim.explore import totals
 
     spec = tmp_path / "sys.yaml"
     spec.write_text(json.dumps({
         "schema_version": 1, "name": "pcie", "hardware": "pcie4_v100",
         "workload": _tiny_workload(tmp_path),
-        "axes": {"step.gpus": [1, 4, 8],
+        "axes": {"step.gpus": [4, 8],
                  "topology.link_kinds.pcie.nccl_bandwidth_bytes_per_s": [6e9, 24e9]},
         "metrics": {"effective_gops": "max", "total_energy_pj": "min"},
     }))  # fmt: skip
@@ -370,7 +371,7 @@ def test_sweep_spec_over_a_system_stores_resumes_and_skips(tmp_path, capsys) -> 
     assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
     frame = pd.read_parquet(out / "results.parquet")
     t = totals(frame)
-    assert list(t["step.gpus"]) == [1, 1, 4, 4] and (t["status"] == "ok").all()
+    assert list(t["step.gpus"]) == [4, 4] and (t["status"] == "ok").all()
     assert len(pd.read_csv(out / "skipped.csv")) == 2  # 8 GPUs on a 4-GPU box
     direct = run_step(
         load_system("pcie4_v100").with_overrides(
@@ -379,8 +380,37 @@ def test_sweep_spec_over_a_system_stores_resumes_and_skips(tmp_path, capsys) -> 
         _tiny_workload(tmp_path),
         StepOptions(gpus=4),
     )
-    assert t["total_time_s"].iloc[2] == pytest.approx(direct.metadata["train_step"]["step_s"])
-    assert t["total_time_s"].iloc[3] < t["total_time_s"].iloc[2]  # faster links, shorter step
-    capsys.readouterr()
-    assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
-    assert "(0 run, 4 already in" in capsys.readouterr().out  # resumed from the store
+    assert t["total_time_s"].iloc[0] == pytest.approx(direct.metadata["train_step"]["step_s"])
+    assert t["total_time_s"].iloc[1] < t["total_time_s"].iloc[0]  # faster links, shorter step
+    assert (out / "report.html").stat().st_size > 0
+    again = archsim.sweep(str(spec), out_dir=out, n_jobs=1)  # resumed from the store
+    assert again.attrs["counts"]["resumed"] == 2 and again.attrs["counts"]["ran"] == 0
+
+
+def test_nchw_tensor_core_convs_pay_for_transposes(tmp_path) -> None:
+    """NCHW activations: cuDNN transposes X and Y around the forward conv, dY and dX around the
+    data gradient, X and dY for the weight gradient (a read and a write each); FP32 CUDA-core
+    convs and NHWC need none."""
+    from archsim.config.io import load_workload
+    from archsim.system.training import _transposes
+
+    conv = {"kind": "conv", "c": 16, "k": 32, "h": 14, "w": 14, "r": 3, "s": 3, "pad": 1}
+    layers = [{"name": "c1", **conv}, {"name": "c2", **conv, "c": 32}]
+    path = tmp_path / "convs.yaml"
+    path.write_text(json.dumps({"schema_version": 1, "name": "convs", "source": "t",
+                                "layers": layers}))  # fmt: skip
+    wl = load_workload(str(path))
+    tls = training_layers(wl, 8)
+    out_el, in1, in2 = 8 * 32 * 14 * 14, 8 * 16 * 14 * 14, 8 * 32 * 14 * 14
+    assert _transposes(tls[0], wl.layers[0], 2) == (2 * (in1 + out_el), 2 * (in1 + out_el), 2, 2)
+    assert _transposes(tls[1], wl.layers[1], 2) == (2 * (in2 + out_el), 4 * (in2 + out_el), 2, 4)
+    sysm = load_system("pcie4_v100")
+
+    def step(precision: str, fmt: str) -> float:
+        opts = StepOptions(gpus=1, precision=precision, batch_per_gpu=8, memory_format=fmt)
+        return run_step(sysm, str(path), opts).metadata["train_step"]["step_s"]
+
+    assert step("fp32", "nchw") == step("fp32", "nhwc")
+    assert step("amp_fp16", "nchw") > step("amp_fp16", "nhwc")
+    with pytest.raises(SimulationError, match="memory format"):
+        step("amp_fp16", "chwn")

@@ -33,3 +33,9 @@ def test_nvls_128m_is_a_known_gap(check_claim) -> None:
     """Documented FAIL: the NVLS pipeline fill (two loops) covers only part of the 128 MB gap."""
     claim = next(c for c in MULTIGPU_CLAIMS if c.name == "H100x8 NVLS busbw 128M (#290)")
     check_claim(claim, known_gap=0.16)
+
+
+def test_resnet50_a100_tf32_single_gpu_is_a_known_gap(check_claim) -> None:
+    """Documented FAIL: NCHW transposes are modelled (+102 % -> +39 %); about 40 % common to the
+    A100's AMP and TF32 runs remains unexplained (see the claim's reason)."""
+    check_claim(_training("A100 TF32", "1-GPU"), known_gap=0.45)
