@@ -290,7 +290,7 @@ class SystemConfig(ArchsimModel):
         g, per = self.step.gpus, self.gpus_per_node
         if g is not None and (g > self.gpus or (g > per and g % per)):
             raise ValueError(
-                f"step.gpus={g}: the system has {self.gpus} GPUs ({self.nodes} node(s) x {per}); "
-                f"allowed: 1 to {per}, or a multiple of {per} up to {self.gpus}"
+                f"step.gpus is {g} but the system has {self.gpus} GPUs ({self.nodes} node(s) x "
+                f"{per}); allowed: 1 to {per}, or a multiple of {per} up to {self.gpus}"
             )
         return self

@@ -153,6 +153,8 @@ def test_collective_table_and_sizes() -> None:
         ({"topology.link_kinds.nvlink.bandwidth_bytes_per_s": 0}, "greater than 0"),
         ({"topology.link_kinds.nvlink.nccl_bandwidth_bytes_per_s": -5}, "greater than 0"),
         ({"nodes": 0}, "greater than 0"),
+        ({"step.gpus": 12}, "step.gpus is 12 but the system has 8 GPUs"),
+        ({"step.memory_format": "chwn"}, "'nhwc' or 'nchw'"),
     ],
 )
 def test_bad_systems_are_one_line_config_errors(change: dict, needle: str) -> None:
