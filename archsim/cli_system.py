@@ -47,6 +47,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--batch", type=int, default=256, help="samples per GPU (256)")
     t.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"))
     t.add_argument("--topk", type=float, help="gradient compression: fraction of gradients sent")
+    t.add_argument(
+        "--memory-format",
+        default="nhwc",
+        choices=("nhwc", "nchw"),
+        help="activation layout (nchw: cuDNN transposes around tensor-core convs)",
+    )
     t.add_argument("--tensor", type=int, default=1, help="tensor-parallel GPUs (Megatron split)")
     t.add_argument("--pipeline", type=int, default=1, help="pipeline stages (GPipe)")
     t.add_argument("--micro-batches", type=int, default=1, help="micro-batches per pipeline")
@@ -145,7 +151,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return _cmd_parallel(args, cfg)
     results = [
         run_step(cfg, args.workload, StepOptions(g, args.precision, args.batch,
-                                                   args.optimizer, args.topk))
+                                                   args.optimizer, args.topk, args.memory_format))
         for g in _gpu_counts(args.gpus)
     ]  # fmt: skip
     out = _out_dir(args.out)

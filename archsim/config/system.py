@@ -21,6 +21,7 @@ __all__ = [
     "DdpConfig",
     "LinkKindConfig",
     "LinkSpec",
+    "StepConfig",
     "NcclConfig",
     "NicConfig",
     "SystemConfig",
@@ -107,6 +108,17 @@ class NcclConfig(ArchsimModel):
     nvls_channels: PositiveInt = Field(
         default=16, description="NVLS channels (NCCL_NVLS_NCHANNELS default on Hopper: 16)."
     )
+    nvls_chunk_bytes: PositiveInt = Field(
+        default=128 * 1024,
+        description="NVLS chunk per head and channel, bytes (NCCL_NVLS_CHUNKSIZE default, "
+        "src/transport/nvls.cc); enqueue.cc halves it to 64/32/16 KiB below 64/8/2 loops.",
+    )
+    nvls_pipeline_stages: PositiveInt = Field(
+        default=3,
+        description="Stages an NVLS all-reduce chunk passes on one node (src/device/all_reduce.h: "
+        "scatter warps, reduce+multicast warps, gather warps); the pipeline fills and drains "
+        "over stages - 1 loops of heads x channels x chunk bytes.",
+    )
     ll128: bool = Field(default=True, description="LL128 protocol enabled (NVLink systems).")
     ring_plateau_factor: PositiveFloat = Field(
         default=1.4,
@@ -162,10 +174,44 @@ class TrainingConfig(ArchsimModel):
     conv_backward_kernels: int = Field(default=2, ge=0, description="Kernels backward.")
     sgd_bytes_per_param: PositiveInt = Field(default=20, description="SGD-momentum, 5 x 4 B.")
     adam_bytes_per_param: PositiveInt = Field(default=28, description="Adam, 7 x 4 B.")
+    nchw_transpose_passes: int = Field(
+        default=2,
+        ge=0,
+        description="Passes over a tensor per NCHW <-> NHWC transpose (a read and a write): "
+        "tensor cores run convs in NHWC, so cuDNN transposes NCHW activations before a conv and "
+        "its result back after (NVIDIA's channels-last diagram, MosaicML Composer method card "
+        "'Channels Last'); FP32 CUDA-core convs run NCHW natively.",
+    )
     elementwise_launch_s: NonNegativeFloat = Field(
         default=3.0e-6,
         description="Shortest elementwise kernel, back to back on a stream, s (H100 measured "
         "2.5-3 us per kernel in a CUDA graph: shared/data/h100 README, gemm_square.csv 128^3).",
+    )
+
+
+class StepConfig(ArchsimModel):
+    """The training step a sweep point of this system runs (``archsim sweep`` with a system as
+    ``hardware``: axes such as ``step.gpus`` or ``step.precision``). ``archsim train`` and
+    ``archsim.train_step`` take these as options instead."""
+
+    gpus: PositiveInt | None = Field(
+        default=None, description="GPUs used (null: every GPU of the system)."
+    )
+    precision: Literal["amp_fp16", "amp_bf16", "tf32", "fp32"] = Field(
+        default="amp_fp16", description="Training precision (AMP keeps FP32 master weights)."
+    )
+    batch_per_gpu: PositiveInt = Field(default=256, description="Samples per GPU per step.")
+    optimizer: Literal["sgd", "adam"] = Field(default="sgd", description="Optimizer update.")
+    topk_density: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        description="Gradient compression: fraction of gradients sent (null: all-reduce all).",
+    )
+    memory_format: Literal["nhwc", "nchw"] = Field(
+        default="nhwc",
+        description="Activation layout: nhwc (channels last) or nchw (cuDNN transposes around "
+        "every tensor-core conv).",
     )
 
 
@@ -192,6 +238,7 @@ class SystemConfig(ArchsimModel):
     nccl: NcclConfig
     ddp: DdpConfig = DdpConfig()
     training: TrainingConfig = TrainingConfig()
+    step: StepConfig = StepConfig()
     energy: SystemEnergyConfig
 
     @property
@@ -235,5 +282,15 @@ class SystemConfig(ArchsimModel):
             raise ValueError(
                 f"the topology is disconnected: {', '.join(repr(c) for c in cut)} cannot reach "
                 "gpu0 over topology.links; allowed: links that join every GPU"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_step_gpus(self) -> SystemConfig:
+        g, per = self.step.gpus, self.gpus_per_node
+        if g is not None and (g > self.gpus or (g > per and g % per)):
+            raise ValueError(
+                f"step.gpus is {g} but the system has {self.gpus} GPUs ({self.nodes} node(s) x "
+                f"{per}); allowed: 1 to {per}, or a multiple of {per} up to {self.gpus}"
             )
         return self

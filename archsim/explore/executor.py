@@ -100,12 +100,18 @@ def default_jobs() -> int:
 
 
 def run_task(task: Task) -> Record:
-    """Simulate one point; never raises for a failing point (status ``error``)."""
+    """Simulate one point (a system runs its configured training step); never raises for a
+    failing point (status ``error``)."""
     from archsim.simulate import simulate
 
     key, hw, wl, seed = task
     try:
-        result = simulate(hw, wl, seed)
+        if hw.accelerator == "system":  # type: ignore[attr-defined]
+            from archsim.system.training import configured_step
+
+            result = configured_step(hw, wl)  # type: ignore[arg-type]  # deterministic
+        else:
+            result = simulate(hw, wl, seed)
     except Exception as exc:  # noqa: BLE001 - recorded, the sweep goes on
         message = " ".join(f"{type(exc).__name__}: {exc}".split())
         return {"point_key": key, "status": "error", "error": message, "rows": []}

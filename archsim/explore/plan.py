@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import math
+import typing
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,9 @@ def _field_adapter(model: type[ArchsimModel], path: str) -> TypeAdapter[Any]:
     info = None
     for key in path.split("."):
         tp = _unwrap(tp)
+        if typing.get_origin(tp) is dict:  # the key names an entry: its value's type
+            tp, info = typing.get_args(tp)[1], None
+            continue
         info = tp.model_fields[key]
         tp = info.annotation
     return TypeAdapter(Annotated[info.annotation, info] if info is not None else tp)

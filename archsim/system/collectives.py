@@ -15,6 +15,10 @@ protocol) pair, and the fastest pair is chosen, as NCCL does.
 * **NVLS** (all-reduce on an NVSwitch that reduces in the switch, one node): each GPU's links carry
   the buffer once each way (in for the reduction, out for the multicast), so algbw = the links'
   bandwidth x ``nvls_efficiency`` x ``(channels-1)/channels``; latency is NCCL's NVLS hop latency.
+  The kernel pipelines chunks through ``nvls_pipeline_stages`` warp groups (scatter, reduce and
+  multicast, gather); filling and draining that pipeline costs ``stages - 1`` loops of
+  ``GPUs x channels x chunk`` bytes (chunk chosen by size as ``enqueue.cc`` does), which NCCL's
+  tuning model leaves out and which dominates mid sizes (tens of MB to 1 GB).
 
 ``busbw`` uses nccl-tests' definitions (``doc/PERFORMANCE.md``): all-reduce ``2(n-1)/n``,
 reduce-scatter and all-gather ``(n-1)/n``, broadcast and reduce 1.
@@ -158,10 +162,29 @@ def _tree(cfg: SystemConfig, f: _Fabric, nbytes: int, p: int) -> tuple[float, fl
     return lat * 1e-6, bus * 0.5
 
 
-def _nvls(cfg: SystemConfig, f: _Fabric) -> tuple[float, float]:
+def nvls_chunk_bytes(cfg: SystemConfig, nbytes: int, heads: int) -> int:
+    """NVLS chunk for ``nbytes`` (enqueue.cc): the configured chunk, halved to 64, 32 and 16 KiB
+    when the buffer holds fewer than 64, 8 and 2 loops of ``heads x channels`` chunks."""
+    chunk = cfg.nccl.nvls_chunk_bytes
+    ops = cfg.nccl.nvls_channels * heads
+    for loops, smaller in ((64, 65536), (8, 32768), (2, 16384)):
+        if nbytes < loops * ops * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
+
+
+def _nvls(cfg: SystemConfig, f: _Fabric, nbytes: int) -> tuple[float, float]:
+    """(latency s, effective algbw bytes/s) of NVLS on one node, pipeline fill included.
+
+    Each channel loops over ``heads x chunk`` bytes; a loop passes ``nvls_pipeline_stages``
+    stages, so ``L`` loops take ``L + stages - 1`` loop times (fill and drain)."""
     nc = cfg.nccl
     ch = nc.nvls_channels
     bw = f.rings.bandwidth_bytes_per_s * nc.nvls_efficiency * (ch - 1) / ch
+    heads = f.ranks // f.nodes
+    loop_bytes = heads * ch * nvls_chunk_bytes(cfg, nbytes, heads)
+    loops = math.ceil(nbytes / loop_bytes)
+    bw *= loops / (loops + nc.nvls_pipeline_stages - 1)
     return nc.hw_latency_us["nvlink"]["nvls"][2] * 1e-6, bw
 
 
@@ -224,7 +247,7 @@ def collective_time(
         elif a == "tree":
             lat, algbw = _tree(cfg, f, nbytes, p)
         else:
-            lat, algbw = _nvls(cfg, f)
+            lat, algbw = _nvls(cfg, f, nbytes)
         t = lat + nbytes / algbw
         if best is None or t < best[0]:
             best = (t, lat, a, p)

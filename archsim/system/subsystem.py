@@ -40,7 +40,8 @@ def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
                 f"gpus={gpus} is not whole nodes of {per}; allowed: 1 to {per}, or a multiple "
                 f"of {per} up to {system.gpus}"
             )
-        return system.model_copy(update={"nodes": gpus // per})
+        step = system.step.model_copy(update={"gpus": None})
+        return system.model_copy(update={"nodes": gpus // per, "step": step})
     keep = {f"gpu{i}" for i in range(gpus)}
     links = [
         link
@@ -51,5 +52,6 @@ def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
     data = system.model_dump()
     data["gpus_per_node"] = gpus
     data["nodes"] = 1
+    data["step"]["gpus"] = None  # the cut system is the whole of what the step uses
     data["topology"]["links"] = [link.model_dump() for link in links]
     return SystemConfig.model_validate(data)

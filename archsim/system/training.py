@@ -35,9 +35,17 @@ from archsim.system.collectives import collective_time
 from archsim.system.subsystem import gpu_config, subsystem
 from archsim.system.workload import PRECISIONS, TrainLayer, gemm_workload, training_layers
 
-__all__ = ["OPTIMIZERS", "StepOptions", "run_step", "train_step"]
+__all__ = [
+    "MEMORY_FORMATS",
+    "OPTIMIZERS",
+    "StepOptions",
+    "configured_step",
+    "run_step",
+    "train_step",
+]
 
 OPTIMIZERS = ("sgd", "adam")
+MEMORY_FORMATS = ("nhwc", "nchw")
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,7 @@ class StepOptions:
     batch_per_gpu: int = 256
     optimizer: str = "sgd"
     topk_density: float | None = None  # gradient compression: fraction of gradients sent
+    memory_format: str = "nhwc"  # activations' layout: nchw makes tensor-core convs transpose
 
     def check(self, system: SystemConfig) -> None:
         """One-line errors for options the system or the model cannot take."""
@@ -60,6 +69,8 @@ class StepOptions:
             raise SimulationError(
                 f"top-k density {self.topk_density}; allowed: a fraction in (0, 1]"
             )
+        if self.memory_format not in MEMORY_FORMATS:
+            raise SimulationError(f"memory format {self.memory_format!r}; allowed: nhwc, nchw")
 
 
 @dataclass
@@ -70,14 +81,29 @@ class _Stream:
     comm_active: int = 0
 
 
+def _transposes(tl: TrainLayer, ls: ConvLayer, passes: int) -> tuple[int, int, int, int]:
+    """(forward, backward elements moved; forward, backward kernels) of the NCHW <-> NHWC
+    transposes around one conv's tensor-core calls: forward transposes X in and Y out, the
+    data gradient dY in and dX out (none for the first layer), the weight gradient X and dY in;
+    each transpose moves its tensor ``passes`` times (a read and a write)."""
+    out_el = tl.outputs
+    in_el = out_el // (ls.k * ls.out_h * ls.out_w) * ls.c * ls.h * ls.w
+    dgrad = 0 if tl.dgrad is None else 1
+    fwd = passes * (in_el + out_el)
+    bwd = passes * ((1 + dgrad) * in_el + (1 + dgrad) * out_el)
+    return fwd, bwd, 2, 2 + 2 * dgrad
+
+
 def _elementwise(
     layers: list[TrainLayer],
     spec: WorkloadSpec,
     system: SystemConfig,
     act: int,
     hbm_bytes_per_s: float,
+    transpose: bool = False,
 ) -> tuple[list[float], list[float], int]:
-    """(forward s, backward s per layer, bytes moved) of the elementwise passes."""
+    """(forward s, backward s per layer, bytes moved) of the elementwise passes; ``transpose``:
+    conv activations are NCHW and the convs run on tensor cores (cuDNN transposes them)."""
     t = system.training
     fwd, bwd, moved = [], [], 0
     for tl, ls in zip(layers, spec.layers, strict=True):
@@ -87,6 +113,9 @@ def _elementwise(
         kf = t.conv_forward_kernels if is_conv else 0
         kb = t.conv_backward_kernels if is_conv else 0
         bf, bb = tl.outputs * act * pf, tl.outputs * act * pb
+        if transpose and is_conv:
+            ef, eb, tkf, tkb = _transposes(tl, ls, t.nchw_transpose_passes)  # type: ignore[arg-type]
+            bf, bb, kf, kb = bf + ef * act, bb + eb * act, kf + tkf, kb + tkb
         fwd.append(max(bf / hbm_bytes_per_s, kf * t.elementwise_launch_s))
         bwd.append(max(bb / hbm_bytes_per_s, kb * t.elementwise_launch_s))
         moved += bf + bb
@@ -137,7 +166,9 @@ def _work(system: SystemConfig, wl: WorkloadSpec, opts: StepOptions) -> _Work:
     layers = training_layers(wl, opts.batch_per_gpu)
     gemms = _gemm_times(gpu, layers, opts.precision, wl.name)
     hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
-    ew_f, ew_b, ew_bytes = _elementwise(layers, wl, system, act, hbm)
+    # cuDNN's FP32 convs run NCHW natively on CUDA cores; tensor-core convs need NHWC
+    transpose = opts.memory_format == "nchw" and opts.precision != "fp32"
+    ew_f, ew_b, ew_bytes = _elementwise(layers, wl, system, act, hbm, transpose)
     t = system.training
     per_param = t.sgd_bytes_per_param if opts.optimizer == "sgd" else t.adam_bytes_per_param
     opt_bytes = sum(tl.params for tl in layers) * (per_param + (2 if act == 2 else 0))
@@ -153,19 +184,31 @@ def train_step(
     batch_per_gpu: int = 256,
     optimizer: str = "sgd",
     topk_density: float | None = None,
+    memory_format: str = "nhwc",
 ) -> RunResult:
     """Simulate one data-parallel training step; see the module docstring.
 
     ``gpus``: GPUs used (default all of ``system``); ``precision``: amp_fp16, amp_bf16 (FP32
     master weights and gradients), tf32 or fp32; ``batch_per_gpu``: samples per GPU;
     ``optimizer``: sgd (momentum) or adam; ``topk_density``: send only this fraction of the
-    gradients (top-k values + indices, all-gathered) instead of all-reducing them.
+    gradients (top-k values + indices, all-gathered) instead of all-reducing them;
+    ``memory_format``: nhwc (channels last) or nchw (PyTorch's default: cuDNN transposes the
+    activations around every tensor-core conv).
     ``metadata["train_step"]`` holds the step's summary and timeline.
     """
     from archsim.system import load_system
 
-    opts = StepOptions(gpus, precision, batch_per_gpu, optimizer, topk_density)
+    opts = StepOptions(gpus, precision, batch_per_gpu, optimizer, topk_density, memory_format)
     return run_step(load_system(system), workload, opts)
+
+
+def configured_step(system: SystemConfig, workload: WorkloadSpec | str) -> RunResult:
+    """The step the system's ``step`` block describes (what a sweep point of a system runs)."""
+    s = system.step
+    opts = StepOptions(
+        s.gpus, s.precision, s.batch_per_gpu, s.optimizer, s.topk_density, s.memory_format
+    )
+    return run_step(system, workload, opts)
 
 
 def run_step(system: SystemConfig, workload: WorkloadSpec | str, opts: StepOptions) -> RunResult:
@@ -316,6 +359,7 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
         "batch_per_gpu": opts.batch_per_gpu,
         "optimizer": opts.optimizer,
         "topk_density": opts.topk_density,
+        "memory_format": opts.memory_format,
         "step_s": step_s,
         "compute_s": compute_s,
         "communication_s": comm_total,

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 
+import pandas as pd
 import pytest
 
 from archsim.cli import main
@@ -152,6 +153,8 @@ def test_collective_table_and_sizes() -> None:
         ({"topology.link_kinds.nvlink.bandwidth_bytes_per_s": 0}, "greater than 0"),
         ({"topology.link_kinds.nvlink.nccl_bandwidth_bytes_per_s": -5}, "greater than 0"),
         ({"nodes": 0}, "greater than 0"),
+        ({"step.gpus": 12}, "step.gpus is 12 but the system has 8 GPUs"),
+        ({"step.memory_format": "chwn"}, "'nhwc' or 'nchw'"),
     ],
 )
 def test_bad_systems_are_one_line_config_errors(change: dict, needle: str) -> None:
@@ -332,3 +335,84 @@ def test_pipeline_bubble_and_tensor_split(tmp_path) -> None:
         parallel_step("dgx_h100", wl, gpus=8, tensor=3)
     with pytest.raises(SimulationError, match="inside one node"):
         parallel_step(load_system("dgx_h100").with_overrides({"nodes": 2}), wl, gpus=16)
+
+
+def test_nvls_pipeline_fill_follows_nccl_chunking() -> None:
+    """NVLS chunks shrink as enqueue.cc shrinks them, and the fill costs stages - 1 loops."""
+    from archsim.system.collectives import nvls_chunk_bytes
+
+    h100 = load_system("dgx_h100")
+    # 16 channels x 8 heads = 128 concurrent chunks: 64 loops of 128 KiB = 1 GiB
+    assert nvls_chunk_bytes(h100, 1 << 30, 8) == 128 << 10
+    assert nvls_chunk_bytes(h100, (1 << 30) - 1, 8) == 64 << 10
+    assert nvls_chunk_bytes(h100, 1 << 20, 8) == 16 << 10
+    big = collective_time(h100, "all_reduce", 1 << 30, "nvls")
+    no_fill = collective_time(
+        h100.with_overrides({"nccl.nvls_pipeline_stages": 1}), "all_reduce", 1 << 30, "nvls"
+    )
+    loop_s = 8 * 16 * (128 << 10) * (no_fill.time_s - no_fill.latency_s) / (1 << 30)
+    print(f"1 GiB NVLS: {big.time_s * 1e6:.1f} us, without fill {no_fill.time_s * 1e6:.1f} us")
+    assert big.time_s - no_fill.time_s == pytest.approx(2 * loop_s, rel=1e-9)
+
+
+def test_sweep_spec_over_a_system_stores_resumes_and_skips(tmp_path) -> None:
+    """`archsim sweep` with a system as hardware: every point runs the step of its `step` block
+    through the normal machinery (plan, store, resume); impossible GPU counts are skipped."""
+    import archsim
+    from archsim.explore import totals
+
+    spec = tmp_path / "sys.yaml"
+    spec.write_text(json.dumps({
+        "schema_version": 1, "name": "pcie", "hardware": "pcie4_v100",
+        "workload": _tiny_workload(tmp_path),
+        "axes": {"step.gpus": [4, 8],
+                 "topology.link_kinds.pcie.nccl_bandwidth_bytes_per_s": [6e9, 24e9]},
+        "metrics": {"effective_gops": "max", "total_energy_pj": "min"},
+    }))  # fmt: skip
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
+    frame = pd.read_parquet(out / "results.parquet")
+    t = totals(frame)
+    assert list(t["step.gpus"]) == [4, 4] and (t["status"] == "ok").all()
+    assert len(pd.read_csv(out / "skipped.csv")) == 2  # 8 GPUs on a 4-GPU box
+    direct = run_step(
+        load_system("pcie4_v100").with_overrides(
+            {"topology.link_kinds.pcie.nccl_bandwidth_bytes_per_s": 6e9}
+        ),
+        _tiny_workload(tmp_path),
+        StepOptions(gpus=4),
+    )
+    assert t["total_time_s"].iloc[0] == pytest.approx(direct.metadata["train_step"]["step_s"])
+    assert t["total_time_s"].iloc[1] < t["total_time_s"].iloc[0]  # faster links, shorter step
+    assert (out / "report.html").stat().st_size > 0
+    again = archsim.sweep(str(spec), out_dir=out, n_jobs=1)  # resumed from the store
+    assert again.attrs["counts"]["resumed"] == 2 and again.attrs["counts"]["ran"] == 0
+
+
+def test_nchw_tensor_core_convs_pay_for_transposes(tmp_path) -> None:
+    """NCHW activations: cuDNN transposes X and Y around the forward conv, dY and dX around the
+    data gradient, X and dY for the weight gradient (a read and a write each); FP32 CUDA-core
+    convs and NHWC need none."""
+    from archsim.config.io import load_workload
+    from archsim.system.training import _transposes
+
+    conv = {"kind": "conv", "c": 16, "k": 32, "h": 14, "w": 14, "r": 3, "s": 3, "pad": 1}
+    layers = [{"name": "c1", **conv}, {"name": "c2", **conv, "c": 32}]
+    path = tmp_path / "convs.yaml"
+    path.write_text(json.dumps({"schema_version": 1, "name": "convs", "source": "t",
+                                "layers": layers}))  # fmt: skip
+    wl = load_workload(str(path))
+    tls = training_layers(wl, 8)
+    out_el, in1, in2 = 8 * 32 * 14 * 14, 8 * 16 * 14 * 14, 8 * 32 * 14 * 14
+    assert _transposes(tls[0], wl.layers[0], 2) == (2 * (in1 + out_el), 2 * (in1 + out_el), 2, 2)
+    assert _transposes(tls[1], wl.layers[1], 2) == (2 * (in2 + out_el), 4 * (in2 + out_el), 2, 4)
+    sysm = load_system("pcie4_v100")
+
+    def step(precision: str, fmt: str) -> float:
+        opts = StepOptions(gpus=1, precision=precision, batch_per_gpu=8, memory_format=fmt)
+        return run_step(sysm, str(path), opts).metadata["train_step"]["step_s"]
+
+    assert step("fp32", "nchw") == step("fp32", "nhwc")
+    assert step("amp_fp16", "nchw") > step("amp_fp16", "nhwc")
+    with pytest.raises(SimulationError, match="memory format"):
+        step("amp_fp16", "chwn")

@@ -7,7 +7,7 @@ import pytest
 from archsim.validation.multigpu import MULTIGPU_CLAIMS
 
 _BY_NAME = {(c.name, c.source): c for c in MULTIGPU_CLAIMS}
-_MID = ("NVLS busbw 128M (#290)", "NVLS busbw 1G (#290)")
+_MID = ("NVLS busbw 128M (#290)",)
 _BANDWIDTH = [c for c in MULTIGPU_CLAIMS if "busbw" in c.name and not c.name.endswith(_MID)]
 
 
@@ -29,8 +29,13 @@ def test_resnet50_dgx1_mixed_precision_speedup_is_a_known_gap(check_claim) -> No
     check_claim(_training("V100 AMP", "speed-up"), known_gap=1.2)
 
 
-@pytest.mark.parametrize("size,gap", [("128M", 0.35), ("1G", 0.15)])
-def test_nvls_mid_sizes_are_a_known_gap(size, gap, check_claim) -> None:
-    """Documented FAIL: the model has no NVLS pipeline fill, so mid sizes are too fast."""
-    claim = next(c for c in MULTIGPU_CLAIMS if c.name == f"H100x8 NVLS busbw {size} (#290)")
-    check_claim(claim, known_gap=gap)
+def test_nvls_128m_is_a_known_gap(check_claim) -> None:
+    """Documented FAIL: the NVLS pipeline fill (two loops) covers only part of the 128 MB gap."""
+    claim = next(c for c in MULTIGPU_CLAIMS if c.name == "H100x8 NVLS busbw 128M (#290)")
+    check_claim(claim, known_gap=0.16)
+
+
+def test_resnet50_a100_tf32_single_gpu_is_a_known_gap(check_claim) -> None:
+    """Documented FAIL: NCHW transposes are modelled (+102 % -> +39 %); about 40 % common to the
+    A100's AMP and TF32 runs remains unexplained (see the claim's reason)."""
+    check_claim(_training("A100 TF32", "1-GPU"), known_gap=0.45)
