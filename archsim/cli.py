@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="take HW and WORKLOAD from a SCALE-Sim .cfg and topology CSV (systolic array); "
         "also writes DIR/COMPUTE_REPORT.csv in SCALE-Sim's format",
     )
+    run.add_argument(
+        "--trace",
+        action="store_true",
+        help="systolic arrays: also write each layer's SRAM demand trace (SCALE-Sim's cycle, "
+        "IFMAP, FILTER, OFMAP address columns) to DIR/SRAM_TRACE_layer<i>.csv.gz",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     add_sweep_parser(sub)
     lst = sub.add_parser("list", help="list the hardware, workload and sweep presets")
@@ -178,7 +184,9 @@ def format_layer_table(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _write_outputs(result: RunResult, out_dir: Path, scalesim: bool = False) -> None:
+def _write_outputs(
+    result: RunResult, out_dir: Path, scalesim: bool = False, trace: tuple | None = None
+) -> None:
     """Write results.csv, results.json, report.html (and COMPUTE_REPORT.csv) all or nothing."""
     from archsim.report import write_run_report
 
@@ -192,6 +200,10 @@ def _write_outputs(result: RunResult, out_dir: Path, scalesim: bool = False) -> 
 
             write_compute_report(result, tmp / "COMPUTE_REPORT.csv")
             names.append("COMPUTE_REPORT.csv")
+        if trace is not None:  # (hardware, workload): the systolic SRAM traces
+            from archsim.accelerators.systolic_trace import write_layer_traces
+
+            names += write_layer_traces(*trace, tmp)
         return names
 
     write_outputs_atomically(out_dir, write)
@@ -220,6 +232,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         wl = wl.with_batch(args.batch)
     if args.seed < 0:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
+    if args.trace and hw.accelerator != "systolic":  # type: ignore[attr-defined]
+        raise ConfigError(
+            "--trace", "", "SRAM traces exist for systolic arrays only; allowed: systolic hardware"
+        )
     try:
         baseline = load_hardware(args.baseline) if args.baseline else None
         steps = len(wl.layers) * (2 if baseline else 1)
@@ -232,7 +248,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
         raise WorkloadError(f"{wl.origin}: {field}: {exc.problem}") from None
-    _write_outputs(result, out_dir, scalesim=bool(args.from_scalesim))
+    trace = (hw, wl) if args.trace else None
+    _write_outputs(result, out_dir, scalesim=bool(args.from_scalesim), trace=trace)
     if not args.quiet:
         print(
             f"archsim {archsim_version()}: {result.hardware} on {result.workload}, "

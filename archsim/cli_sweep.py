@@ -108,7 +108,9 @@ def _write_outputs(out: Path, frame: pd.DataFrame, points: pd.DataFrame, title: 
         write(tmp)
         os.replace(tmp, out / name)
 
-    atomic("results.parquet", lambda p: frame.to_parquet(p, index=False))
+    from archsim.output import frame_to_parquet
+
+    atomic("results.parquet", lambda p: frame_to_parquet(frame, p))  # provenance in metadata
     atomic("points.csv", lambda p: points.to_csv(p, index=False))
     import pandas as pd
 

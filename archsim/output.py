@@ -14,10 +14,14 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from archsim.errors import ConfigError
 
-__all__ = ["check_out_dir", "write_outputs_atomically"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["check_out_dir", "frame_to_parquet", "write_outputs_atomically"]
 
 _TMP_PREFIX = ".archsim-tmp-"
 
@@ -35,6 +39,24 @@ def check_out_dir(text: str, option: str = "--out") -> Path:
                 raise ConfigError(option, "", f"{parent} is a file; allowed: a folder path")
             break
     return path
+
+
+def frame_to_parquet(
+    frame: pd.DataFrame, path: str | Path, provenance: dict[str, Any] | None = None
+) -> None:
+    """Write ``frame`` (no index) as Parquet with ``provenance`` (default: the frame's
+    ``attrs["provenance"]``, which sweeps set) in the schema metadata, readable with
+    ``archsim.provenance.read_provenance``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from archsim.provenance import with_provenance
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    record = provenance if provenance is not None else frame.attrs.get("provenance")
+    if record is not None:
+        table = with_provenance(table, record)
+    pq.write_table(table, path)
 
 
 def _move(src: Path, dst: Path) -> None:

@@ -1,8 +1,13 @@
-"""Terminal progress bars for long runs and sweeps: on a TTY only, silent when quiet or in CI.
+"""Progress bars for long runs and sweeps: on a TTY or in Jupyter, silent when quiet or in CI.
 
 ``progress_bar`` yields an ``advance(n=1, label="")`` callable; when the bar is disabled the
 callable does nothing, so callers never branch. ``layer_progress`` reports a workload's layers
 as a simulator works through them (see ``archsim.simulate(..., progress=...)``).
+``progress_callback`` gives notebook and script users one callable that fits both
+``archsim.simulate(progress=...)`` and ``archsim.sweep(progress=...)``.
+
+In Jupyter the bar is rich's live display, an ipywidgets ``Output`` (``pip install
+"archsim[notebook]"``); without ipywidgets a notebook shows no bar rather than warnings.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ __all__ = [
     "progress_bar",
     "layer_progress",
     "ReportingLayers",
+    "in_notebook",
+    "progress_callback",
 ]
 
 #: ``progress(done, total, label)``: called after each finished item (e.g. a layer).
@@ -32,13 +39,30 @@ class Advance(Protocol):
     def __call__(self, n: int = 1, label: str = "") -> None: ...
 
 
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (a ZMQ IPython shell) that can show ipywidgets, the only
+    place rich draws a live bar in a notebook."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    if type(shell).__name__ != "ZMQInteractiveShell":
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def progress_enabled(quiet: bool = False, stream: IO[str] | None = None) -> bool:
-    """True when a bar is wanted: not ``quiet``, no ``CI`` variable, and ``stream`` is a TTY.
+    """True when a bar is wanted: not ``quiet``, no ``CI`` variable, and ``stream`` is a TTY
+    or this is a Jupyter kernel (:func:`in_notebook`).
 
     ``stream`` defaults to stderr, where the bar is drawn (stdout stays clean for tables).
     """
     if quiet or os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
         return False
+    if in_notebook():
+        return True
     out = sys.stderr if stream is None else stream
     try:
         return bool(out.isatty())
@@ -48,6 +72,34 @@ def progress_enabled(quiet: bool = False, stream: IO[str] | None = None) -> bool
 
 def _noop(n: int = 1, label: str = "") -> None:
     return None
+
+
+def _columns() -> tuple[Any, ...]:
+    """The bar's columns: description, bar, done/total, elapsed, eta, the current item."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return (
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=None),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[label]}", style="dim"),
+    )
+
+
+def _console() -> Any:
+    """stderr on a terminal; in Jupyter rich draws the bar as a widget in the cell instead."""
+    from rich.console import Console
+
+    return Console(file=sys.stderr)
 
 
 @contextmanager
@@ -60,33 +112,43 @@ def progress_bar(total: int, description: str, enabled: bool) -> Iterator[Advanc
     if not enabled or total <= 0:
         yield _noop
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import Progress
 
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(bar_width=None),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[label]}", style="dim"),
-    )
-    console = Console(file=sys.stderr)
-    with Progress(*columns, console=console, transient=True, expand=False) as bar:
+    with Progress(*_columns(), console=_console(), transient=True, expand=False) as bar:
         task = bar.add_task(description, total=total, label="")
 
         def advance(n: int = 1, label: str = "") -> None:
             bar.update(task, advance=n, label=label[:32])
 
         yield advance
+
+
+@contextmanager
+def progress_callback(
+    description: str, enabled: bool | None = None
+) -> Iterator[Callable[..., None]]:
+    """A bar driven by ``progress(done, total, label="")`` calls, as ``archsim.simulate`` and
+    ``archsim.sweep`` make them; the bar is sized by the first call's ``total``.
+
+    ``enabled`` defaults to :func:`progress_enabled` (a terminal or a notebook, not CI)::
+
+        with progress_callback("sweep") as progress:
+            frame = archsim.sweep(hw, wl, axes=..., progress=progress)
+    """
+    if enabled is None:
+        enabled = progress_enabled()
+    if not enabled:
+        yield lambda done, total, label="": None
+        return
+    from rich.progress import Progress
+
+    with Progress(*_columns(), console=_console(), transient=True, expand=False) as bar:
+        task = bar.add_task(description, total=None, label="")
+
+        def progress(done: int, total: int, label: str = "") -> None:
+            bar.update(task, completed=done, total=total, label=label[:32])
+
+        yield progress
 
 
 def layer_progress(advance: Advance) -> ProgressFn:

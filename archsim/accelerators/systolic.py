@@ -55,7 +55,14 @@ from archsim.engine.pipeline import double_buffered_pipeline
 from archsim.errors import SimulationError
 from archsim.workload.materialize import layer_rng
 
-__all__ = ["SystolicGemm", "layer_gemms", "fold_plan", "systolic_functional", "simulate_systolic"]
+__all__ = [
+    "SystolicGemm",
+    "layer_gemms",
+    "fold_plan",
+    "scalesim_sram_words",
+    "systolic_functional",
+    "simulate_systolic",
+]
 
 
 @dataclass(frozen=True)
@@ -230,6 +237,22 @@ def _outcome(config: SystolicConfig, spec, g: SystolicGemm, seed: int) -> dict[s
     return {"macs": macs, "extras": extras}
 
 
+def scalesim_sram_words(df: str, rows: int, cols: int, g: SystolicGemm) -> tuple[int, int, int]:
+    """(IFMAP words read, FILTER words read, OFMAP words written) by the array for one GEMM of
+    ``g``: the requests in SCALE-Sim's demand matrices. The stationary operand is read once
+    (WS: FILTER, IS: IFMAP); a streamed one once per fold of the other spatial dimension (OS:
+    IFMAP per column fold, FILTER per row fold; WS: IFMAP, IS: FILTER per column fold); WS/IS
+    write every output once per row fold (partial sums), OS once."""
+    sr, sc, _t = spatio_temporal(df, g.m, g.n, g.k)
+    rf, cf = math.ceil(sr / rows), math.ceil(sc / cols)
+    ifm, flt = g.m * g.k, g.k * g.n
+    if df == "os":
+        return ifm * cf, flt * rf, g.m * g.n
+    if df == "ws":
+        return ifm * cf, flt, g.m * g.n * rf
+    return ifm, flt * cf, g.m * g.n * rf
+
+
 def _scalesim_layer(config: SystolicConfig, spec, g: SystolicGemm, seed: int) -> LayerOutcome:
     R, C, df = config.array.rows, config.array.cols, config.array.dataflow
     sc_cfg = config.scalesim
@@ -254,17 +277,15 @@ def _scalesim_layer(config: SystolicConfig, spec, g: SystolicGemm, seed: int) ->
     rd = (mem["ifmap_dram_reads"] + mem["filter_dram_reads"]) * words * rep
     wr = mem["ofmap_dram_writes"] * words * rep
     overall = mem["ofmap_dram_stop"] - min(mem["ifmap_dram_start"], mem["filter_dram_start"])
-    ifm_w = g.m * g.k * rep
-    flt_w = g.k * g.n * rep
-    out_w = g.m * g.n * rep * (math.ceil(sr / R) if df != "os" else 1)
+    ifm_r, flt_r, out_w = (x * rep for x in scalesim_sram_words(df, R, C, g))
     counts = {
         "array": {"mac": base["macs"]},
         "ifmap_sram": {
-            "read": _lines(ifm_w * math.ceil(sc / C), config, config.ifmap_sram.width_bits),
+            "read": _lines(ifm_r, config, config.ifmap_sram.width_bits),
             "write": _lines(mem["ifmap_dram_reads"] * rep, config, config.ifmap_sram.width_bits),
         },
         "filter_sram": {
-            "read": _lines(flt_w * math.ceil(sr / R), config, config.filter_sram.width_bits),
+            "read": _lines(flt_r, config, config.filter_sram.width_bits),
             "write": _lines(mem["filter_dram_reads"] * rep, config, config.filter_sram.width_bits),
         },
         "ofmap_sram": {

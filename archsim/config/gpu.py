@@ -29,15 +29,28 @@ __all__ = [
 class TensorCoreConfig(ArchsimModel):
     """Tensor cores of one SM and the warp-level MMA instruction that drives them."""
 
-    per_sm: PositiveInt
-    sub_cores_per_sm: PositiveInt = 4
+    per_sm: PositiveInt = Field(
+        description="Tensor cores per SM (V100: 8); with fp16_fma_per_clock and sms it sets the "
+        "peak FMA rate."
+    )
+    sub_cores_per_sm: PositiveInt = Field(
+        default=4,
+        description="SM sub-partitions (warp schedulers), each issuing to per_sm / this tensor "
+        "cores; a CTA's warps are spread over them. per_sm must be a multiple.",
+    )
     fp16_fma_per_clock: PositiveInt = Field(description="Dense FP16 FMA per tensor core per clock.")
     precision_rate: dict[Precision, PositiveFloat] = Field(
         description="FMA rate per precision relative to FP16 (absent = not supported)."
     )
     instruction: str = Field(description="Warp-level MMA instruction, e.g. HMMA.884.")
-    instruction_mnk: tuple[PositiveInt, PositiveInt, PositiveInt]
-    instruction_latency_cycles: PositiveInt
+    instruction_mnk: tuple[PositiveInt, PositiveInt, PositiveInt] = Field(
+        description="M, N, K elements of one MMA instruction, K for 16-bit operands (scaled "
+        "by 2 / operand bytes for TF32 and FP8); K is also the accumulation chunk."
+    )
+    instruction_latency_cycles: PositiveInt = Field(
+        description="SM clock cycles from issuing an MMA to a dependent MMA reading its "
+        "accumulator (the k-loop's dependent chain)."
+    )
     instruction_warps: PositiveInt = Field(
         default=1, description="Warps that issue one MMA instruction together (Hopper wgmma: 4)."
     )
@@ -66,9 +79,18 @@ class TensorCoreConfig(ArchsimModel):
 class SmMemoryConfig(ArchsimModel):
     """Per-SM storage."""
 
-    register_file_bytes: PositiveInt
-    l1_shared_bytes: PositiveInt
-    max_shared_bytes: PositiveInt
+    register_file_bytes: PositiveInt = Field(
+        description="Register file per SM, bytes; bounds co-resident CTAs (accumulators plus "
+        "overhead_registers_per_thread per thread)."
+    )
+    l1_shared_bytes: PositiveInt = Field(
+        description="Combined L1 data cache and shared memory per SM, bytes (the SRAM a sweep's "
+        "sram_bytes_per_pe counts with the register file)."
+    )
+    max_shared_bytes: PositiveInt = Field(
+        description="Largest shared-memory carve-out of l1_shared_bytes per SM, bytes; bounds "
+        "a tile's stages x (m + n) x k operand buffers and co-resident CTAs."
+    )
     shared_bandwidth_bytes_per_clock: PositiveFloat = Field(
         description="Shared-memory bandwidth of one SM, bytes per clock; also the most a CTA's "
         "global->shared copies can fill per clock."
@@ -91,9 +113,19 @@ class SmMemoryConfig(ArchsimModel):
 class L2Config(ArchsimModel):
     """The shared last-level cache."""
 
-    size_bytes: PositiveInt
-    bandwidth_bytes_per_clock: PositiveFloat
-    hit_latency_cycles: PositiveInt = 200
+    size_bytes: PositiveInt = Field(
+        description="L2 capacity, bytes; a GEMM whose compulsory A + B traffic fits reads each "
+        "operand from HBM once."
+    )
+    bandwidth_bytes_per_clock: PositiveFloat = Field(
+        description="Theoretical L2 -> SM bandwidth over the whole GPU, bytes per SM clock "
+        "(shared by the active SMs; scaled by achievable_fraction)."
+    )
+    hit_latency_cycles: PositiveInt = Field(
+        default=200,
+        description="SM clock cycles from a tile load's issue to its data on an L2 hit (misses "
+        "blend in hbm.latency_s by the miss ratio).",
+    )
     achievable_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Measured achievable / theoretical bandwidth."
     )
@@ -164,7 +196,7 @@ class GpuConfig(ArchsimModel):
     description: str = ""
     clock: ClockConfig
     technology: TechnologyConfig
-    sms: PositiveInt
+    sms: PositiveInt = Field(description="Streaming multiprocessors (V100: 80, H100 SXM: 132).")
     tensor_cores: TensorCoreConfig
     sm_memory: SmMemoryConfig
     l2: L2Config
@@ -179,7 +211,10 @@ class GpuConfig(ArchsimModel):
     )
     launch: LaunchConfig
     tiles: list[ThreadBlockTile] = Field(min_length=1, description="CTA tile menu.")
-    tdp_w: PositiveFloat
+    tdp_w: PositiveFloat = Field(
+        description="Board thermal design power from the datasheet, W (informational; the clock "
+        "solve uses power.power_limit_w)."
+    )
     power: GpuPowerConfig | None = Field(default=None, description="Board power; None: fixed clock")
 
     @property

@@ -29,11 +29,19 @@ class ThreadBlockTile(ArchsimModel):
     precision.
     """
 
-    m: PositiveInt
-    n: PositiveInt
+    m: PositiveInt = Field(description="Output rows (of M) per CTA tile.")
+    n: PositiveInt = Field(description="Output columns (of N) per CTA tile.")
     k: PositiveInt = Field(description="K elements per main-loop step at 16-bit operands.")
-    warps: PositiveInt = 8
-    stages: int = Field(default=2, ge=1, le=8)
+    warps: PositiveInt = Field(
+        default=8, description="Warps per CTA; each computes m x n / warps outputs per k-step."
+    )
+    stages: int = Field(
+        default=2,
+        ge=1,
+        le=8,
+        description="Shared-memory pipeline stages (2: double buffering): loads run this many "
+        "minus one k-steps ahead of the MMAs.",
+    )
 
 
 class KernelFamily(ArchsimModel):

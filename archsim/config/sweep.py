@@ -53,8 +53,10 @@ class AxisRange(ArchsimModel):
     """Numbers from ``low`` to ``high``: ``num`` evenly (or geometrically) spaced values for grid
     and zip sweeps, uniform (or log-uniform) draws for random sweeps."""
 
-    low: float
-    high: float
+    low: float = Field(
+        description="First value of the range, in the unit of the swept field (> 0 with log)."
+    )
+    high: float = Field(description="Last value of the range (>= low), in the field's unit.")
     num: PositiveInt | None = Field(
         default=None, description="Values taken from the range in grid/zip mode (required there)."
     )
@@ -80,8 +82,16 @@ class SweepSpec(ArchsimModel):
     workload: str | list[str] = Field(
         description="Workload preset/path, or a list of them (then the workload is an axis)."
     )
-    seeds: list[NonNegativeInt] = Field(default=[0], min_length=1)
-    mode: Literal["grid", "zip", "random"] = "grid"
+    seeds: list[NonNegativeInt] = Field(
+        default=[0],
+        min_length=1,
+        description="Workload materialisation seeds; more than one makes the seed an axis.",
+    )
+    mode: Literal["grid", "zip", "random"] = Field(
+        default="grid",
+        description="grid: every combination of the axes; zip: the i-th value of every axis "
+        "together (equal lengths); random: samples draws.",
+    )
     samples: PositiveInt | None = Field(default=None, description="Points drawn in random mode.")
     sample_seed: NonNegativeInt = Field(default=0, description="Seed of the random sampling.")
     axes: dict[str, list[Any] | AxisRange] = Field(

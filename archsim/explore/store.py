@@ -4,7 +4,9 @@ Each finished chunk of points is one small Arrow IPC file (``part-*.arrow``), wr
 temporary name and ``os.replace``d into place, so a killed sweep leaves only complete files
 behind and loses no finished point. Rows carry ``point_key`` (hash of hardware, workload, seed
 and archsim version); a re-run reads the keys already present and runs only the others. When a
-sweep completes, the parts are compacted into ``store/compacted.parquet``.
+sweep completes, the parts are compacted into ``store/compacted.parquet``. Parts and the
+compacted file carry the sweep's provenance in their schema metadata
+(``archsim.provenance.read_provenance``).
 
 Why two formats: the parent process writes a part per chunk while the workers compute, and on
 a small machine it shares their cores. An uncompressed IPC part of a typical chunk (72 rows x
@@ -30,6 +32,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from archsim.errors import ArchsimError
+from archsim.provenance import provenance_metadata
 
 __all__ = ["SweepStore", "records_to_table", "merge_tables"]
 
@@ -71,8 +74,11 @@ def merge_tables(tables: list[pa.Table]) -> pa.Table | None:
 class SweepStore:
     """The result store of one sweep folder."""
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, provenance: Mapping[str, Any] | None = None) -> None:
+        """``provenance``: stored in every file's schema metadata (``sweep_provenance``)."""
         self.folder = Path(folder)
+        # encoded once, not per part
+        self._meta = provenance_metadata(provenance) if provenance is not None else None
         self.parts = self.folder / "store"
         try:
             self.parts.mkdir(parents=True, exist_ok=True)
@@ -141,10 +147,17 @@ class SweepStore:
         name = f"part-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.arrow"
         final = self.parts / name
         tmp = self.parts / f".{name}.tmp"
+        table = self._stamp(table)
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
         os.replace(tmp, final)
         return final
+
+    def _stamp(self, table: pa.Table) -> pa.Table:
+        """``table`` with this sweep's provenance in its schema metadata (if it has one)."""
+        if self._meta is None:
+            return table
+        return table.replace_schema_metadata({**(table.schema.metadata or {}), **self._meta})
 
     def compact(self) -> list[pa.Table]:
         """Merge every part into ``compacted.parquet``, delete the parts it now holds, and
@@ -156,6 +169,7 @@ class SweepStore:
         merged = merge_tables(tables)
         if merged is None:
             return []
+        merged = self._stamp(merged)
         tmp = self.parts / f".{_COMPACTED}.tmp"
         pq.write_table(merged, tmp)
         os.replace(tmp, self.parts / _COMPACTED)

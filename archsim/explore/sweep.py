@@ -22,9 +22,9 @@ from archsim.explore.executor import Task, check_dask, execute
 from archsim.explore.frame import assemble
 from archsim.explore.plan import DEFAULT_MAX_POINTS, SweepPlan, build_plan
 from archsim.explore.store import SweepStore, merge_tables
-from archsim.simulate import archsim_version, model_fingerprint
+from archsim.provenance import sweep_provenance
 
-__all__ = ["sweep", "run_plan", "plan_sweep"]
+__all__ = ["sweep", "run_plan", "plan_sweep", "plan_provenance"]
 
 Progress = Callable[[int, int], None]
 
@@ -125,15 +125,25 @@ def sweep(
     )
 
 
-def _metadata(plan: SweepPlan) -> dict[str, Any]:
+def plan_provenance(plan: SweepPlan) -> dict[str, Any]:
+    """What the sweep's tables carry in their schema metadata (and ``sweep.json`` and
+    ``frame.attrs["provenance"]`` too): version, model fingerprint, the determinism statement,
+    the base hardware, every workload spec and the sweep spec."""
+    workloads = {id(p.workload): p.workload for p in plan.points}
+    return sweep_provenance(
+        plan.base,
+        workloads.values(),
+        spec=plan.spec.model_dump(mode="json"),
+        spec_source=plan.source,
+        axes=plan.axes,
+        determinism=DETERMINISM,
+    )
+
+
+def _metadata(plan: SweepPlan, provenance: dict[str, Any]) -> dict[str, Any]:
     return {
-        "archsim_version": archsim_version(),
-        "model_fingerprint": model_fingerprint(),
-        "deterministic": DETERMINISM,
-        "spec_source": plan.source,
-        "spec": plan.spec.model_dump(mode="json"),
-        "base_hardware": plan.base.model_dump(mode="json"),
-        "axes": plan.axes,
+        **provenance,
+        "spec": provenance["sweep_spec"],  # the names `archsim report DIR` reads
         "metrics": plan.metrics,
         "points": len(plan.points),
         "skipped": len(plan.skipped),
@@ -159,10 +169,11 @@ def _run(
     dask: str | None,
     progress: Progress | None,
     retry_errors: bool,
+    provenance: dict[str, Any],
 ) -> tuple[list[pa.Table], dict[str, Any]]:
     """Run what ``store`` lacks; the tables of every point, and the counts."""
     if store is not None:
-        store.write_json("sweep.json", _metadata(plan))
+        store.write_json("sweep.json", _metadata(plan, provenance))
     done_keys = store.finished(retry_errors) if store is not None else set()
     tasks: dict[str, Task] = {}
     for p in plan.points:
@@ -219,10 +230,11 @@ def run_plan(
     if dask:
         check_dask(dask)  # before anything is created
     created = out_dir is not None and not Path(out_dir).exists()
-    store = SweepStore(out_dir) if out_dir is not None else None
+    provenance = plan_provenance(plan)
+    store = SweepStore(out_dir, provenance) if out_dir is not None else None
     try:
         with store.lock() if store is not None else nullcontext():
-            tables, counts = _run(plan, store, n_jobs, dask, progress, retry_errors)
+            tables, counts = _run(plan, store, n_jobs, dask, progress, retry_errors, provenance)
     except BaseException:
         if created and store is not None and store.empty():
             shutil.rmtree(store.folder, ignore_errors=True)
@@ -236,5 +248,6 @@ def run_plan(
         skipped=[{"point": s.index, **s.values, "reason": s.reason} for s in plan.skipped],
         counts=counts,
         name=plan.spec.name,
+        provenance=provenance,
     )
     return frame

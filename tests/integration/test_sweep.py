@@ -17,6 +17,7 @@ import pytest
 import archsim
 from archsim.cli import main
 from archsim.explore import SweepStore, plan_sweep, run_plan
+from archsim.provenance import read_provenance
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -201,6 +202,9 @@ def test_cli_writes_outputs_and_prints_the_front(tmp_path, capsys):
     meta = (out / "sweep.json").read_text()
     assert "results depend only on" in meta or "depends only on" in meta
     assert len(pd.read_parquet(out / "results.parquet")) == 18
+    prov = read_provenance(out / "results.parquet")  # schema metadata, as in store/
+    assert prov == read_provenance(out / "store" / "compacted.parquet")
+    assert prov["sweep_spec"]["name"] == "t" and prov["hardware_config"]["name"] == "tiny_eie"
     # `archsim report DIR` rebuilds the sweep report from what the sweep left, running nothing
     (out / "report.html").unlink()
     assert main(["report", str(out)]) == 0

@@ -136,3 +136,66 @@ def test_folded_functional_is_exact_and_keeps_blas_single_threaded(df, monkeypat
     print(f"{df}: BLAS threads inside the folded product: {threads}")
     assert np.array_equal(got, a @ b)
     assert threads and set(threads) == {1}
+
+
+@pytest.mark.parametrize("df", ["os", "ws", "is"])
+def test_scalesim_sram_counts_are_the_demand_matrix_requests(df: str) -> None:
+    """SCALE-Sim's SRAM reads/writes are the requests in its demand matrices; the scalesim
+    timing model's SRAM counts must be those (WS/IS read their stationary operand once)."""
+    from archsim.accelerators.systolic import layer_gemms, scalesim_sram_words
+    from archsim.config.workload import GemmLayer
+    from archsim.datapath.systolic_kernels import fold_demands
+
+    hw = archsim.load_hardware("systolic_32x32_os").with_overrides(
+        {"array.rows": 4, "array.cols": 3, "array.dataflow": df, "timing_model": "scalesim"}
+    )
+    layer = GemmLayer(kind="gemm", name="g", m=9, n=7, k=5)
+    g = layer_gemms(layer, True)
+    demand = np.zeros(3, dtype=np.int64)
+    for _, ifm, flt, ofm in fold_demands(df, 4, 3, g.geometry):
+        demand += [(ifm >= 0).sum(), (flt >= 0).sum(), (ofm >= 0).sum()]
+    words = scalesim_sram_words(df, 4, 3, g)
+    print(df, "demand matrices", demand.tolist(), "model", words)
+    assert tuple(demand.tolist()) == words
+    wl = archsim.WorkloadSpec(schema_version=1, name="w", source="t", layers=[layer])
+    counts = archsim.simulate(hw, wl).layers[0].counts
+    bits = hw.arithmetic.data_bits
+    ops = zip(("ifmap", "filter", "ofmap"), words, ("read", "read", "write"), strict=True)
+    for name, n, key in ops:
+        width = getattr(hw, f"{name}_sram").width_bits
+        assert counts[f"{name}_sram"][key] == -(-n * bits // width)
+
+
+def test_run_trace_writes_each_layers_sram_demands(tmp_path: Path, capsys) -> None:
+    """``archsim run --trace``: one gzip CSV per layer whose requests per operand add up to the
+    model's own SRAM counts; refused (exit 2, one line) for other hardware."""
+    import gzip
+
+    from archsim.accelerators.systolic import layer_gemms, scalesim_sram_words
+    from archsim.cli import main
+    from archsim.config.workload import GemmLayer
+
+    wl = tmp_path / "wl.yaml"
+    wl.write_text(
+        "schema_version: 1\nname: w\nsource: t\nlayers:\n"
+        "  - {name: a, kind: gemm, m: 9, n: 7, k: 5}\n  - {name: b, kind: gemm, m: 6, n: 4, k: 8}\n"
+    )
+    out = tmp_path / "out"
+    sets = ["--set", "array.rows=4", "--set", "array.cols=3", "--set", "array.dataflow=ws"]
+    assert main(["run", "systolic_32x32_os", str(wl), *sets, "--trace", "-o", str(out), "-q"]) == 0
+    for i, (m, n, k) in enumerate([(9, 7, 5), (6, 4, 8)]):
+        with gzip.open(out / f"SRAM_TRACE_layer{i}.csv.gz", "rt") as f:
+            rows = np.loadtxt(f, delimiter=",", dtype=np.int64, ndmin=2)
+        g = layer_gemms(GemmLayer(kind="gemm", name="x", m=m, n=n, k=k), True)
+        words = scalesim_sram_words("ws", 4, 3, g)
+        # WS: IFMAP columns = array rows (4), FILTER = cols (3), OFMAP = cols (3)
+        blocks = np.split(rows[:, 1:], [4, 7], axis=1)
+        got = tuple(int((b >= 0).sum()) for b in blocks)
+        print(f"layer {i}: trace requests {got}, model SRAM words {words}")
+        assert got == words
+        np.testing.assert_array_equal(rows[:, 0], np.arange(len(rows)))
+    capsys.readouterr()
+    assert main(["run", "tiny_eie", "eie_benchmarks", "--trace", "-o", str(tmp_path / "e")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--trace" in err and "systolic" in err
+    assert not (tmp_path / "e").exists()

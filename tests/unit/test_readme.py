@@ -30,6 +30,7 @@ SKIP: dict[str, str] = {
     ". .venv/bin/activate": "activates the venv made above; the tests run inside the installed one",
     "pytest": "the test suite itself",
     "ruff ": "lint; run by .ci/run",
+    ".ci/lowest": "builds a venv of the lowest declared versions (minutes); run by hand",
     "python benchmarks/": "speed benchmarks: minutes, not run by default (DESIGN.md)",
     "archsim validate": "paper reproduction, minutes; tests/validation checks every claim",
     "archsim sweep": "1,000 points or a Dask cluster address; tests/unit/test_sweep_*.py",
