@@ -79,8 +79,9 @@ def _pe_phase(
 ):  # pragma: no cover - compiled
     """One group on one PE; accumulates into ``acc`` and writes counters into ``st[6]``."""
     nfi = f * i_vec
-    # one FIFO slot = (product value << ADDR_BITS) | accumulator address, in one int64
-    q = np.zeros((nfi, fifo_depth), dtype=np.int64)
+    # one FIFO slot = (product value << ADDR_BITS) | accumulator address, in one int64;
+    # input j's ring buffer is q[j * fifo_depth : (j + 1) * fifo_depth]
+    q = np.zeros(nfi * fifo_depth, dtype=np.int64)
     q_head = np.zeros(nfi, dtype=np.int64)
     q_len = np.zeros(nfi, dtype=np.int64)
     granted = np.zeros(banks, dtype=np.bool_)
@@ -89,8 +90,10 @@ def _pe_phase(
     bmask = banks - 1
     amask = (1 << ADDR_BITS) - 1
     half = (1 << (shift - 1)) if shift > 0 else 0
+    win_k = wh * ww  # accumulator entries per output channel
     issues = mults = prods = stalls = conflicts = 0
     full = 0  # FIFOs holding fifo_depth products
+    occupied = 0  # FIFOs holding at least one product
     pending = 0
     cycle = 0
     rot = 0  # rotating priority: input rot ranks first this cycle
@@ -105,68 +108,75 @@ def _pe_phase(
             break
         c += 1
     have_work = c < n_channels
-    av = 0
-    wv = 0
+    a_lo = a_hi = w_lo = w_hi = 0
+    if have_work:
+        a_lo, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
+        w_lo, w_hi = w_ptr[wbase_g + c], w_ptr[wbase_g + c + 1]
+    abase = a_lo  # first activation of the current vector
+    wbase = w_lo  # first weight of the current vector
     while have_work or pending > 0:
         if pending > 0:
-            gmask = np.uint64(0)
+            gmask = 0
             if not small:
                 granted[:] = False
-            for j in range(nfi):
-                inp = rot + j
-                if inp >= nfi:
-                    inp -= nfi
-                if q_len[inp] == 0:
-                    continue
-                h = q_head[inp]
-                word = q[inp, h]
-                ad = word & amask
-                b = (ad & bmask) if pow2 else ad % banks
-                if small:
-                    bit = np.uint64(1) << np.uint64(b)
-                    if gmask & bit:
+            left = occupied  # non-empty FIFOs not yet visited this cycle
+            inp = rot
+            while left > 0:
+                n_in = q_len[inp]
+                if n_in > 0:
+                    left -= 1
+                    h = q_head[inp]
+                    word = q[inp * fifo_depth + h]
+                    ad = word & amask
+                    b = (ad & bmask) if pow2 else ad % banks
+                    won = True
+                    if small:
+                        bit = 1 << b
+                        if gmask & bit:
+                            won = False
+                        else:
+                            gmask |= bit
+                    elif granted[b]:
+                        won = False
+                    else:
+                        granted[b] = True
+                    if won:
+                        v = acc[ad] + (word >> ADDR_BITS)
+                        acc[ad] = hi if v > hi else (lo if v < lo else v)
+                        h += 1
+                        q_head[inp] = 0 if h == fifo_depth else h
+                        if n_in == fifo_depth:
+                            full -= 1
+                        if n_in == 1:
+                            occupied -= 1
+                        q_len[inp] = n_in - 1
+                        pending -= 1
+                        prods += 1
+                        last_delivery = cycle
+                    else:
                         conflicts += 1
-                        continue
-                    gmask |= bit
-                else:
-                    if granted[b]:
-                        conflicts += 1
-                        continue
-                    granted[b] = True
-                v = acc[ad] + (word >> ADDR_BITS)
-                acc[ad] = hi if v > hi else (lo if v < lo else v)
-                h += 1
-                q_head[inp] = 0 if h == fifo_depth else h
-                if q_len[inp] == fifo_depth:
-                    full -= 1
-                q_len[inp] -= 1
-                pending -= 1
-                prods += 1
-                last_delivery = cycle
+                inp += 1
+                if inp == nfi:
+                    inp = 0
         if have_work:
             if full > 0:
                 stalls += 1
             else:
                 issues += 1
                 last_issue = cycle
-                a_lo = a_ptr[c * n_pes + p]
-                a_hi = a_ptr[c * n_pes + p + 1]
-                w_lo = w_ptr[wbase_g + c]
-                w_hi = w_ptr[wbase_g + c + 1]
-                abase = a_lo + av * i_vec
                 aend = min(abase + i_vec, a_hi)
-                wbase = w_lo + wv * f
                 wend = min(wbase + f, w_hi)
                 mults += (aend - abase) * (wend - wbase)
                 for ia in range(abase, aend):
-                    ay_ = a_y[ia] + pad
-                    ax_ = a_x[ia] + pad
                     aval = a_v[ia]
-                    row = (ia - abase) * f - wbase
                     if aval == 0:  # a placeholder: multiplied, nothing to deliver
                         continue
+                    ay_ = a_y[ia] + pad
+                    ax_ = a_x[ia] + pad
+                    row = (ia - abase) * f - wbase
                     for iw in range(wbase, wend):
-                        if w_v[iw] == 0:
+                        wval = w_v[iw]
+                        if wval == 0:
                             continue
                         ny = ay_ - w_r[iw]
                         nx = ax_ - w_s[iw]
@@ -179,24 +189,27 @@ def _pe_phase(
                             nx //= stride
                         if ny >= out_h or nx >= out_w:
                             continue
-                        addr = (w_k[iw] * wh + ny - y0) * ww + nx - x0
-                        prod = w_v[iw] * aval
+                        addr = w_k[iw] * win_k + (ny - y0) * ww + nx - x0
+                        prod = wval * aval
                         prod = (prod + half) >> shift if shift > 0 else prod << (-shift)
                         inp = row + iw
-                        slot = q_head[inp] + q_len[inp]
+                        n_in = q_len[inp]
+                        slot = q_head[inp] + n_in
                         if slot >= fifo_depth:
                             slot -= fifo_depth
-                        q[inp, slot] = (prod << ADDR_BITS) | addr
-                        q_len[inp] += 1
-                        if q_len[inp] == fifo_depth:
+                        q[inp * fifo_depth + slot] = (prod << ADDR_BITS) | addr
+                        if n_in == 0:
+                            occupied += 1
+                        n_in += 1
+                        q_len[inp] = n_in
+                        if n_in == fifo_depth:
                             full += 1
                         pending += 1
-                wv += 1
+                wbase = wend
                 if wend >= w_hi:
-                    wv = 0
-                    av += 1
+                    wbase = w_lo
+                    abase = aend
                     if aend >= a_hi:
-                        av = 0
                         c += 1
                         while c < n_channels:
                             if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
@@ -205,6 +218,10 @@ def _pe_phase(
                                 break
                             c += 1
                         have_work = c < n_channels
+                        if have_work:
+                            a_lo, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
+                            w_lo, w_hi = w_ptr[wbase_g + c], w_ptr[wbase_g + c + 1]
+                            abase, wbase = a_lo, w_lo
         cycle += 1
         rot += 1
         if rot == nfi:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from archsim.datapath.scnn_kernels import SCNN_PE_FIELDS, scnn_layer
@@ -26,6 +26,13 @@ def _numpy_conv(aq, wq, stride, pad):
     return out
 
 
+# more than 64 banks: the arbitration keeps its grants in an array instead of a 64-bit mask
+_WIDE = dict(c=3, k=6, h=9, w=9, r=3, s=3, stride=1, pad=1, px=2, py=2, f=4, i_vec=4)
+_WIDE.update(depth=1, kc_frac=1.0, wd=1.0, ad=1.0, index_bits=2, seed=7)
+
+
+@example(**_WIDE, banks=96)
+@example(**_WIDE, banks=65)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     c=st.integers(1, 3),
