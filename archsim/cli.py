@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run a baseline (e.g. dcnn for scnn) and add speedup_vs_<baseline> columns",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
+    run.add_argument(
+        "--no-report",
+        action="store_true",
+        help="skip report.html (saves matplotlib's import and drawing, about 1.5 s; "
+        "`archsim report DIR` builds it later from results.json)",
+    )
     run.add_argument("--batch", type=int, help="run every conv/fc/lstm layer at this batch size")
     run.add_argument(
         "--from-scalesim",
@@ -185,16 +191,23 @@ def format_layer_table(result: RunResult) -> str:
 
 
 def _write_outputs(
-    result: RunResult, out_dir: Path, scalesim: bool = False, trace: tuple | None = None
+    result: RunResult,
+    out_dir: Path,
+    scalesim: bool = False,
+    trace: tuple | None = None,
+    report: bool = True,
 ) -> None:
     """Write results.csv, results.json, report.html (and COMPUTE_REPORT.csv) all or nothing."""
-    from archsim.report import write_run_report
 
     def write(tmp: Path) -> list[str]:
         result.to_dataframe().to_csv(tmp / "results.csv", index=False)
         result.to_json(tmp / "results.json")
-        write_run_report(result, tmp / "report.html")
-        names = ["results.csv", "results.json", "report.html"]
+        names = ["results.csv", "results.json"]
+        if report:
+            from archsim.report import write_run_report  # matplotlib: imported only when drawn
+
+            write_run_report(result, tmp / "report.html")
+            names.append("report.html")
         if scalesim:
             from archsim.config.scalesim import write_compute_report
 
@@ -249,7 +262,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
         raise WorkloadError(f"{wl.origin}: {field}: {exc.problem}") from None
     trace = (hw, wl) if args.trace else None
-    _write_outputs(result, out_dir, scalesim=bool(args.from_scalesim), trace=trace)
+    _write_outputs(
+        result,
+        out_dir,
+        scalesim=bool(args.from_scalesim),
+        trace=trace,
+        report=not args.no_report,
+    )
     if not args.quiet:
         print(
             f"archsim {archsim_version()}: {result.hardware} on {result.workload}, "
@@ -262,7 +281,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"baseline {base['hardware']}: {base['total_cycles']:,} cycles; {ratios}")
         for w in result.warnings:
             print(f"warning: {w}")
-        print(f"wrote {Path(args.out) / 'results.csv'}, results.json, report.html")
+        report = "" if args.no_report else ", report.html"
+        print(f"wrote {Path(args.out) / 'results.csv'}, results.json{report}")
     return 0
 
 

@@ -169,11 +169,14 @@ def _eie_real_rows(args: argparse.Namespace, hw, repeat: int) -> list[dict]:
         def whole() -> None:
             subprocess.run(cmd, check=True, capture_output=True)
 
+        def bare() -> None:  # the same run without report.html (no matplotlib)
+            subprocess.run([*cmd, "--no-report"], check=True, capture_output=True)
+
         whole()  # warm the numba cache of this process tree
         rows.append(
             _paired_row(
                 "Alex-8 real, whole process",
-                {"archsim run": whole, "EIE C++ process": cpp},
+                {"archsim run": whole, "archsim run --no-report": bare, "EIE C++ process": cpp},
                 ["EIE C++ process"],
                 repeat,
                 goal_ratio=GOAL_ALEX8_RUN_RATIO,

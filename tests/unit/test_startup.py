@@ -102,3 +102,22 @@ def test_run_announces_a_first_compile_once(capsys, monkeypatch):
     cold["eie_kernels.a"] = True  # compiled by an earlier run; b is used by sweeps only
     cli_doctor.announce_compile("eie", quiet=False)
     assert capsys.readouterr().err == ""
+
+
+def test_run_without_report_skips_matplotlib_and_report_rebuilds_it(tmp_path):
+    wl, out = tmp_path / "wl.yaml", tmp_path / "o"
+    layer = (
+        "{name: a, kind: fc, inputs: 64, outputs: 32, weight_density: 0.2, activation_density: 0.5}"
+    )
+    wl.write_text(f"schema_version: 1\nname: r\nsource: test\nlayers:\n  - {layer}\n", "utf-8")
+    code = (
+        "import sys; from archsim.cli import main; "
+        f"rc = main(['run', 'tiny_eie', {str(wl)!r}, '-o', {str(out)!r}, '-q', '--no-report']); "
+        "print(rc, 'matplotlib' in sys.modules)"
+    )
+    assert _python(code).split() == ["0", "False"]
+    assert sorted(p.name for p in out.iterdir()) == ["results.csv", "results.json"]
+    from archsim.cli import main
+
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
