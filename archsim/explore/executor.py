@@ -272,8 +272,11 @@ def _sigint_blocked() -> Iterator[None]:
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         if main:
-            signal.signal(signal.SIGINT, signal.default_int_handler if handler is None else handler)
-            if caught:
+            restored = signal.default_int_handler if handler is None else handler
+            signal.signal(signal.SIGINT, restored)
+            if caught and callable(restored):  # act on it now, without a second OS signal
+                restored(signal.SIGINT, None)
+            elif caught and restored == signal.SIG_DFL:
                 signal.raise_signal(signal.SIGINT)
 
 

@@ -99,7 +99,9 @@ def test_ctrl_c_stops_at_once_and_the_rerun_resumes(tmp_path):
     _, err = proc.communicate(timeout=60)
     stopped = time.monotonic() - t0
     print(f"stopped {stopped:.2f} s after Ctrl-C (goal 1-2 s on an idle machine)")
-    assert proc.returncode == 130, err
+    # 130, or ended by SIGINT after the message (a shell's $? is 130 for both): seen once in CI
+    # (exit -2 after "interrupted; the finished points are saved"), not reproduced since
+    assert proc.returncode in (130, -signal.SIGINT), err
     assert "interrupted: stopping the workers" in err and "Traceback" not in err
     assert "run the same command again to resume" in err
     assert stopped < 10  # generous: the test machine is shared
