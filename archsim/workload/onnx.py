@@ -95,11 +95,12 @@ class OnnxImport:
         ]
 
 
-def _unique(name: str, seen: set[str]) -> str:
+def unique_name(name: str, seen: set[str], sep: str = "#") -> str:
+    """``name``, or ``name<sep>2``, ``name<sep>3``... the first not in ``seen`` (then added)."""
     out, k = name, 1
     while out in seen:
         k += 1
-        out = f"{name}#{k}"
+        out = f"{name}{sep}{k}"
     seen.add(out)
     return out
 
@@ -233,7 +234,7 @@ def read_onnx(
     names: dict[int, str] = {}
     layers, tensors, lines = [], {}, []
     for pl in placed:
-        name = _unique(g.node_label(pl.node), seen)
+        name = unique_name(g.node_label(pl.node), seen)
         names[pl.node] = name
         wd = _density(pl.weights, zero_threshold) if pl.weights is not None else DEFAULT_DENSITY
         a = acts.get(pl.input_name)

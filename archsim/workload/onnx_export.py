@@ -26,7 +26,7 @@ from archsim.errors import WorkloadError
 from archsim.workload.conv import write_conv_dir
 from archsim.workload.eie_format import write_eie_dir
 from archsim.workload.materialize import layer_rng, quantize_to_codebook
-from archsim.workload.onnx import OnnxImport
+from archsim.workload.onnx import OnnxImport, unique_name
 from archsim.workload.sparse import QuantizedMatVec
 
 __all__ = ["real_matvec", "write_workload"]
@@ -95,12 +95,7 @@ def real_matvec(
 
 def _folder_name(name: str, used: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "layer"
-    out, k = base, 1
-    while out in used:
-        k += 1
-        out = f"{base}_{k}"
-    used.add(out)
-    return out
+    return unique_name(base, used, sep="_")
 
 
 def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from procfs import PARENT, live_processes
 
 import archsim
 from archsim.cli import main
@@ -132,15 +133,7 @@ def test_resume_runs_only_new_points_and_errors_are_recorded(tmp_path):
 
 
 def _children(pid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
+    return live_processes(PARENT, pid)
 
 
 def _alive(pid: int) -> bool:

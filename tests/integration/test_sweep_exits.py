@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from procfs import SESSION, live_processes
 
 from archsim.cli import main
 from archsim.explore import SweepStore
@@ -41,15 +42,7 @@ def write_spec(folder: Path, axes: str, workload: str = WORKLOAD, extra: str = "
 
 def _session(sid: int) -> list[int]:
     """Live processes of session ``sid`` (zombies are done)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != "Z":
-            out.append(int(stat.parent.name))
-    return out
+    return live_processes(SESSION, sid)
 
 
 def _sweep(spec: Path, out: Path) -> subprocess.Popen:
