@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs=2,
         metavar=("CFG", "TOPOLOGY"),
         help="take HW and WORKLOAD from a SCALE-Sim .cfg and topology CSV (systolic array); "
-        "also writes DIR/COMPUTE_REPORT.csv in SCALE-Sim's format",
+        "also writes DIR/COMPUTE_REPORT.csv, BANDWIDTH_REPORT.csv and DETAILED_ACCESS_REPORT.csv "
+        "in SCALE-Sim's format",
     )
     run.add_argument(
         "--trace",
@@ -197,7 +198,7 @@ def _write_outputs(
     trace: tuple | None = None,
     report: bool = True,
 ) -> None:
-    """Write results.csv, results.json, report.html (and COMPUTE_REPORT.csv) all or nothing."""
+    """Write results.csv, results.json, report.html (and SCALE-Sim's reports) all or nothing."""
 
     def write(tmp: Path) -> list[str]:
         result.to_dataframe().to_csv(tmp / "results.csv", index=False)
@@ -209,10 +210,9 @@ def _write_outputs(
             write_run_report(result, tmp / "report.html")
             names.append("report.html")
         if scalesim:
-            from archsim.config.scalesim import write_compute_report
+            from archsim.config.scalesim import write_scalesim_reports
 
-            write_compute_report(result, tmp / "COMPUTE_REPORT.csv")
-            names.append("COMPUTE_REPORT.csv")
+            names += write_scalesim_reports(result, tmp)
         if trace is not None:  # (hardware, workload): the systolic SRAM traces
             from archsim.accelerators.systolic_trace import write_layer_traces
 

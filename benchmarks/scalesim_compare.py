@@ -9,7 +9,8 @@ Usage::
 ``tests/fixtures/scalesim/`` (layer dimensions of the public networks SCALE-Sim ships, in its
 format), runs SCALE-Sim from a separate virtual environment (default ``/work/scalesim-venv`` or
 ``$SCALESIM_VENV``; 3.0.0 needs NumPy <= 2.3.5) under ``/usr/bin/time -v`` and stores its
-per-layer COMPUTE_REPORT / DETAILED_ACCESS_REPORT numbers, wall time and peak RSS as
+per-layer COMPUTE_REPORT numbers and whole BANDWIDTH_REPORT / DETAILED_ACCESS_REPORT rows
+(cases regenerated since those were added), wall time and peak RSS as
 ``<case>.json``. Without ``--regen`` each case runs on archsim (``timing_model: scalesim``, from
 the same cfg/CSV) in a fresh process, and a table compares cycles, stalls, time and memory.
 """
@@ -98,7 +99,17 @@ CASES: dict[str, dict] = {
     # needed); in USER mode its 1024^3 run did not finish in 87 CPU minutes (see CHANGELOG)
     "gemm512_os_32x32_calc": {"df": "os", "mode": "CALC", "gemm": [("G512", 512, 512, 512)]},
     "gemm1024_os_32x32_calc": {"df": "os", "mode": "CALC", "gemm": [("G1024", 1024, 1024, 1024)]},
-}
+    # small arrays and 1 kB SRAMs: every buffer's window moves and USER mode stalls, so the
+    # BANDWIDTH / DETAILED_ACCESS reports' start and stop cycles are exercised (tests compare)
+    "small_gemm_os_4x4_user": {"df": "os", "mode": "USER", "gemm": [("G", 64, 48, 40)],
+                               "arch": {"rows": 4, "cols": 4, "kb": 1, "bw": 2}},
+    "small_conv_ws_4x4_user": {"df": "ws", "mode": "USER", "conv": [("C", 12, 12, 3, 3, 8, 16, 1)],
+                               "arch": {"rows": 4, "cols": 4, "kb": 1, "bw": 2}},
+    "small_conv_is_4x4_calc": {"df": "is", "mode": "CALC", "conv": [("C", 12, 12, 3, 3, 8, 16, 1)],
+                               "arch": {"rows": 4, "cols": 4, "kb": 1, "bw": 2}},
+    "small_gemm_ws_8x8_calc": {"df": "ws", "mode": "CALC", "gemm": [("G", 96, 64, 80)],
+                               "arch": {"rows": 8, "cols": 8, "kb": 1, "bw": 4}},
+}  # fmt: skip
 
 DRIVER = """
 import contextlib, io, os, sys
@@ -115,8 +126,9 @@ def write_inputs(name: str, case: dict) -> tuple[Path, Path, str]:
     """Write ``<name>.cfg`` and ``<name>.csv`` (SCALE-Sim formats) into the fixtures folder."""
     FIXTURES.mkdir(parents=True, exist_ok=True)
     cfg = FIXTURES / f"{name}.cfg"
-    cfg.write_text(CFG.format(name=name, rows=32, cols=32, kb=64, bw=10, df=case["df"],
-                              mode=case["mode"]), encoding="utf-8")  # fmt: skip
+    arch = {"rows": 32, "cols": 32, "kb": 64, "bw": 10, **case.get("arch", {})}
+    cfg.write_text(CFG.format(name=name, df=case["df"], mode=case["mode"], **arch),
+                   encoding="utf-8")  # fmt: skip
     csv = FIXTURES / f"{name}.csv"
     if "gemm" in case:
         lines = ["Layer Name, M, N, K,"] + [f"{n}, {m}, {nn}, {k}," for n, m, nn, k in case["gemm"]]
@@ -154,13 +166,15 @@ def run_scalesim(name: str, case: dict, venv: Path) -> dict:
         )
         out = Path(tmp) / name
         comp = _report(out / "COMPUTE_REPORT.csv")
+        bw = _report(out / "BANDWIDTH_REPORT.csv")
         det = _report(out / "DETAILED_ACCESS_REPORT.csv")
     layers = []
-    for c, d in zip(comp, det, strict=True):
+    for c, b, d in zip(comp, bw, det, strict=True):
         layers.append({
             "total_cycles_incl_prefetch": int(c[1]), "total_cycles": int(c[2]),
             "stall_cycles": int(c[3]), "ifmap_dram_reads": int(d[12]),
             "filter_dram_reads": int(d[15]), "ofmap_dram_writes": int(d[18]),
+            "bandwidth_report": b, "detailed_access_report": d,
         })  # fmt: skip
     return {"scalesim_version": "3.0.0", "wall_s": wall_s, "peak_rss_mb": rss_kb / 1024,
             "layers": layers}  # fmt: skip

@@ -56,6 +56,7 @@ from archsim.errors import SimulationError
 from archsim.workload.materialize import layer_rng
 
 __all__ = [
+    "ACCESS_CYCLE_FIELDS",
     "SystolicGemm",
     "layer_gemms",
     "fold_plan",
@@ -303,6 +304,10 @@ def _scalesim_layer(config: SystolicConfig, spec, g: SystolicGemm, seed: int) ->
         "systolic_ifmap_dram_reads": mem["ifmap_dram_reads"] * rep,
         "systolic_filter_dram_reads": mem["filter_dram_reads"] * rep,
         "systolic_ofmap_dram_writes": mem["ofmap_dram_writes"] * rep,
+        "systolic_ifmap_sram_reads": ifm_r,
+        "systolic_filter_sram_reads": flt_r,
+        "systolic_ofmap_sram_writes": out_w,
+        **_access_cycles(mem, rep),
     }
     return LayerOutcome(
         layer=spec.name, kind=spec.kind, cycles=cycles, start_cycle=0, end_cycle=0,
@@ -310,6 +315,24 @@ def _scalesim_layer(config: SystolicConfig, spec, g: SystolicGemm, seed: int) ->
         peak_macs_per_cycle=config.peak_macs_per_cycle, dram_bytes=rd + wr,
         counts=counts, extras=extras,
     )  # fmt: skip
+
+
+#: SCALE-Sim's DETAILED_ACCESS_REPORT cycles kept as ``systolic_<field>`` extras
+ACCESS_CYCLE_FIELDS = (
+    "ifmap_sram_start", "ifmap_sram_stop", "filter_sram_start", "filter_sram_stop",
+    "ofmap_sram_start", "ofmap_sram_stop", "ifmap_dram_start", "ifmap_dram_stop",
+    "filter_dram_start", "filter_dram_stop", "ofmap_dram_start", "ofmap_dram_stop",
+)  # fmt: skip
+
+
+def _access_cycles(mem: dict[str, int], rep: int) -> dict[str, int]:
+    """First/last access cycles per operand and memory; ``rep`` identical GEMMs run back to
+    back, each ``total_cycles`` long: starts from the first, stops from the last."""
+    shift = (rep - 1) * mem["total_cycles"]
+    return {
+        f"systolic_{f}": mem[f] + (shift if f.endswith("stop") and mem[f] >= 0 else 0)
+        for f in ACCESS_CYCLE_FIELDS
+    }
 
 
 def _check(spec: Any) -> ConvLayer | GemmLayer:

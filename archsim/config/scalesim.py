@@ -24,7 +24,12 @@ __all__ = [
     "read_scalesim_config",
     "read_scalesim_topology",
     "COMPUTE_REPORT_COLUMNS",
+    "BANDWIDTH_REPORT_COLUMNS",
+    "DETAILED_ACCESS_REPORT_COLUMNS",
     "compute_report_rows",
+    "bandwidth_report_rows",
+    "detailed_access_report_rows",
+    "write_scalesim_reports",
 ]
 
 #: SCALE-Sim 3.0.0's COMPUTE_REPORT.csv header, in order.
@@ -36,6 +41,33 @@ COMPUTE_REPORT_COLUMNS = (
     "Overall Util %",
     "Mapping Efficiency %",
     "Compute Util %",
+)
+
+#: SCALE-Sim 3.0.0's BANDWIDTH_REPORT.csv header (words per cycle; SRAM over the layer's
+#: Total Cycles, DRAM over each operand's own first-to-last DRAM cycle, both ends included).
+BANDWIDTH_REPORT_COLUMNS = (
+    "LayerID",
+    "Avg IFMAP SRAM BW",
+    "Avg FILTER SRAM BW",
+    "Avg OFMAP SRAM BW",
+    "Avg IFMAP DRAM BW",
+    "Avg FILTER DRAM BW",
+    "Avg OFMAP DRAM BW",
+)
+
+#: SCALE-Sim 3.0.0's DETAILED_ACCESS_REPORT.csv header (cycles and words), in order.
+DETAILED_ACCESS_REPORT_COLUMNS = ("LayerID",) + tuple(
+    f"{mem} {op} {what}"
+    for mem, ops in (("SRAM", ("IFMAP", "Filter", "OFMAP")), ("DRAM", ("IFMAP", "Filter", "OFMAP")))
+    for op in ops
+    for what in ("Start Cycle", "Stop Cycle", "Writes" if op == "OFMAP" else "Reads")
+)
+
+#: (operand, extras key of its SRAM words, extras key of its DRAM words), report order
+_OPERANDS = (
+    ("ifmap", "systolic_ifmap_sram_reads", "systolic_ifmap_dram_reads"),
+    ("filter", "systolic_filter_sram_reads", "systolic_filter_dram_reads"),
+    ("ofmap", "systolic_ofmap_sram_writes", "systolic_ofmap_dram_writes"),
 )
 
 _ARCH = "architecture_presets"
@@ -323,11 +355,85 @@ def load_scalesim(cfg: str | Path, topology: str | Path) -> tuple[Any, Any]:
     return hw, wl.bind(Path(topology).parent, str(topology))
 
 
-def write_compute_report(result: Any, path: str | Path) -> Path:
-    """Write SCALE-Sim's COMPUTE_REPORT.csv layout (its header, one row per layer)."""
-    path = Path(path)
-    lines = [", ".join(COMPUTE_REPORT_COLUMNS) + ","]
-    for row in compute_report_rows(result):
-        lines.append(", ".join(str(x) for x in row) + ",")
+def _scalesim_extras(result: Any) -> list[dict[str, Any]]:
+    """Each layer's extras; refused unless the run used SCALE-Sim's timing model."""
+    if not _has_access_cycles(result):
+        raise ConfigError(
+            "<api>", "timing_model", "SCALE-Sim's bandwidth and access reports need the "
+            "scalesim timing model; allowed: a systolic run with timing_model: scalesim"
+        )  # fmt: skip
+    return [lr.extras for lr in result.layers]
+
+
+def _has_access_cycles(result: Any) -> bool:
+    return all("systolic_ofmap_dram_stop" in lr.extras for lr in result.layers)
+
+
+def _sram_words(result: Any, ex: dict[str, Any]) -> list[int]:
+    """SRAM words per operand as SCALE-Sim 3.0.0 reports them. Its output-stationary compute
+    adds ``rows + cols`` OFMAP writes per fold (``systolic_compute_os.py`` sums the padded
+    fold's shape with ``+`` where the line before uses ``*``); reproduced here so that the
+    files compare equal. The results' own ``ofmap_sram`` count is the true one (M x N)."""
+    words = [ex[s] for _, s, _ in _OPERANDS]
+    array = result.metadata["hardware_config"]["array"]
+    if array["dataflow"] == "os":
+        words[2] += ex["systolic_folds"] * (array["rows"] + array["cols"])
+    return words
+
+
+def bandwidth_report_rows(result: Any) -> list[list[Any]]:
+    """Rows of SCALE-Sim's BANDWIDTH_REPORT.csv (words per cycle, one row per layer)."""
+    rows = []
+    for i, (lr, ex) in enumerate(zip(result.layers, _scalesim_extras(result), strict=True)):
+        sram = [w / lr.cycles if lr.cycles else 0.0 for w in _sram_words(result, ex)]
+        dram = [
+            ex[d] / (ex[f"systolic_{op}_dram_stop"] - ex[f"systolic_{op}_dram_start"] + 1)
+            for op, _, d in _OPERANDS
+        ]
+        rows.append([i, *sram, *dram])
+    return rows
+
+
+def detailed_access_report_rows(result: Any) -> list[list[Any]]:
+    """Rows of SCALE-Sim's DETAILED_ACCESS_REPORT.csv: per operand, SRAM then DRAM, the first
+    and last cycle it is accessed and its words (-1: never accessed)."""
+    rows = []
+    for i, ex in enumerate(_scalesim_extras(result)):
+        row: list[Any] = [i]
+        sram = _sram_words(result, ex)
+        for mem in ("sram", "dram"):
+            for j, (op, _, dram_key) in enumerate(_OPERANDS):
+                row += [ex[f"systolic_{op}_{mem}_start"], ex[f"systolic_{op}_{mem}_stop"]]
+                row.append(sram[j] if mem == "sram" else ex[dram_key])
+        rows.append(row)
+    return rows
+
+
+def _write_report(path: Path, columns: tuple[str, ...], rows: list[list[Any]]) -> Path:
+    """SCALE-Sim's CSV layout: ``", "``-separated cells, a trailing comma on every line."""
+    lines = [", ".join(columns) + ","]
+    lines += [", ".join(str(x) for x in row) + "," for row in rows]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def write_compute_report(result: Any, path: str | Path) -> Path:
+    """Write SCALE-Sim's COMPUTE_REPORT.csv layout (its header, one row per layer)."""
+    return _write_report(Path(path), COMPUTE_REPORT_COLUMNS, compute_report_rows(result))
+
+
+def write_scalesim_reports(result: Any, folder: str | Path) -> list[str]:
+    """Write SCALE-Sim's COMPUTE_REPORT, BANDWIDTH_REPORT and DETAILED_ACCESS_REPORT CSVs of a
+    systolic run into ``folder`` (the last two only under the scalesim timing model, which
+    tracks the access cycles); returns the file names written."""
+    folder = Path(folder)
+    reports = (
+        ("COMPUTE_REPORT.csv", COMPUTE_REPORT_COLUMNS, compute_report_rows),
+        ("BANDWIDTH_REPORT.csv", BANDWIDTH_REPORT_COLUMNS, bandwidth_report_rows),
+        ("DETAILED_ACCESS_REPORT.csv", DETAILED_ACCESS_REPORT_COLUMNS, detailed_access_report_rows),
+    )
+    if not _has_access_cycles(result):
+        reports = reports[:1]
+    for name, columns, rows in reports:
+        _write_report(folder / name, columns, rows(result))
+    return [name for name, _, _ in reports]

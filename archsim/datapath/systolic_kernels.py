@@ -69,6 +69,17 @@ SCALESIM_FIELDS = (
     "ifmap_prefetches",
     "filter_prefetches",
     "ofmap_drains",
+    # SCALE-Sim's DETAILED_ACCESS_REPORT cycles: DRAM = first/last cycle of its DRAM traces,
+    # SRAM = the serviced cycle of the first/last demand row holding a request (-1: none)
+    "ifmap_dram_stop",  # last response of the last IFMAP prefetch
+    "filter_dram_stop",
+    "ofmap_dram_start",  # first cycle of the first OFMAP drain
+    "ifmap_sram_start",
+    "ifmap_sram_stop",
+    "filter_sram_start",
+    "filter_sram_stop",
+    "ofmap_sram_start",
+    "ofmap_sram_stop",
 )
 
 
@@ -314,13 +325,20 @@ def _estimate_start(st):  # pragma: no cover - compiled
 def _estimate_row(
     df, op, fr, fc, r, width, R, C, M, N, K, T, g, last_set, st, cycle
 ):  # pragma: no cover
-    """Every request of operand ``op`` in one demand row through :func:`_estimate`."""
+    """Every request of operand ``op`` in one demand row through :func:`_estimate`; records
+    the cycle of the window's last move in ``st[8]``; returns the row's request count."""
+    n = 0
     for c in range(width):
         a = _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g)
         if a >= 0:
+            n += 1
             if st[7] < 0:
                 st[7] = cycle
+            start = st[2]
             _estimate(last_set, a, st)
+            if st[2] != start:
+                st[8] = cycle
+    return n
 
 
 @nb.njit(cache=True)
@@ -348,16 +366,18 @@ def _refill_row(
     starts, sets, w0, w1, n_sets, prefetch, active, last, n_lines, cycle, off,
 ):  # fmt: skip  # pragma: no cover
     """Every request of operand ``op`` in one demand row through :func:`_refill`; returns the
-    buffer's new ``(w0, w1, last, off)`` and the row's prefetches."""
+    buffer's new ``(w0, w1, last, off)``, the row's prefetches and its request count."""
     slides = 0
+    requests = 0
     for c in range(width):
         a = _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g)
         if a >= 0:
+            requests += 1
             w0, w1, last, off, n = _refill(
                 starts, sets, a, w0, w1, n_sets, prefetch, active, last, n_lines, cycle, off
             )
             slides += n
-    return w0, w1, last, off, slides
+    return w0, w1, last, off, slides, requests
 
 
 @nb.njit(cache=True)
@@ -402,6 +422,15 @@ def _drain(lines, nlines, dstart, ld, bw_o, at, out):  # pragma: no cover
 
 
 @nb.njit(cache=True)
+def _sram_span(out, at, requests, serviced):  # pragma: no cover - compiled
+    """First/last serviced cycle of the demand rows holding requests, in ``out[at:at + 2]``."""
+    if requests > 0:
+        if out[at] < 0:
+            out[at] = serviced
+        out[at + 1] = serviced
+
+
+@nb.njit(cache=True)
 def _kernel(
     df, R, C, M, N, K, g, n_ifmap_addr, n_filter_addr,
     user_bw, rd_size, bw_i, bw_f, wr_size, bw_o,
@@ -425,7 +454,8 @@ def _kernel(
     # read buffers: [starts, sets] per operand
     st_i, sets_i, ns_i, tot_i = _build_sets(df, 0, R, C, M, N, K, g, n_ifmap_addr, eps_r)
     st_f, sets_f, ns_f, tot_f = _build_sets(df, 1, R, C, M, N, K, g, n_filter_addr, eps_f)
-    out = np.zeros(11, np.int64)
+    out = np.zeros(len(SCALESIM_FIELDS), np.int64)
+    out[14:] = -1  # SRAM start/stop cycles: none yet
     # per read operand: active sets A, prefetch sets P, window, last prefetch cycle, lines
     act_i = (rd_size[0] + 1) // 2
     act_f = (rd_size[1] + 1) // 2
@@ -445,8 +475,8 @@ def _kernel(
     last_i = -1  # the initial prefetch (at the first demand row, cycle 0) ends at cycle -1
     last_f = -1
     # CALC mode: set-based estimate buffers (half the sets active, half prefetch)
-    est_i = np.array([0, 0, 0, 49, rd_size[0] // 100, 50, 0, -1], np.int64)
-    est_f = np.array([0, 0, 0, 49, rd_size[1] // 100, 50, 0, -1], np.int64)
+    est_i = np.array([0, 0, 0, 49, rd_size[0] // 100, 50, 0, -1, -2], np.int64)
+    est_f = np.array([0, 0, 0, 49, rd_size[1] // 100, 50, 0, -1, -2], np.int64)
     seen_i = np.full(n_ifmap_addr if not user_bw else 0, -1, np.int32)
     seen_f = np.full(n_filter_addr if not user_bw else 0, -1, np.int32)
     if user_bw:
@@ -466,6 +496,7 @@ def _kernel(
     free = w_total
     drain_end = 0
     w_stop = 0
+    w_first = -1
     stalls = 0
     i = 0
     last_out = 0
@@ -476,31 +507,35 @@ def _kernel(
                 off_i = 1
                 off_f = 1
                 if user_bw:
-                    w0_i, w1_i, last_i, off_i, fills = _refill_row(
+                    w0_i, w1_i, last_i, off_i, fills, req_i = _refill_row(
                         df, 0, fr, fc, r, in_cols, R, C, M, N, K, T, g,
                         st_i, sets_i, w0_i, w1_i, ns_i, p_i, a_i, last_i, nl_i, cycle, off_i,
                     )  # fmt: skip
                     out[2] += fills * nl_i * bw_i
                     out[8] += fills
-                    w0_f, w1_f, last_f, off_f, fills = _refill_row(
+                    w0_f, w1_f, last_f, off_f, fills, req_f = _refill_row(
                         df, 1, fr, fc, r, f_cols, R, C, M, N, K, T, g,
                         st_f, sets_f, w0_f, w1_f, ns_f, p_f, a_f, last_f, nl_f, cycle, off_f,
                     )  # fmt: skip
                     out[3] += fills * nl_f * bw_f
                     out[9] += fills
                 else:
-                    _estimate_row(
+                    req_i = _estimate_row(
                         df, 0, fr, fc, r, in_cols, R, C, M, N, K, T, g, seen_i, est_i, cycle
                     )
-                    _estimate_row(
+                    req_f = _estimate_row(
                         df, 1, fr, fc, r, f_cols, R, C, M, N, K, T, g, seen_f, est_f, cycle
                     )
+                _sram_span(out, 14, req_i, cycle + off_i)
+                _sram_span(out, 16, req_f, cycle + off_f)
                 # OFMAP writes
                 now = cycle
+                req_o = 0
                 for c in range(C):
                     a = _demand(df, 2, fr, fc, r, c, R, C, M, N, K, T, g)
                     if a < 0:
                         continue
+                    req_o += 1
                     cur += 1
                     free -= 1
                     if cur == bw_o:
@@ -513,10 +548,13 @@ def _kernel(
                         if cur > 0:
                             lines, nlines, dstart = _push(lines, nlines, dstart, cur)
                             cur = 0
+                        if w_first < 0:
+                            w_first = now
                         nd, data, drain_end = _drain(lines, nlines, dstart, ld, bw_o, now, out)
                         w_stop = max(w_stop, drain_end)
                         free += data
                         dstart += nd
+                _sram_span(out, 18, req_o, now)
                 st = max(off_i - 1, off_f - 1, now - cycle)
                 last_out = now
                 stalls += st
@@ -527,6 +565,8 @@ def _kernel(
         cur = 0
     t = last_out
     while dstart < nlines:
+        if w_first < 0:
+            w_first = t
         nd, _, drain_end = _drain(lines, nlines, dstart, ld, bw_o, t, out)
         w_stop = max(w_stop, drain_end)
         dstart += nd
@@ -536,6 +576,12 @@ def _kernel(
         out[3] = est_f[6]
         out[5] = _estimate_start(est_i)
         out[6] = _estimate_start(est_f)
+        out[11] = est_i[8] + 1  # the last prefetch (at the end) covers up to the last move
+        out[12] = est_f[8] + 1
+    else:
+        out[11] = last_i
+        out[12] = last_f
+    out[13] = w_first
     out[0] = last_out
     out[1] = stalls
     out[7] = w_stop

@@ -151,6 +151,13 @@ class _EstimateBuffer:
         self.accesses = 0  # every inserted address is prefetched once
         self.first_request: int | None = None
         self.first_cycle: int | None = None  # first DRAM read: the first prefetch's first cycle
+        self.move_cycle = -2  # the request cycle of the window's last move
+
+    @property
+    def last_cycle(self) -> int:
+        """Last DRAM response: the final prefetch runs up to the last move's cycle (or ends
+        at cycle -2 when the window never moved), answered one cycle later."""
+        return self.move_cycle + 1
 
     def _first_prefetch(self, end: int, words: int) -> None:
         """SCALE-Sim's first prefetch ends at ``end`` at 10 words per cycle; DRAM latency 1."""
@@ -177,6 +184,7 @@ class _EstimateBuffer:
                         self._first_prefetch(self.first_request - 2, self.prefetch * self.per_set)
                     self.start += self.prefetch
                     self.end += self.prefetch
+                    self.move_cycle = cycle
 
     def complete(self) -> None:
         """The end of the layer: without a window move yet, every set is prefetched now."""
@@ -334,17 +342,22 @@ def scalesim_memory_reference(
     est_i, est_f = _EstimateBuffer(ifmap_sram_words), _EstimateBuffer(filter_sram_words)
     stalls = 0
     out_cycle = 0
+    served: dict[str, list[int]] = {"ifmap": [], "filter": [], "ofmap": []}
     for i in range(dem_o.shape[0]):
         cycle = i + stalls
-        st_i = st_f = 0
         if user_bandwidth:
-            st_i = rb_i.service(dem_i[i], cycle) - cycle - 1
-            st_f = rb_f.service(dem_f[i], cycle) - cycle - 1
+            at_i = rb_i.service(dem_i[i], cycle)
+            at_f = rb_f.service(dem_f[i], cycle)
         else:
             est_i.service(dem_i[i], cycle)
             est_f.service(dem_f[i], cycle)
+            at_i = at_f = cycle + 1  # CALC mode never stalls a read: hit latency 1
         out_cycle = wb.service(dem_o[i], cycle)
-        stalls += max(st_i, st_f, out_cycle - cycle)
+        for name, row, at in (("ifmap", dem_i[i], at_i), ("filter", dem_f[i], at_f),
+                              ("ofmap", dem_o[i], out_cycle)):  # fmt: skip
+            if (row != -1).any():
+                served[name].append(at)
+        stalls += max(at_i - cycle - 1, at_f - cycle - 1, out_cycle - cycle)
     wb.empty_all(out_cycle)
     if not user_bandwidth:
         est_i.complete()
@@ -361,7 +374,13 @@ def scalesim_memory_reference(
         "ifmap_prefetches": rb_i.prefetches,
         "filter_prefetches": rb_f.prefetches,
         "ofmap_drains": wb.drains,
+        "ifmap_dram_stop": rb_i.last if user_bandwidth else est_i.last_cycle,
+        "filter_dram_stop": rb_f.last if user_bandwidth else est_f.last_cycle,
+        "ofmap_dram_start": min(wb.cycles) if wb.cycles else -1,
     }
+    for name, cycles in served.items():
+        values[f"{name}_sram_start"] = cycles[0] if cycles else -1
+        values[f"{name}_sram_stop"] = cycles[-1] if cycles else -1
     return {k: int(values[k]) for k in SCALESIM_FIELDS}
 
 

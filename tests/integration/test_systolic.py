@@ -10,7 +10,11 @@ import pytest
 
 import archsim
 from archsim.accelerators.systolic import systolic_functional
-from archsim.config.scalesim import load_scalesim
+from archsim.config.scalesim import (
+    bandwidth_report_rows,
+    detailed_access_report_rows,
+    load_scalesim,
+)
 from archsim.config.workload import WorkloadSpec
 from archsim.datapath.systolic_kernels import fold_counts, paper_fold_cycles, spatio_temporal
 from archsim.datapath.systolic_reference import array_reference
@@ -90,6 +94,16 @@ def test_scalesim_compat_matches_scalesim(name: str) -> None:
         assert ex["systolic_total_cycles_incl_prefetch"] == g["total_cycles_incl_prefetch"]
         assert not res.warnings
         assert ex["systolic_functional_max_error"] == 0.0
+    # SCALE-Sim's BANDWIDTH / DETAILED_ACCESS rows, every column (goldens regenerated since
+    # the reports were added carry them)
+    reports = (
+        ("bandwidth_report", bandwidth_report_rows(res)),
+        ("detailed_access_report", detailed_access_report_rows(res)),
+    )
+    for key, rows in reports:
+        for row, g in zip(rows, gold["layers"], strict=True):
+            if key in g:
+                assert row == pytest.approx(g[key], rel=1e-12), (key, row, g[key])
 
 
 @pytest.mark.parametrize("df", ["os", "ws", "is"])

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from archsim.cli import main
-from archsim.config.scalesim import COMPUTE_REPORT_COLUMNS, load_scalesim
+from archsim.config.scalesim import (
+    BANDWIDTH_REPORT_COLUMNS,
+    COMPUTE_REPORT_COLUMNS,
+    DETAILED_ACCESS_REPORT_COLUMNS,
+    load_scalesim,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scalesim"
 CFG = FIXTURES / "test_mnk_os_32x32_user.cfg"
@@ -37,13 +43,28 @@ def test_conv_csv_and_depthwise_expansion(tmp_path: Path) -> None:
     assert (wl.layers[0].h, wl.layers[0].r, wl.layers[0].c, wl.layers[0].stride) == (13, 3, 4, 2)
 
 
-def test_run_from_scalesim_writes_compute_report(tmp_path: Path) -> None:
+def _rows(path: Path) -> tuple[str, list[list[float]]]:
+    lines = path.read_text().splitlines()
+    return lines[0], [[float(c) for c in ln.split(",") if c.strip()] for ln in lines[1:]]
+
+
+def test_run_from_scalesim_writes_scalesims_three_reports(tmp_path: Path) -> None:
+    """COMPUTE, BANDWIDTH and DETAILED_ACCESS reports in SCALE-Sim's layout; the last two
+    equal SCALE-Sim 3.0.0's own files for the same cfg (stored by scalesim_compare --regen)."""
     out = tmp_path / "out"
     assert main(["run", "--from-scalesim", str(CFG), str(CSV), "-o", str(out), "-q"]) == 0
-    lines = (out / "COMPUTE_REPORT.csv").read_text().splitlines()
-    assert lines[0] == ", ".join(COMPUTE_REPORT_COLUMNS) + ","
-    cells = [c.strip() for c in lines[1].split(",")]
-    assert cells[0] == "0" and int(cells[2]) > int(cells[3]) > 0
+    head, rows = _rows(out / "COMPUTE_REPORT.csv")
+    assert head == ", ".join(COMPUTE_REPORT_COLUMNS) + ","
+    assert rows[0][0] == 0 and rows[0][2] > rows[0][3] > 0
+    (gold,) = json.loads(CFG.with_suffix(".json").read_text())["layers"]
+    for name, columns, key in (
+        ("BANDWIDTH_REPORT.csv", BANDWIDTH_REPORT_COLUMNS, "bandwidth_report"),
+        ("DETAILED_ACCESS_REPORT.csv", DETAILED_ACCESS_REPORT_COLUMNS, "detailed_access_report"),
+    ):
+        head, (row,) = _rows(out / name)
+        assert head == ", ".join(columns) + ","
+        print(name, "archsim", row, "SCALE-Sim", gold[key])
+        assert row == pytest.approx(gold[key], rel=1e-12)
 
 
 def _bad_cfg(tmp_path: Path, old: str, new: str) -> Path:
