@@ -33,7 +33,7 @@ from pydantic import (
 
 from archsim.config.base import ArchsimModel
 
-__all__ = ["SweepSpec", "AxisRange", "DEFAULT_METRICS", "SUMMARY_METRICS"]
+__all__ = ["SweepSpec", "SweepEvaluation", "AxisRange", "DEFAULT_METRICS", "SUMMARY_METRICS"]
 
 #: Point-level metrics a sweep records (``RunResult.summary()`` plus a cycle-weighted utilisation).
 SUMMARY_METRICS = (
@@ -72,6 +72,14 @@ class AxisRange(ArchsimModel):
         return self
 
 
+class SweepEvaluation(ArchsimModel):
+    """Held-out data on which a ``compress.*`` sweep measures each compressed model's top-1
+    accuracy (paths relative to the spec file)."""
+
+    inputs: str = Field(min_length=1, description="``.npy`` of model inputs, one sample per row.")
+    labels: str = Field(min_length=1, description="``.npy`` of integer class labels, shape (n,).")
+
+
 class SweepSpec(ArchsimModel):
     """A design-space sweep (see the module docstring for an example)."""
 
@@ -106,6 +114,11 @@ class SweepSpec(ArchsimModel):
         default_factory=list,
         description="Expressions over dotted fields, seed and derived quantities (num_pes, "
         "sram_bytes_per_pe, total_sram_bytes); points where one is false are skipped.",
+    )
+    evaluation: SweepEvaluation | None = Field(
+        default=None,
+        description="compress.* sweeps: data to measure each point's accuracy on (adds the "
+        "``accuracy`` column and metric).",
     )
     metrics: dict[str, Literal["min", "max"]] = Field(
         default_factory=lambda: dict(DEFAULT_METRICS),
@@ -161,8 +174,9 @@ class SweepSpec(ArchsimModel):
     @classmethod
     def _known_metrics(cls, v: dict[str, str]) -> dict[str, str]:
         for m in v:
-            if m not in SUMMARY_METRICS:
-                raise ValueError(f"unknown metric {m!r}; allowed: {', '.join(SUMMARY_METRICS)}")
+            if m not in SUMMARY_METRICS and m != "accuracy":
+                allowed = ", ".join(SUMMARY_METRICS)
+                raise ValueError(f"unknown metric {m!r}; allowed: {allowed}, accuracy")
         return v
 
     @model_validator(mode="after")
@@ -177,6 +191,10 @@ class SweepSpec(ArchsimModel):
                     raise ValueError(
                         f"axes: {path}: a range needs num (how many values) in {self.mode} mode"
                     )
+        if "accuracy" in self.metrics and self.evaluation is None:
+            raise ValueError(
+                "metrics: accuracy needs an evaluation set (evaluation: inputs, labels)"
+            )
         overlap = sorted(set(self.axes) & set(self.derive))
         if overlap:
             raise ValueError(f"derive: {overlap[0]} is also an axis; allowed: one or the other")

@@ -28,6 +28,7 @@ from archsim.config.io import load_hardware, load_workload
 from archsim.config.sweep import AxisRange, SweepSpec
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
+from archsim.explore.compressed import check_compress_values, compress_axis, compressed_workload
 from archsim.explore.expression import Expression, ExpressionError, derived_quantities
 from archsim.simulate import archsim_version, model_fingerprint
 
@@ -77,6 +78,7 @@ class SweepPlan:
     axes: list[str]  # frame columns that vary: "workload"/"seed" when swept, then dotted paths
     points: list[SweepPoint]
     skipped: list[SkippedPoint] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)  # known before running, e.g. accuracy
 
     @property
     def metrics(self) -> dict[str, str]:
@@ -260,7 +262,10 @@ def build_plan(
     base_dir = base_dir or Path.cwd()
     _check_size(spec, source, len(workloads) if workloads else len(spec.workloads), max_points)
     base = hardware if hardware is not None else _load("hardware", spec.hardware, base_dir, source)
-    if workloads is None:
+    squeeze = _compression(spec, source, base_dir, workloads)
+    if squeeze is not None:  # the compressed models are built point by point below
+        workloads = [WorkloadSpec.model_construct(name=spec.workloads[0])]
+    elif workloads is None:
         workloads = [_load("workload", w, base_dir, source) for w in spec.workloads]
     labels = (
         spec.workloads if len(spec.workloads) == len(workloads) else [w.name for w in workloads]
@@ -268,7 +273,12 @@ def build_plan(
     if spec.mode == "random":
         combos = _samples(spec, source, base)
     else:
-        axes = {p: _check_axis(base, source, p, _axis_values(a)) for p, a in spec.axes.items()}
+        axes = {
+            p: check_compress_values(source, p, _axis_values(a))
+            if compress_axis(p)
+            else _check_axis(base, source, p, _axis_values(a))
+            for p, a in spec.axes.items()
+        }
         combos = _combinations(spec, source, axes)
     for path in spec.derive:
         try:
@@ -284,13 +294,23 @@ def build_plan(
     points: list[SweepPoint] = []
     skipped: list[SkippedPoint] = []
     index = 0
+    built: dict[str, tuple[WorkloadSpec, float | None]] = {}
     for wl, label in zip(workloads, labels, strict=True):
         for seed in spec.seeds:
             for combo in combos:
                 values: dict[str, Any] = {"workload": label, "seed": seed, **combo}
                 data = copy.deepcopy(base_data)
                 for path, value in combo.items():
-                    set_dotted(data, path, value, source)
+                    if not compress_axis(path):
+                        set_dotted(data, path, value, source)
+                if squeeze is not None:
+                    setting = {p: v for p, v in combo.items() if compress_axis(p)}
+                    tag = json.dumps(setting, sort_keys=True)
+                    if tag not in built:
+                        built[tag] = compressed_workload(squeeze[0], setting, squeeze[1], source)
+                    wl, accuracy = built[tag]
+                    if accuracy is not None:
+                        values["accuracy"] = accuracy
                 reason = _apply_rules(source, data, seed, derive, constraints, values)
                 hw = None
                 if reason is None:
@@ -308,7 +328,41 @@ def build_plan(
     if not points:
         _nothing_to_run(source, skipped)
     swept = (["workload"] if len(workloads) > 1 else []) + (["seed"] if len(spec.seeds) > 1 else [])
-    return SweepPlan(spec, source, base, swept + list(spec.axes), points, skipped)
+    columns = ["accuracy"] if squeeze is not None and squeeze[1] is not None else []
+    return SweepPlan(spec, source, base, swept + list(spec.axes), points, skipped, columns)
+
+
+def _compression(
+    spec: SweepSpec, source: str, base_dir: Path, workloads: list[WorkloadSpec] | None
+) -> tuple[Path, tuple[Path, Path] | None] | None:
+    """(ONNX model, evaluation files) of a sweep with ``compress.*`` axes, else None."""
+    if not any(compress_axis(p) for p in spec.axes):
+        if spec.evaluation is not None:
+            raise ConfigError(source, "evaluation", "needs compress.* axes; allowed: leave it out")
+        return None
+    if spec.mode == "random":
+        raise ConfigError(
+            source, "mode", "compress.* axes need grid or zip mode; allowed: grid, zip"
+        )
+    if workloads is not None or len(spec.workloads) != 1 or not spec.workloads[0].endswith(".onnx"):
+        raise ConfigError(
+            source, "workload", "compress.* axes compress one ONNX model; allowed: one .onnx path"
+        )
+
+    def path(text: str, field: str) -> Path:
+        p = base_dir / text
+        if not p.is_file():
+            raise ConfigError(
+                source, field, f"{text}: no such file; allowed: a path relative to the spec"
+            )
+        return p
+
+    model = path(spec.workloads[0], "workload")
+    ev = spec.evaluation
+    files = (
+        (path(ev.inputs, "evaluation.inputs"), path(ev.labels, "evaluation.labels")) if ev else None
+    )
+    return model, files
 
 
 def _nothing_to_run(source: str, skipped: list[SkippedPoint]) -> None:

@@ -240,7 +240,7 @@ def run_plan(
             shutil.rmtree(store.folder, ignore_errors=True)
         raise
     rows = [{"point": p.index, "point_key": p.key, **p.values} for p in plan.points]
-    frame = assemble(rows, plan.axes, merge_tables(tables))
+    frame = assemble(rows, [*plan.axes, *plan.columns], merge_tables(tables))
     counts["seconds"] = round(time.perf_counter() - start, 3)
     frame.attrs.update(
         axes=list(plan.axes),

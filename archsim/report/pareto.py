@@ -13,7 +13,14 @@ __all__ = ["pareto_mask", "metric_sense", "MAXIMISED_METRICS"]
 
 #: Metrics where larger is better; every other metric is minimised.
 MAXIMISED_METRICS = frozenset(
-    {"effective_gops", "utilization", "mean_utilization", "tc_tflops", "tc_peak_fraction"}
+    {
+        "effective_gops",
+        "utilization",
+        "mean_utilization",
+        "tc_tflops",
+        "tc_peak_fraction",
+        "accuracy",
+    }
 )
 _MAX_PREFIXES = ("speedup_", "energy_ratio_")
 
