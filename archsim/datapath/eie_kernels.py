@@ -65,10 +65,17 @@ def eie_timing(
     n_items = item_col.size
     per_pe = np.zeros((7, num_pes), dtype=np.int64)
     hist = np.zeros((fifo_depth, num_pes), dtype=np.int64)  # pop times of the last depth items
-    last_cycle = np.full(num_pes, -1, dtype=np.int64)  # last processing cycle per PE
-    last_line = np.full(num_pes, -1, dtype=np.int64)
-    last_row = np.full(num_pes, -1, dtype=np.int64)
-    last_entry_cycle = np.full(num_pes, -2, dtype=np.int64)
+    # per PE: last processing cycle, last SpMat line, last row, cycle of the last entry
+    # (filled by loops: np.full would cost its own compile on a cold cache)
+    last_cycle = np.empty(num_pes, dtype=np.int64)
+    last_line = np.empty(num_pes, dtype=np.int64)
+    last_row = np.empty(num_pes, dtype=np.int64)
+    last_entry_cycle = np.empty(num_pes, dtype=np.int64)
+    for i in range(num_pes):
+        last_cycle[i] = -1
+        last_line[i] = -1
+        last_row[i] = -1
+        last_entry_cycle[i] = -2
     stall = 0
     push = 0
     for k in range(n_items):
@@ -142,7 +149,9 @@ def eie_line_reads(item_col, num_pes, col_ptr, entries_per_line):  # pragma: no 
     nor on pipeline depth: a sweep over line widths re-runs only this, not the timing kernel.
     """
     reads = np.zeros(num_pes, dtype=np.int64)
-    last_line = np.full(num_pes, -1, dtype=np.int64)
+    last_line = np.empty(num_pes, dtype=np.int64)
+    for i in range(num_pes):
+        last_line[i] = -1
     for k in range(item_col.size):
         col = item_col[k]
         start = col_ptr[col]
