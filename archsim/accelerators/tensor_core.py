@@ -115,17 +115,18 @@ class _Memory:
         return s
 
 
-def _segments(rounds: list[int]) -> list[tuple[int, int]]:
-    """``rounds`` (CTAs per round of one SM group) as (CTAs, rounds) segments: the leading
-    full rounds as one segment, then each remaining round. Every group starts with its full
-    rounds and none ends before its last full round, so the active-SM count, hence the
-    duration of a full round, is the same throughout them: one wait covers them all."""
-    full = 0
-    while full < len(rounds) - 1 and rounds[full] == rounds[0]:
-        full += 1
-    if full < 2:
-        return [(n, 1) for n in rounds]
-    return [(rounds[0], full)] + [(n, 1) for n in rounds[full:]]
+def _segments(per_round: int, full: int, tail: list[int]) -> list[tuple[int, int]]:
+    """One SM group's rounds (``full`` rounds of ``per_round`` CTAs, then ``tail``) as (CTAs,
+    rounds) segments: the leading full rounds as one segment (the last round always on its
+    own), then each remaining round. Every group starts with its full rounds and none ends
+    before its last full round, so the active-SM count, hence the duration of a full round,
+    is the same throughout them: one wait covers them all. Never lists the rounds one by one
+    (a huge batch has billions)."""
+    lead = full if tail else full - 1  # leading equal rounds, the last round excluded
+    if lead < 2:
+        return [(n, 1) for n in [per_round] * full + tail]
+    rest = [per_round] * (full - lead) + tail
+    return [(per_round, lead)] + [(n, 1) for n in rest]
 
 
 class _KernelModel:
@@ -159,18 +160,18 @@ class _KernelModel:
             )  # fmt: skip
         return self._cache[key]
 
-    def groups(self) -> list[tuple[int, list[int]]]:
-        """[(SMs in group, CTAs per round...)]: full rounds, then the tail; at most two groups."""
+    def groups(self) -> list[tuple[int, list[tuple[int, int]]]]:
+        """[(SMs in group, [(CTAs per round, rounds)...])]: full rounds, then the tail, as
+        :func:`_segments`; at most two groups."""
         p, sms = self.plan, self.cfg.sms
         slots = sms * p.ctas_per_sm
         full, rem = divmod(p.ctas, slots)
         each, extra = divmod(rem, sms)
         out = []
         if extra:
-            out.append((extra, [p.ctas_per_sm] * full + [each + 1]))
-        rounds = [p.ctas_per_sm] * full + ([each] if each else [])
-        if rounds:
-            out.append((sms - extra, rounds))
+            out.append((extra, _segments(p.ctas_per_sm, full, [each + 1])))
+        if full or each:
+            out.append((sms - extra, _segments(p.ctas_per_sm, full, [each] if each else [])))
         return out
 
     def run(self, ctx: SimContext) -> KernelRun:
@@ -183,10 +184,10 @@ class _KernelModel:
 
         sub_cores = self.cfg.tensor_cores.sub_cores_per_sm
 
-        def sm_group(n_sms: int, rounds: list[int]) -> Generator[Any, Any, None]:
+        def sm_group(n_sms: int, segments: list[tuple[int, int]]) -> Generator[Any, Any, None]:
             nonlocal busiest_tensor
             tensor = 0
-            for n_cta, count in _segments(rounds):
+            for n_cta, count in segments:
                 r = self.round(n_cta, mem)
                 tensor += count * (int(r[_TENSOR_BUSY]) // sub_cores)
                 yield ctx.timeout(count * int(r[0]))
@@ -216,7 +217,7 @@ class _KernelModel:
         groups = self.groups()
         sub_cores = self.cfg.tensor_cores.sub_cores_per_sm
         mem.active = sum(n for n, _ in groups)
-        pending = [iter(_segments(rounds)) for _, rounds in groups]
+        pending = [iter(segments) for _, segments in groups]
         tensor = [0] * len(groups)
         events = [(self.launch, i, i) for i in range(len(groups))]  # (time, creation, group)
         created, main_end, busiest = len(groups), self.launch, 0

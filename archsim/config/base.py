@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from archsim.errors import ConfigError
 
-__all__ = ["ArchsimModel", "validation_to_config_error", "set_dotted"]
+__all__ = ["ArchsimModel", "validation_to_config_error", "set_dotted", "number_type"]
 
 M = TypeVar("M", bound="ArchsimModel")
 
@@ -25,6 +25,38 @@ def _accepts_bool(tp: Any) -> bool:
     if tp is bool or tp is Any or tp is object:
         return True
     return any(_accepts_bool(a) for a in get_args(tp) if not isinstance(a, str | int | float))
+
+
+def number_type(tp: Any) -> bool:
+    """Whether annotation ``tp`` holds only numbers (``int``, ``float``, constrained or
+    optional forms of them): text such as ``"4"`` there is a mistake, not a number."""
+    if get_origin(tp) is Annotated:
+        return number_type(get_args(tp)[0])
+    if tp in (int, float):
+        return True
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return bool(args) and all(number_type(a) for a in args)
+    return False
+
+
+def _not_a_number(value: Any) -> bool:
+    return isinstance(value, bool | str)
+
+
+def _text_for_number(tp: Any, value: Any) -> Any:
+    """The first bool or text where ``tp`` wants numbers (the value itself, or an element of
+    a list/tuple/dict of numbers), else None."""
+    if number_type(tp):
+        return value if _not_a_number(value) else None
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (list, tuple) and isinstance(value, list | tuple):
+        elems = [a for a in args if a is not Ellipsis]
+        if elems and all(number_type(a) for a in elems):
+            return next((v for v in value if _not_a_number(v)), None)
+    if origin is dict and isinstance(value, dict) and len(args) == 2 and number_type(args[1]):
+        return next((v for v in value.values() if _not_a_number(v)), None)
+    return None
 
 
 #: Meaning of field names shared by many configs (a field's own ``description`` wins).
@@ -91,6 +123,13 @@ class ArchsimModel(BaseModel):
                     raise ValueError(
                         f"{name} must be a number or text, not a boolean; allowed: a value of "
                         "the field's type (write 1 rather than true)"
+                    )
+                bad = _text_for_number(field.annotation, value) if field else None
+                if bad is not None:
+                    what = "integer" if "int" in str(field.annotation) else "number"
+                    raise ValueError(
+                        f"{name}: {bad!r} is not a number; allowed: a valid {what} written "
+                        "without quotes"
                     )
         return data
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -116,6 +117,22 @@ class _StrictLoader(yaml.SafeLoader):
                     None, None, "a list or mapping cannot be a key", key_node.start_mark
                 ) from None
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.1 (PyYAML) reads ``1e9`` as text: a float needs a dot there. Configs are full of
+# ``clock_hz: 1e9``, and text is no longer coerced into numbers, so floats follow YAML 1.2.
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
 
 
 class _DuplicateKey(Exception):

@@ -23,7 +23,13 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from archsim.config.base import ArchsimModel, _unwrap, set_dotted, validation_to_config_error
+from archsim.config.base import (
+    ArchsimModel,
+    _unwrap,
+    number_type,
+    set_dotted,
+    validation_to_config_error,
+)
 from archsim.config.io import load_hardware, load_workload
 from archsim.config.sweep import AxisRange, SweepSpec
 from archsim.config.workload import WorkloadSpec
@@ -103,7 +109,8 @@ def point_key(hardware: ArchsimModel, workload: WorkloadSpec, seed: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _field_adapter(model: type[ArchsimModel], path: str) -> TypeAdapter[Any]:
+def _field_info(model: type[ArchsimModel], path: str) -> tuple[Any, Any]:
+    """(annotation, FieldInfo or None for a dict entry) of the dotted ``path``."""
     tp: Any = model
     info = None
     for key in path.split("."):
@@ -113,6 +120,15 @@ def _field_adapter(model: type[ArchsimModel], path: str) -> TypeAdapter[Any]:
             continue
         info = tp.model_fields[key]
         tp = info.annotation
+    return tp, info
+
+
+def _field_type(model: type[ArchsimModel], path: str) -> Any:
+    return _field_info(model, path)[0]
+
+
+def _field_adapter(model: type[ArchsimModel], path: str) -> TypeAdapter[Any]:
+    tp, info = _field_info(model, path)
     return TypeAdapter(Annotated[info.annotation, info] if info is not None else tp)
 
 
@@ -183,8 +199,13 @@ def _check_axis(base: ArchsimModel, source: str, path: str, values: list) -> lis
     except ConfigError as exc:
         raise ConfigError(source, f"axes.{exc.field}", exc.problem) from None
     adapter = _field_adapter(type(base), path)
+    numeric = number_type(_field_type(type(base), path))
     out = []
     for v in values:
+        if numeric and isinstance(v, bool | str):
+            raise ConfigError(
+                source, field_name, f"value {v!r} is not a number; allowed: numbers without quotes"
+            )
         try:
             out.append(adapter.validate_python(v))
         except ValidationError as exc:

@@ -354,3 +354,75 @@ def test_scalesim_v3_settings_not_modelled_are_named(tmp_path: Path, capsys: Any
 def test_empty_hardware_name_is_refused(tmp_path: Path, capsys: Any) -> None:
     line = _run(tmp_path, capsys, TINY.replace("name: tiny_eie", "name: ''"))
     assert "hw.yaml: name: must not be empty" in line
+
+
+@pytest.mark.parametrize(
+    ("changes", "needles"),
+    [
+        ({"pe_array__num_pes": "4"}, ("pe_array.num_pes", "'4' is not a number", "integer")),
+        ({"clock__frequency_hz": "850000000.0"}, ("clock.frequency_hz", "is not a number")),
+        ({"activation_sram__size_bytes": "64"}, ("activation_sram.size_bytes", "not a number")),
+    ],
+    ids=lambda v: "-".join(v) if isinstance(v, dict) else None,
+)
+def test_quoted_numbers_are_refused(
+    tmp_path: Path, capsys: Any, changes: dict[str, Any], needles: tuple[str, ...]
+) -> None:
+    """Text where a number belongs is a mistake (pydantic would read "4" as 4); found by
+    ``benchmarks/bad_input_battery.py`` in every config kind (282 cases)."""
+    line = _run(tmp_path, capsys, _hw(**changes))
+    for needle in ("hw.yaml", *needles):
+        assert needle in line, line
+
+
+def test_yaml_floats_without_a_dot_are_numbers() -> None:
+    """PyYAML reads ``1e9`` as text (YAML 1.1); configs read it as YAML 1.2 does, a float."""
+    assert parse_yaml("a: 1e9\nb: -2.5E-3\nc: 1_000\nd: '4'\n", "t") == {
+        "a": 1e9, "b": -2.5e-3, "c": 1000, "d": "4"
+    }  # fmt: skip
+    hw = TINY.replace("frequency_hz: 800.0e+6", "frequency_hz: 8e8")
+    assert "8e8" in hw
+    from archsim.config.io import hardware_from_dict
+
+    assert hardware_from_dict(parse_yaml(hw, "t"), "t").clock.frequency_hz == 8e8
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "needle"),
+    [
+        ("sweep", "  activation_fifo.depth: [2, '4']\n", "axes.activation_fifo.depth"),
+        ("sweep", "  activation_fifo.depth: [true, 4]\n", "axes.activation_fifo.depth"),
+        ("gpu", "tensor_cores.instruction_mnk", "instruction_mnk"),
+    ],
+)
+def test_text_and_booleans_in_number_lists(
+    tmp_path: Path, capsys: Any, path: str, text: str, needle: str
+) -> None:
+    if path == "sweep":
+        (tmp_path / "wl.yaml").write_text(WORKLOAD)
+        spec = "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: wl.yaml\naxes:\n" + text
+        (tmp_path / "s.yaml").write_text(spec)
+        code = main(["sweep", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out"), "-q"])
+    else:
+        data = yaml.safe_load((ROOT / "hw_configs" / "h100.yaml").read_text())
+        data["tensor_cores"]["instruction_mnk"][0] = True
+        (tmp_path / "g.yaml").write_text(yaml.safe_dump(data))
+        code = main(
+            ["run", str(tmp_path / "g.yaml"), "deepbench_gemm", "-o", str(tmp_path / "out")]
+        )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_huge_gpu_batch_runs_without_listing_every_wave(tmp_path: Path, capsys: Any) -> None:
+    """``--batch 1e13`` on a GPU: valid input, planned analytically (it used to die in a
+    MemoryError building a list of every wave of CTAs)."""
+    wl = tmp_path / "g.yaml"
+    wl.write_text(WORKLOAD)  # one fc layer: a GEMM of batch x 64 x 32 on a GPU
+    out = tmp_path / "out"
+    assert main(["run", "h100", str(wl), "--batch", str(10**13), "-o", str(out), "-q"]) == 0
+    import json
+
+    res = json.loads((out / "results.json").read_text())
+    assert res["total_cycles"] > 10**10  # 10^13 x 64 x 32 MACs take a while
