@@ -51,12 +51,15 @@ def plan_sweep(
         raise TypeError("sweep(hardware, workload, axes=...) needs a workload and some axes")
     hw = load_hardware(hardware)  # type: ignore[arg-type]
     many = isinstance(workload, list | tuple)
-    wls = [load_workload(w) for w in (workload if many else [workload])]  # type: ignore[union-attr]
+    # an ONNX model with compress.* axes: the plan builds the compressed workloads from it
+    onnx = isinstance(workload, str | Path) and str(workload).lower().endswith(".onnx")
+    wls = None if onnx else [load_workload(w) for w in (workload if many else [workload])]  # type: ignore[union-attr]
+    names = str(workload) if onnx else [w.name for w in wls] if many else wls[0].name  # type: ignore[union-attr]
     data = {
         "schema_version": 1,
         "name": spec_fields.pop("name", f"{hw.name}-sweep"),  # type: ignore[attr-defined]
         "hardware": hw.name,  # type: ignore[attr-defined]
-        "workload": [w.name for w in wls] if many else wls[0].name,
+        "workload": names,
         "axes": dict(axes),
         **spec_fields,
     }
@@ -85,6 +88,7 @@ def sweep(
     progress: Progress | None = None,
     retry_errors: bool = False,
     max_points: int = DEFAULT_MAX_POINTS,
+    evaluation: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """Run a design-space sweep; returns the tidy frame (one row per point and layer).
 
@@ -99,8 +103,11 @@ def sweep(
     the CPUs available; 1 runs here). ``dask``: ``"local"`` or a scheduler address.
     ``progress(done, total)`` is called as points finish. A spec of more than ``max_points``
     points, or whose constraints skip every point, raises ``ConfigError`` before anything runs.
-    A point that raises, or that kills its worker process (found by running its chunk again
-    point by point), is recorded with ``status`` ``error`` and the sweep goes on.
+    ``workload`` may be an ``.onnx`` path with ``compress.*`` axes (see
+    ``archsim.explore.compressed``); ``evaluation={"inputs": "x.npy", "labels": "y.npy"}``
+    then adds each point's ``accuracy``. A point that raises, or that kills its worker process
+    (found by running its chunk again point by point), is recorded with ``status`` ``error``
+    and the sweep goes on.
 
     With ``n_jobs`` > 1 or ``dask="local"`` the workers are new processes that import the
     calling script again: a script must call ``sweep`` under ``if __name__ == "__main__":``
@@ -119,6 +126,8 @@ def sweep(
             "constraints": list(constraints),
             "metrics": dict(metrics or DEFAULT_METRICS),
         }
+        if evaluation is not None:  # compress.* axes over an ONNX workload
+            spec_fields["evaluation"] = dict(evaluation)
     plan = plan_sweep(hardware, workload, axes, max_points=max_points, **spec_fields)
     return run_plan(
         plan, out_dir, n_jobs=n_jobs, dask=dask, progress=progress, retry_errors=retry_errors

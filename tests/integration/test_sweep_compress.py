@@ -96,3 +96,30 @@ def test_bad_compress_sweeps_are_one_line_errors(folder: Path, edit, field, caps
     print(err)
     assert err.count("\n") == 1 and field in err and "Traceback" not in err
     assert not (folder / "bad_out").exists()
+
+
+def test_python_api_takes_the_onnx_path_and_evaluation(folder: Path, monkeypatch) -> None:
+    import archsim
+
+    monkeypatch.setenv("ARCHSIM_CACHE_DIR", str(folder / "cache"))
+    monkeypatch.chdir(folder)
+    frame = archsim.sweep(
+        "eie",
+        "mlp.onnx",
+        axes={"compress.fc_density": [0.5, 0.1], "compress.fc_bits": [4]},
+        evaluation={"inputs": "xv.npy", "labels": "yv.npy"},
+        metrics={"total_energy_pj": "min", "accuracy": "max"},
+        n_jobs=1,
+    )
+    pts = archsim.totals(frame).set_index("compress.fc_density")
+    print(pts[["accuracy", "total_energy_pj"]])
+    assert (pts["status"] == "ok").all()
+    assert pts.loc[0.1, "accuracy"] < pts.loc[0.5, "accuracy"]
+    assert pts.loc[0.1, "total_energy_pj"] < pts.loc[0.5, "total_energy_pj"]
+    # each point's accuracy is the one recorded with its cached compressed model
+    for p in (folder / "cache" / "compressed").iterdir():
+        point = json.loads((p / "point.json").read_text())
+        setting = point["setting"]
+        if setting.get("compress.fc_bits") == 4 and len(setting) == 2:
+            d = setting["compress.fc_density"]
+            assert pts.loc[d, "accuracy"] == pytest.approx(point["accuracy"])
