@@ -44,17 +44,44 @@ def _not_a_number(value: Any) -> bool:
     return isinstance(value, bool | str)
 
 
+_NUMBER_SHAPES: dict[Any, str | None] = {}  # annotation -> "number"/"items"/"values"/None
+
+
+def _shape_of(tp: Any) -> str | None:
+    origin, args = get_origin(tp), get_args(tp)
+    elems = [a for a in args if a is not Ellipsis]
+    if number_type(tp):
+        return "number"
+    if origin in (list, tuple) and elems and all(number_type(a) for a in elems):
+        return "items"
+    if origin is dict and len(args) == 2 and number_type(args[1]):
+        return "values"
+    return None
+
+
+def _number_shape(tp: Any) -> str | None:
+    """Where annotation ``tp`` wants numbers: "number" (itself), "items" (a list/tuple of
+    numbers), "values" (a dict of numbers), else None; cached (validation calls it often)."""
+    try:
+        return _NUMBER_SHAPES[tp]
+    except KeyError:
+        shape = _NUMBER_SHAPES[tp] = _shape_of(tp)
+        return shape
+    except TypeError:  # an unhashable annotation
+        return _shape_of(tp)
+
+
 def _text_for_number(tp: Any, value: Any) -> Any:
     """The first bool or text where ``tp`` wants numbers (the value itself, or an element of
     a list/tuple/dict of numbers), else None."""
-    if number_type(tp):
+    if not isinstance(value, str | bool | list | tuple | dict):
+        return None  # the common case: a number
+    shape = _number_shape(tp)
+    if shape == "number":
         return value if _not_a_number(value) else None
-    origin, args = get_origin(tp), get_args(tp)
-    if origin in (list, tuple) and isinstance(value, list | tuple):
-        elems = [a for a in args if a is not Ellipsis]
-        if elems and all(number_type(a) for a in elems):
-            return next((v for v in value if _not_a_number(v)), None)
-    if origin is dict and isinstance(value, dict) and len(args) == 2 and number_type(args[1]):
+    if shape == "items" and isinstance(value, list | tuple):
+        return next((v for v in value if _not_a_number(v)), None)
+    if shape == "values" and isinstance(value, dict):
         return next((v for v in value.values() if _not_a_number(v)), None)
     return None
 
