@@ -3,13 +3,14 @@
 Work is sent in small chunks of consecutive points, to long-lived workers: numba's compiled
 kernels load once per worker, and ``archsim.memo`` lets a worker reuse what consecutive points
 share (the materialised workload, EIE's encoding for a PE count); each worker works through its
-own contiguous range of the plan and steals from the others when done (``schedule.py``). Every
+share of whole memo groups, largest first (``schedule.py``). Every
 point runs ``simulate(hardware, workload, seed)`` and nothing else, so results are bit-identical
 whichever executor runs them. A point that raises becomes an ``error`` record; the sweep goes on.
 A point that kills its worker process is found by running its chunk again point by point
 (``schedule.run_scheduled``) and recorded as an ``error`` too.
-A worker sends back each chunk as one Arrow table (``store.records_to_table``): the parent only
-saves it, and Arrow's buffers travel without per-row pickling.
+A worker sends back each chunk's records as plain Python values, and the parent turns them into
+one Arrow table (``store.records_to_table``) as it saves them: pyarrow imports pandas the first
+time it converts Python values, which would cost every worker about 0.8 s and 50 MB.
 """
 
 from __future__ import annotations
@@ -28,16 +29,16 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from archsim import memo
 from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.explore.schedule import WorkerDied, run_scheduled
-from archsim.explore.store import records_to_table
+
+if TYPE_CHECKING:  # workers never import pyarrow (see the module docstring)
+    import pyarrow as pa
 
 __all__ = [
     "Task",
@@ -136,21 +137,21 @@ def run_task(task: Task) -> Record:
     }
 
 
-def run_chunk(tasks: Sequence[Task]) -> pa.Table:
-    """Run consecutive points in one worker, with the per-process memo switched on: one row
-    per point and layer (``store.records_to_table``)."""
+def run_chunk(tasks: Sequence[Task]) -> list[Record]:
+    """Run consecutive points in one worker, with the per-process memo switched on: one record
+    per point (``store.records_to_table`` makes the table the parent saves)."""
     if not memo.enabled():
         memo.enable(WORKER_MEMO_BYTES)
-    return records_to_table([run_task(t) for t in tasks])
+    return [run_task(t) for t in tasks]
 
 
-def died_record(task: Task, detail: str) -> pa.Table:
+def died_record(task: Task, detail: str) -> list[Record]:
     """The failure record of a point that killed its worker process when run alone."""
     message = (
         f"the worker process died while running this point alone ({detail}): a crash, or "
         "the system out of memory"
     )
-    return records_to_table([{"point_key": task[0], "status": "error", "error": message}])
+    return [{"point_key": task[0], "status": "error", "error": message}]
 
 
 def _exit_with_parent() -> None:
@@ -188,7 +189,7 @@ def chunk_size(n: int, workers: int) -> int:
     return max(1, min(MAX_CHUNK_POINTS, math.ceil(n / (workers * 4))))
 
 
-def _serial(tasks: Sequence[Task]) -> Iterator[pa.Table]:
+def _serial(tasks: Sequence[Task]) -> Iterator[list[Record]]:
     was_on = memo.enabled()
     if not was_on:
         memo.enable(WORKER_MEMO_BYTES)
@@ -201,8 +202,8 @@ def _serial(tasks: Sequence[Task]) -> Iterator[pa.Table]:
             memo.disable()
 
 
-def _result(fut: Any) -> pa.Table:
-    """A chunk's table; ``WorkerDied`` when its worker process died (killed, out of memory)."""
+def _result(fut: Any) -> list[Record]:
+    """A chunk's records; ``WorkerDied`` when its worker process died (killed, out of memory)."""
     try:
         return fut.result()
     except ArchsimError:
@@ -288,7 +289,7 @@ def _kill(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterator[pa.Table]:
+def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterator[list[Record]]:
     """One single-process executor per worker, so that chunks can go to a chosen worker and a
     worker that dies is replaced alone."""
     threads = max(1, default_jobs() // jobs)
@@ -302,7 +303,7 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
         owner[fut] = _processes(pools[w])  # before a restart shuts the pool down
         return fut
 
-    def result(fut: Any) -> pa.Table:
+    def result(fut: Any) -> list[Record]:
         processes = owner.pop(fut)
         try:
             return _result(fut)
@@ -423,7 +424,7 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
 
 def _dask(
     tasks: list[Task], address: str, jobs: int, levels: Sequence[int] | None
-) -> Iterator[pa.Table]:
+) -> Iterator[list[Record]]:
     from dask.distributed import as_completed
 
     client, cluster = _dask_client(address, jobs)
@@ -472,7 +473,7 @@ def execute(
     ``jobs``: worker processes (default: the CPUs available; 1 runs in this process).
     ``dask``: ``"local"`` for a ``LocalCluster`` of ``jobs`` single-threaded worker processes,
     or a scheduler address (``tcp://host:port``). ``levels[i]``: how much task ``i`` shares
-    with task ``i - 1`` (see ``schedule.RangeScheduler``), for keeping related points together.
+    with task ``i - 1`` (see ``schedule.units``), for keeping related points together.
     """
     if not tasks:
         return
@@ -488,6 +489,8 @@ def execute(
         stream = _serial(tasks)
     else:
         stream = _pool(tasks, min(jobs, len(tasks)), levels)
-    for table in stream:
+    from archsim.explore.store import records_to_table
+
+    for records in stream:
         if on_table is not None:
-            on_table(table)
+            on_table(records_to_table(records))

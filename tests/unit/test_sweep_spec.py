@@ -301,11 +301,13 @@ def test_schema_and_list_show_sweeps(capsys):
     st.lists(st.integers(0, 5)),
     st.integers(0, 2**32 - 1),
 )
-def test_range_scheduler_hands_out_every_task_once(n, workers, chunk, order, seed):
-    from archsim.explore.schedule import RangeScheduler
+def test_group_scheduler_hands_out_every_task_once(n, workers, chunk, order, seed):
+    from archsim.explore.schedule import GroupScheduler, units
 
     levels = np.random.default_rng(seed).integers(0, 4, size=n).tolist()
-    sched = RangeScheduler(n, workers, chunk, levels)
+    cut = units(n, workers, chunk, levels)
+    assert [u[0] for u in cut[1:]] == [u[1] for u in cut[:-1]]  # contiguous, in plan order
+    sched = GroupScheduler(n, workers, chunk, levels)
     seen: list[int] = []
     active = list(range(workers))
     turn = 0
@@ -317,38 +319,41 @@ def test_range_scheduler_hands_out_every_task_once(n, workers, chunk, order, see
             active.remove(w)
             continue
         assert 0 < span[1] - span[0] <= chunk
+        assert any(lo <= span[0] and span[1] <= hi for lo, hi in cut)  # never across units
         seen.extend(range(*span))
     assert sorted(seen) == list(range(n))
 
 
-def test_range_scheduler_cuts_at_the_slowest_axis():
-    from archsim.explore.schedule import RangeScheduler
+def test_units_are_the_slowest_axis_groups_cut_only_when_too_few():
+    from archsim.explore.schedule import units
 
-    # 4 groups of 25 points (level 0 where the slowest axis changes), inner boundaries level 1
-    levels = [0 if i % 25 == 0 else 1 for i in range(100)]
-    sched = RangeScheduler(100, 2, 8, levels)
-    assert sched.ranges == [[0, 50], [50, 100]]
-    sched = RangeScheduler(100, 3, 8, levels)
-    assert [r[0] for r in sched.ranges] == [0, 25, 75]  # 33 and 67 moved to group starts
+    # 4 groups of 25 points (level 0 where the slowest axis changes), inner boundaries level
+    # 1 every 5 points, level 2 elsewhere
+    levels = [0 if i % 25 == 0 else 1 if i % 5 == 0 else 2 for i in range(100)]
+    assert units(100, 2, 8, levels) == [[0, 25], [25, 50], [50, 75], [75, 100]]
+    # 3 workers want 6 units: the two largest groups are cut at a level-1 boundary mid-way
+    assert units(100, 3, 8, levels) == [[0, 10], [10, 25], [25, 35], [35, 50], [50, 75], [75, 100]]
+    # groups smaller than a chunk are merged with their neighbours (they share nothing)
+    assert units(12, 1, 4, [0] * 12) == [[0, 4], [4, 8], [8, 12]]
+    assert units(0, 2, 4) == []
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.integers(2, 12), st.integers(5, 40), st.integers(1, 8), st.integers(0, 2**32 - 1))
-def test_two_workers_meet_once_and_finish_together(groups, size, chunk, seed):
+def test_two_workers_prepare_each_group_once_and_finish_together(groups, size, chunk, seed):
     """Simulated clock: two workers on groups of points whose costs differ by up to 10x, and
     a worker's first point of a group also pays the group's preparation (3 points' worth).
-    The thief works the other range from its far end and does not enter a group the other
-    worker is finishing: at most one group is prepared twice, and the one that ends first
-    waits at most for half a group and a chunk (plus a preparation) of the other's work."""
+    With at least two groups per worker no group is prepared twice; with fewer, only the cut
+    groups are. The one that ends first waits at most for one unit of the other's work."""
     import heapq
 
-    from archsim.explore.schedule import RangeScheduler
+    from archsim.explore.schedule import GroupScheduler, units
 
     rng = np.random.default_rng(seed)
     cost = np.repeat(rng.uniform(1, 10, groups), size)
     group = np.repeat(np.arange(groups), size)
     levels = [0 if i % size == 0 else 1 for i in range(groups * size)]
-    sched = RangeScheduler(groups * size, 2, chunk, levels)
+    sched = GroupScheduler(groups * size, 2, chunk, levels)
     clock = [(0.0, 0), (0.0, 1)]
     started: set[tuple[int, int]] = set()
     finish = [0.0, 0.0]
@@ -365,9 +370,12 @@ def test_two_workers_meet_once_and_finish_together(groups, size, chunk, seed):
         took = float(cost[span[0] : span[1]].sum()) + sum(3 * cost[g * size] for g in fresh)
         heapq.heappush(clock, (now + took, w))
     assert sorted(seen) == list(range(groups * size))
-    assert len(started) <= groups + 1, f"{len(started)} group starts for {groups} groups"
-    wait_bound = (size / 2 + chunk + 3) * cost.max()
-    assert abs(finish[0] - finish[1]) <= wait_bound + 1e-9, (finish, wait_bound)
+    assert len(started) <= groups + max(0, 4 - groups), f"{len(started)} starts, {groups} groups"
+    if groups >= 4:
+        assert len(started) == groups
+    cut = units(groups * size, 2, chunk, levels)
+    longest = max(float(cost[lo:hi].sum()) + 3 * cost[lo] for lo, hi in cut)
+    assert abs(finish[0] - finish[1]) <= longest + 1e-9, (finish, longest)
 
 
 @pytest.mark.parametrize(
