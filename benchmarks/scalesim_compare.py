@@ -4,6 +4,13 @@ Usage::
 
     python benchmarks/scalesim_compare.py            # archsim vs the stored SCALE-Sim goldens
     python benchmarks/scalesim_compare.py --regen [--only CASE ...] [--scalesim-venv DIR]
+    python benchmarks/scalesim_compare.py --side-by-side 3 --only gemm256_os_32x32_user
+
+``--side-by-side N`` times whole processes, as a user runs them, alternately (SCALE-Sim, archsim,
+SCALE-Sim, ...; N rounds each): SCALE-Sim's own run from its virtual environment against
+``archsim run --from-scalesim CFG TOPO --no-report -q`` with this interpreter; it prints min /
+median wall seconds of each and their ratios, and the load average before and after (the
+machine may be shared). Run archsim once beforehand so that numba's cache is warm.
 
 ``--regen`` writes our own SCALE-Sim ``.cfg`` / topology CSV per case into
 ``tests/fixtures/scalesim/`` (layer dimensions of the public networks SCALE-Sim ships, in its
@@ -21,9 +28,11 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,14 +216,58 @@ def run_archsim(name: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
+    """Wall seconds of one whole process (its output discarded; a failure raises)."""
+    t = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, check=True, env=env)
+    return time.perf_counter() - t
+
+
+def side_by_side(names: list[str], venv: Path, rounds: int) -> int:
+    """SCALE-Sim and ``archsim run --from-scalesim`` alternately, whole processes."""
+    print(f"load average {os.getloadavg()[0]:.2f}; {rounds} rounds, alternating")
+    print(f"{'case':<24}{'SCALE-Sim min/med s':>21}{'archsim min/med s':>19}{'ratio min/med':>15}")
+    for name in names:
+        cfg, csv, kind = write_inputs(name, CASES[name])  # the same files as the goldens'
+        ss_times, as_times = [], []
+        with tempfile.TemporaryDirectory(prefix="ss-sbs-") as tmp:
+            layout = Path(tmp) / "layout.csv"
+            layout.write_text("Layer name,\n")
+            ss_cmd = [str(venv / "bin" / "python"), "-c", DRIVER, str(cfg), str(csv), str(layout),
+                      tmp, kind]  # fmt: skip
+            as_cmd = [sys.executable, "-m", "archsim", "run", "--from-scalesim", str(cfg),
+                      str(csv), "--no-report", "-q", "-o", str(Path(tmp) / "archsim")]  # fmt: skip
+            for _ in range(rounds):
+                ss_times.append(_timed(ss_cmd))
+                as_times.append(_timed(as_cmd))
+        ss_min, ss_med = min(ss_times), statistics.median(ss_times)
+        as_min, as_med = min(as_times), statistics.median(as_times)
+        print(
+            f"{name[:23]:<24}{ss_min:>10.2f} / {ss_med:<8.2f}{as_min:>8.2f} / {as_med:<8.2f}"
+            f"{ss_min / as_min:>6.1f}x / {ss_med / as_med:.1f}x"
+        )
+    print(f"load average {os.getloadavg()[0]:.2f} (ratio = SCALE-Sim time / archsim time)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--regen", action="store_true", help="re-run SCALE-Sim, rewrite goldens")
     ap.add_argument("--only", nargs="*", help="cases to run (default: all)")
+    ap.add_argument(
+        "--side-by-side", type=int, metavar="N", default=0,
+        help="time SCALE-Sim and archsim whole processes alternately, N rounds",
+    )  # fmt: skip
     default_venv = os.environ.get("SCALESIM_VENV", "/work/scalesim-venv")
     ap.add_argument("--scalesim-venv", default=default_venv, help="SCALE-Sim's virtualenv")
     args = ap.parse_args()
     names = args.only or list(CASES)
+    if args.side_by_side:
+        venv = Path(args.scalesim_venv)
+        if not (venv / "bin" / "python").exists():
+            print(f"no SCALE-Sim venv at {venv}; see the module docstring", file=sys.stderr)
+            return 2
+        return side_by_side(names, venv, args.side_by_side)
     if args.regen:
         venv = Path(args.scalesim_venv)
         if not (venv / "bin" / "python").exists():
