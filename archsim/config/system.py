@@ -172,6 +172,18 @@ class TrainingConfig(ArchsimModel):
     conv_backward_passes: int = Field(default=8, ge=0, description="ReLU (3) + BN (5) passes.")
     conv_forward_kernels: int = Field(default=2, ge=0, description="Kernels (BN, ReLU) forward.")
     conv_backward_kernels: int = Field(default=2, ge=0, description="Kernels backward.")
+    residual_forward_passes: int = Field(
+        default=3,
+        ge=0,
+        description="Residual add (layers with residual_add): reads the BN output and the "
+        "shortcut, writes the sum, in passes over the layer's output.",
+    )
+    residual_backward_passes: int = Field(
+        default=3,
+        ge=0,
+        description="Backward of a residual block: autograd sums the shortcut's and the branch's "
+        "gradients where the input forks (two reads, one write), in passes over the output.",
+    )
     sgd_bytes_per_param: PositiveInt = Field(default=20, description="SGD-momentum, 5 x 4 B.")
     adam_bytes_per_param: PositiveInt = Field(default=28, description="Adam, 7 x 4 B.")
     nchw_transpose_passes: int = Field(

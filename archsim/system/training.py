@@ -94,6 +94,16 @@ def _transposes(tl: TrainLayer, ls: ConvLayer, passes: int) -> tuple[int, int, i
     return fwd, bwd, 2, 2 + 2 * dgrad
 
 
+def _max_pool(outputs: int, stride: int, act: int) -> tuple[int, int]:
+    """(forward, backward bytes) of a max-pool after a layer (PyTorch's
+    max_pool2d_with_indices): forward reads the layer's output and writes the pooled values and
+    their int64 indices; backward reads the pooled gradient and the indices and writes the
+    input-sized gradient."""
+    pooled = -(-outputs // (stride * stride))
+    fwd = outputs * act + pooled * (act + 8)
+    return fwd, fwd
+
+
 def _elementwise(
     layers: list[TrainLayer],
     spec: WorkloadSpec,
@@ -113,6 +123,13 @@ def _elementwise(
         kf = t.conv_forward_kernels if is_conv else 0
         kb = t.conv_backward_kernels if is_conv else 0
         bf, bb = tl.outputs * act * pf, tl.outputs * act * pb
+        if is_conv and ls.residual_add:  # type: ignore[union-attr]
+            bf += tl.outputs * act * t.residual_forward_passes
+            bb += tl.outputs * act * t.residual_backward_passes
+            kf, kb = kf + 1, kb + 1
+        if is_conv and ls.max_pool_stride > 1:  # type: ignore[union-attr]
+            pf_b, pb_b = _max_pool(tl.outputs, ls.max_pool_stride, act)  # type: ignore[union-attr]
+            bf, bb, kf, kb = bf + pf_b, bb + pb_b, kf + 1, kb + 1
         if transpose and is_conv:
             ef, eb, tkf, tkb = _transposes(tl, ls, t.nchw_transpose_passes)  # type: ignore[arg-type]
             bf, bb, kf, kb = bf + ef * act, bb + eb * act, kf + tkf, kb + tkb
