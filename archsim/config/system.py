@@ -154,6 +154,14 @@ class DdpConfig(ArchsimModel):
     bucket_bytes: PositiveInt = Field(
         default=25 * 1024 * 1024, description="kDefaultBucketBytesCap = 25 MiB (bucket_cap_mb)."
     )
+    gradient_copies: int = Field(
+        default=2,
+        ge=0,
+        description="Copies of every gradient DDP makes besides the all-reduce, each a read and a "
+        "write (gradient_as_bucket_view=False, PyTorch's default; reducer.cpp): the autograd "
+        "hook copies the gradient, divided by the world size, into its bucket, and after the "
+        "all-reduce the bucket is copied back into the gradient (0: bucket views).",
+    )
 
 
 class TrainingConfig(ArchsimModel):

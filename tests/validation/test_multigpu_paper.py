@@ -7,8 +7,7 @@ import pytest
 from archsim.validation.multigpu import MULTIGPU_CLAIMS
 
 _BY_NAME = {(c.name, c.source): c for c in MULTIGPU_CLAIMS}
-_MID = ("NVLS busbw 128M (#290)",)
-_BANDWIDTH = [c for c in MULTIGPU_CLAIMS if "busbw" in c.name and not c.name.endswith(_MID)]
+_BANDWIDTH = [c for c in MULTIGPU_CLAIMS if "busbw" in c.name]
 
 
 @pytest.mark.parametrize("claim", _BANDWIDTH, ids=lambda c: f"{c.name} [{c.paper:g}]")
@@ -37,9 +36,3 @@ def test_resnet50_mixed_precision_speedup_is_a_known_gap(label, gap, check_claim
     """Documented FAIL: NVIDIA's AMP 8-GPU runs lose time that follows the node's image rate
     (host JPEG decoding by the loader workers, see the claim's reason), not modelled."""
     check_claim(_training(label, "speed-up"), known_gap=gap)
-
-
-def test_nvls_128m_is_a_known_gap(check_claim) -> None:
-    """Documented FAIL: the NVLS pipeline fill (two loops) covers only part of the 128 MB gap."""
-    claim = next(c for c in MULTIGPU_CLAIMS if c.name == "H100x8 NVLS busbw 128M (#290)")
-    check_claim(claim, known_gap=0.16)
