@@ -173,13 +173,26 @@ class TrainingConfig(ArchsimModel):
     a gradient, batch-norm reads the gradient and the input twice (reductions, then the input
     gradient) and writes once). Optimizer bytes are per parameter, FP32 (PyTorch's SGD with
     momentum reads w, g, m and writes w, m; Adam reads w, g, m, v and writes w, m, v; mixed
-    precision also writes the 16-bit copy of w).
+    precision also writes the 16-bit copy of w). A conv with ``relu: false`` drops the ReLU's
+    passes; ``residual_add`` and ``max_pool_stride`` add the add's and the pool's.
     """
 
     conv_forward_passes: int = Field(default=5, ge=0, description="BN (3) + ReLU (2) passes.")
     conv_backward_passes: int = Field(default=8, ge=0, description="ReLU (3) + BN (5) passes.")
     conv_forward_kernels: int = Field(default=2, ge=0, description="Kernels (BN, ReLU) forward.")
     conv_backward_kernels: int = Field(default=2, ge=0, description="Kernels backward.")
+    relu_forward_passes: int = Field(
+        default=2,
+        ge=0,
+        description="The ReLU's share of conv_forward_passes (read, write), left out for a conv "
+        "with relu: false, with one of the forward kernels.",
+    )
+    relu_backward_passes: int = Field(
+        default=3,
+        ge=0,
+        description="The ReLU's share of conv_backward_passes (gradient and output read, "
+        "gradient written), left out for a conv with relu: false, with one backward kernel.",
+    )
     residual_forward_passes: int = Field(
         default=3,
         ge=0,

@@ -182,6 +182,11 @@ class ConvLayer(ArchsimModel):
         "shortcut before the activation (ResNet's last conv of a block). Costs one add forward "
         "and one gradient sum backward, each reading two and writing one output-sized tensor.",
     )
+    relu: bool = Field(
+        default=True,
+        description="Training only: a ReLU follows the layer's batch-norm (false: none, as for "
+        "ResNet's projection shortcut, whose normalised output goes straight into the add).",
+    )
     max_pool_stride: int = Field(
         default=1,
         ge=1,

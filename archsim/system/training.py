@@ -125,6 +125,9 @@ def _elementwise(
         pb = t.conv_backward_passes if is_conv else 0
         kf = t.conv_forward_kernels if is_conv else 0
         kb = t.conv_backward_kernels if is_conv else 0
+        if is_conv and not ls.relu:  # type: ignore[union-attr]
+            pf, pb = max(0, pf - t.relu_forward_passes), max(0, pb - t.relu_backward_passes)
+            kf, kb = max(0, kf - 1), max(0, kb - 1)
         bf, bb = tl.outputs * act * pf, tl.outputs * act * pb
         if is_conv and ls.residual_add:  # type: ignore[union-attr]
             bf += tl.outputs * act * t.residual_forward_passes

@@ -92,7 +92,8 @@ def _training_graph(g: OnnxGraph, out: str) -> dict[str, Any]:
     """What training runs after a conv (its BatchNorm folded): ``residual_add`` when the
     output is the first input of an Add (or two-input Sum) of two activations (a ResNet
     shortcut; a projection shortcut's conv, the second input, carries no add of its own),
-    ``max_pool_stride`` when a MaxPool follows (through a Relu)."""
+    ``relu: false`` when no Relu follows (after the add, if any), ``max_pool_stride`` when a
+    MaxPool follows (through the Relu)."""
     fields: dict[str, Any] = {}
     add = _only_user(g, out, "Add", "Sum")
     if (
@@ -104,6 +105,8 @@ def _training_graph(g: OnnxGraph, out: str) -> dict[str, Any]:
         fields["residual_add"] = True
         out = add.output[0]
     relu = _only_user(g, out, "Relu")
+    if relu is None:
+        fields["relu"] = False
     pool = _only_user(g, relu.output[0] if relu is not None else out, "MaxPool")
     if pool is not None:
         fields["max_pool_stride"] = int(list(_attrs(pool).get("strides", [1]))[0])

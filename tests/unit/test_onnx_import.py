@@ -217,7 +217,7 @@ def test_resnet50_import_marks_residual_adds_and_max_pool_as_the_preset() -> Non
     resnet50_v1_5 preset annotates them."""
     imp = read_onnx(LIGHT / "light_resnet50.onnx", measure=False)
     convs = [s for s in imp.spec.layers if s.kind == "conv"]
-    keys = (*CONV_KEYS, "residual_add", "max_pool_stride")
+    keys = (*CONV_KEYS, "residual_add", "relu", "max_pool_stride")
     got = sorted(tuple(getattr(s, k) for k in keys) for s in convs)
     ref = sorted(tuple(getattr(s, k) for k in keys) for s in load_workload("resnet50_v1_5").layers)
     assert got == ref
