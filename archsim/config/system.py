@@ -154,6 +154,14 @@ class DdpConfig(ArchsimModel):
     bucket_bytes: PositiveInt = Field(
         default=25 * 1024 * 1024, description="kDefaultBucketBytesCap = 25 MiB (bucket_cap_mb)."
     )
+    gradient_copies: int = Field(
+        default=2,
+        ge=0,
+        description="Copies of every gradient DDP makes besides the all-reduce, each a read and a "
+        "write (gradient_as_bucket_view=False, PyTorch's default; reducer.cpp): the autograd "
+        "hook copies the gradient, divided by the world size, into its bucket, and after the "
+        "all-reduce the bucket is copied back into the gradient (0: bucket views).",
+    )
 
 
 class TrainingConfig(ArchsimModel):
@@ -165,13 +173,38 @@ class TrainingConfig(ArchsimModel):
     a gradient, batch-norm reads the gradient and the input twice (reductions, then the input
     gradient) and writes once). Optimizer bytes are per parameter, FP32 (PyTorch's SGD with
     momentum reads w, g, m and writes w, m; Adam reads w, g, m, v and writes w, m, v; mixed
-    precision also writes the 16-bit copy of w).
+    precision also writes the 16-bit copy of w). A conv with ``relu: false`` drops the ReLU's
+    passes; ``residual_add`` and ``max_pool_stride`` add the add's and the pool's.
     """
 
     conv_forward_passes: int = Field(default=5, ge=0, description="BN (3) + ReLU (2) passes.")
     conv_backward_passes: int = Field(default=8, ge=0, description="ReLU (3) + BN (5) passes.")
     conv_forward_kernels: int = Field(default=2, ge=0, description="Kernels (BN, ReLU) forward.")
     conv_backward_kernels: int = Field(default=2, ge=0, description="Kernels backward.")
+    relu_forward_passes: int = Field(
+        default=2,
+        ge=0,
+        description="The ReLU's share of conv_forward_passes (read, write), left out for a conv "
+        "with relu: false, with one of the forward kernels.",
+    )
+    relu_backward_passes: int = Field(
+        default=3,
+        ge=0,
+        description="The ReLU's share of conv_backward_passes (gradient and output read, "
+        "gradient written), left out for a conv with relu: false, with one backward kernel.",
+    )
+    residual_forward_passes: int = Field(
+        default=3,
+        ge=0,
+        description="Residual add (layers with residual_add): reads the BN output and the "
+        "shortcut, writes the sum, in passes over the layer's output.",
+    )
+    residual_backward_passes: int = Field(
+        default=3,
+        ge=0,
+        description="Backward of a residual block: autograd sums the shortcut's and the branch's "
+        "gradients where the input forks (two reads, one write), in passes over the output.",
+    )
     sgd_bytes_per_param: PositiveInt = Field(default=20, description="SGD-momentum, 5 x 4 B.")
     adam_bytes_per_param: PositiveInt = Field(default=28, description="Adam, 7 x 4 B.")
     nchw_transpose_passes: int = Field(

@@ -176,6 +176,25 @@ class ConvLayer(ArchsimModel):
     data_format: Literal["npy"] = Field(
         default="npy", description="Format of the data folder: 'npy' (two NumPy arrays)."
     )
+    residual_add: bool = Field(
+        default=False,
+        description="Training only: the layer's normalised output is summed with its block's "
+        "shortcut before the activation (ResNet's last conv of a block). Costs one add forward "
+        "and one gradient sum backward, each reading two and writing one output-sized tensor.",
+    )
+    relu: bool = Field(
+        default=True,
+        description="Training only: a ReLU follows the layer's batch-norm (false: none, as for "
+        "ResNet's projection shortcut, whose normalised output goes straight into the add).",
+    )
+    max_pool_stride: int = Field(
+        default=1,
+        ge=1,
+        description="Training only: stride of a max-pool that follows the layer (1: none; "
+        "ResNet's 3x3/2 pool after conv1). Forward reads the output and writes the pooled "
+        "values and their int64 indices; backward reads those and writes an output-sized "
+        "gradient.",
+    )
 
     @model_validator(mode="after")
     def _check_conv(self) -> ConvLayer:

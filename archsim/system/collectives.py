@@ -12,9 +12,14 @@ protocol) pair, and the fastest pair is chosen, as NCCL does.
   latency ``base + 2((n/nodes - 1) intra + log2(nodes) inter)``, bandwidth 0.92 of the rings'
   (capped per channel), times NCCL's tree correction factor for the message size, halved into
   algbw (each byte goes up and down the tree).
-* **NVLS** (all-reduce on an NVSwitch that reduces in the switch, one node): each GPU's links carry
-  the buffer once each way (in for the reduction, out for the multicast), so algbw = the links'
-  bandwidth x ``nvls_efficiency`` x ``(channels-1)/channels``; latency is NCCL's NVLS hop latency.
+* **NVLS** (all-reduce on an NVSwitch that reduces in the switch, one node): every GPU is the
+  head of ``1/n`` of each loop (``all_reduce.h``: the reduce warps' ``directRecvDirectSend`` is a
+  ``multimem.ld_reduce`` then a ``multimem.st`` on the multicast buffers). The switch's loads
+  pull each GPU's copy of every head's chunk (the buffer, out) and return the head its reduced
+  chunk (``1/n``, in); the head's store sends that chunk (``1/n``, out) and the multicast brings
+  every head's result to every GPU (the buffer, in). So each GPU's links carry ``(n+1)/n`` of
+  the buffer each way and algbw = the links' bandwidth x ``nvls_efficiency`` x
+  ``(channels-1)/channels`` x ``n/(n+1)``; latency is NCCL's NVLS hop latency.
   The kernel pipelines chunks through ``nvls_pipeline_stages`` warp groups (scatter, reduce and
   multicast, gather); filling and draining that pipeline costs ``stages - 1`` loops of
   ``GPUs x channels x chunk`` bytes (chunk chosen by size as ``enqueue.cc`` does), which NCCL's
@@ -182,6 +187,7 @@ def _nvls(cfg: SystemConfig, f: _Fabric, nbytes: int) -> tuple[float, float]:
     ch = nc.nvls_channels
     bw = f.rings.bandwidth_bytes_per_s * nc.nvls_efficiency * (ch - 1) / ch
     heads = f.ranks // f.nodes
+    bw *= heads / (heads + 1)  # (n+1)/n of the buffer per direction: see the module docstring
     loop_bytes = heads * ch * nvls_chunk_bytes(cfg, nbytes, heads)
     loops = math.ceil(nbytes / loop_bytes)
     bw *= loops / (loops + nc.nvls_pipeline_stages - 1)
@@ -252,7 +258,7 @@ def collective_time(
         if best is None or t < best[0]:
             best = (t, lat, a, p)
     t, lat, a, p = best  # type: ignore[misc]
-    moved = nbytes * (1.0 if a == "nvls" else bus_factor(op, n)) * n
+    moved = nbytes * ((n + 1) / n if a == "nvls" else bus_factor(op, n)) * n
     _, inter_steps = _steps(op, n, f.nodes)
     nsteps, _ = _steps(op, n, f.nodes)
     inter = moved * inter_steps / nsteps if f.nodes > 1 else 0.0

@@ -9,6 +9,9 @@ order, on one NCCL stream as soon as every gradient in it is ready. The NCCL ker
 (one CTA per channel), so compute that overlaps an all-reduce runs at ``(SMs - channels) / SMs``
 of its speed (the compute process is re-rated whenever a collective starts or ends). After the
 backward pass and the last all-reduce, the optimizer updates every parameter (memory-bound).
+With more than one GPU, DDP's autograd hook copies each gradient into its bucket (a
+memory-bound kernel after the layer's weight gradient) and, once every all-reduce is done, the
+buckets are copied back into the gradients before the optimizer (``ddp.gradient_copies``).
 
 Step results: compute, exposed and overlapped communication, optimizer, images per second,
 scaling efficiency against one GPU of the same system, energy per step.
@@ -94,6 +97,16 @@ def _transposes(tl: TrainLayer, ls: ConvLayer, passes: int) -> tuple[int, int, i
     return fwd, bwd, 2, 2 + 2 * dgrad
 
 
+def _max_pool(outputs: int, stride: int, act: int) -> tuple[int, int]:
+    """(forward, backward bytes) of a max-pool after a layer (PyTorch's
+    max_pool2d_with_indices): forward reads the layer's output and writes the pooled values and
+    their int64 indices; backward reads the pooled gradient and the indices and writes the
+    input-sized gradient."""
+    pooled = -(-outputs // (stride * stride))
+    fwd = outputs * act + pooled * (act + 8)
+    return fwd, fwd
+
+
 def _elementwise(
     layers: list[TrainLayer],
     spec: WorkloadSpec,
@@ -112,7 +125,17 @@ def _elementwise(
         pb = t.conv_backward_passes if is_conv else 0
         kf = t.conv_forward_kernels if is_conv else 0
         kb = t.conv_backward_kernels if is_conv else 0
+        if is_conv and not ls.relu:  # type: ignore[union-attr]
+            pf, pb = max(0, pf - t.relu_forward_passes), max(0, pb - t.relu_backward_passes)
+            kf, kb = max(0, kf - 1), max(0, kb - 1)
         bf, bb = tl.outputs * act * pf, tl.outputs * act * pb
+        if is_conv and ls.residual_add:  # type: ignore[union-attr]
+            bf += tl.outputs * act * t.residual_forward_passes
+            bb += tl.outputs * act * t.residual_backward_passes
+            kf, kb = kf + 1, kb + 1
+        if is_conv and ls.max_pool_stride > 1:  # type: ignore[union-attr]
+            pf_b, pb_b = _max_pool(tl.outputs, ls.max_pool_stride, act)  # type: ignore[union-attr]
+            bf, bb, kf, kb = bf + pf_b, bb + pb_b, kf + 1, kb + 1
         if transpose and is_conv:
             ef, eb, tkf, tkb = _transposes(tl, ls, t.nchw_transpose_passes)  # type: ignore[arg-type]
             bf, bb, kf, kb = bf + ef * act, bb + eb * act, kf + tkf, kb + tkb
@@ -259,8 +282,18 @@ def _comms(sysn: SystemConfig, work: _Work, buckets: list[list[int]], opts: Step
     return out
 
 
-def _kernels(work: _Work) -> list[tuple[str, float, bool, int | None]]:
-    """(name, seconds at full speed, memory-bound?, layer whose gradients it completes)."""
+def _ddp_copy_s(sysn: SystemConfig, work: _Work) -> list[float]:
+    """Seconds of one DDP gradient copy (a read and a write) per layer; none on one GPU."""
+    if sysn.gpus == 1 or sysn.ddp.gradient_copies == 0:
+        return [0.0] * len(work.layers)
+    hbm = work.gpu.hbm.bandwidth_bytes_per_s * work.gpu.hbm_achievable_fraction
+    launch = sysn.training.elementwise_launch_s
+    return [max(2 * tl.params * work.grad_bytes / hbm, launch) for tl in work.layers]
+
+
+def _kernels(work: _Work, copy_s: list[float]) -> list[tuple[str, float, bool, int | None]]:
+    """(name, seconds at full speed, memory-bound?, layer whose gradients it completes);
+    ``copy_s``: the DDP hook's copy of each layer's gradients into its bucket (0: none)."""
     out: list[tuple[str, float, bool, int | None]] = []
 
     def gemm(tl: TrainLayer, phase: str, done: int | None) -> None:
@@ -275,7 +308,11 @@ def _kernels(work: _Work) -> list[tuple[str, float, bool, int | None]]:
         out.append((f"{tl.name}/elementwise_bwd", work.ew_b[i], True, None))
         if tl.dgrad is not None:
             gemm(tl, "dgrad", None)
-        gemm(tl, "wgrad", i)
+        if copy_s[i] > 0:
+            gemm(tl, "wgrad", None)
+            out.append((f"{tl.name}/ddp_copy", copy_s[i], True, i))
+        else:
+            gemm(tl, "wgrad", i)
     return out
 
 
@@ -300,9 +337,13 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
     slow_mem = min(slow, max(0.05, 1 - nccl_hbm / hbm))
     marks: dict[str, float] = {}
     waiting = {"timeout": False}
+    copy_s = _ddp_copy_s(sysn, work)
+    # after the last all-reduce, buckets are copied back into the gradients (copies beyond the
+    # hook's first)
+    copy_back_s = sum(copy_s) * max(0, sysn.ddp.gradient_copies - 1)
 
     def compute() -> Generator[Any, Any, None]:
-        for name, dur, mem_bound, done_layer in _kernels(work):
+        for name, dur, mem_bound, done_layer in _kernels(work, copy_s):
             start, left_s = env.now, dur
             while left_s > 0:
                 rate = (slow_mem if mem_bound else slow) if st.comm_active else 1.0
@@ -344,6 +385,10 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
 
     cproc = env.process(comm())
     env.run(simpy.AllOf(env, [proc, cproc]))
+    if copy_back_s > 0:
+        copy_start = env.now
+        env.run(env.timeout(copy_back_s))
+        st.events.append(("compute", "ddp_copy_back", copy_start, env.now))
     opt_start = env.now
     env.run(env.timeout(work.opt_s))
     st.events.append(("compute", "optimizer", opt_start, env.now))
@@ -366,6 +411,8 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
         "exposed_communication_s": exposed,
         "overlapped_communication_s": comm_total - exposed,
         "optimizer_s": work.opt_s,
+        "ddp_copy_s": sum(copy_s) + copy_back_s,  # in compute_s, except the copy back:
+        "ddp_copy_back_s": copy_back_s,
         "samples_per_s": opts.batch_per_gpu * sysn.gpus / step_s,
         "buckets": len(buckets),
         "timeline": st.events,

@@ -80,6 +80,39 @@ def _fold_bn(g: OnnxGraph, bn_index: int, w: np.ndarray | None, b: np.ndarray | 
     return w2, ((b0 - mean) * factor + shift).astype(np.float32), False
 
 
+def _only_user(g: OnnxGraph, out: str, *ops: str) -> Any:
+    """The node of a type in ``ops`` that is the only consumer of ``out``, else None."""
+    users = g.consumers.get(out, [])
+    if len(users) == 1 and g.nodes[users[0]].op_type in ops:
+        return g.nodes[users[0]]
+    return None
+
+
+def _training_graph(g: OnnxGraph, out: str) -> dict[str, Any]:
+    """What training runs after a conv (its BatchNorm folded): ``residual_add`` when the
+    output is the first input of an Add (or two-input Sum) of two activations (a ResNet
+    shortcut; a projection shortcut's conv, the second input, carries no add of its own),
+    ``relu: false`` when no Relu follows (after the add, if any), ``max_pool_stride`` when a
+    MaxPool follows (through the Relu)."""
+    fields: dict[str, Any] = {}
+    add = _only_user(g, out, "Add", "Sum")
+    if (
+        add is not None
+        and len(add.input) == 2
+        and add.input[0] == out
+        and not any(n in g.consts for n in add.input)
+    ):
+        fields["residual_add"] = True
+        out = add.output[0]
+    relu = _only_user(g, out, "Relu")
+    if relu is None:
+        fields["relu"] = False
+    pool = _only_user(g, relu.output[0] if relu is not None else out, "MaxPool")
+    if pool is not None:
+        fields["max_pool_stride"] = int(list(_attrs(pool).get("strides", [1]))[0])
+    return fields
+
+
 def _conv(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
     x, wshape = g.shapes.get(node.input[0]), g.shapes.get(node.input[1])
     out = g.shapes.get(node.output[0])
@@ -107,6 +140,7 @@ def _conv(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
         folded = (bn,)
     fields: dict[str, Any] = {"kind": "conv", "n": n, "c": c, "k": k, "h": h, "w": w_in}
     fields |= {"r": r, "s": s, "stride": strides[0], "pad": pads[0], "groups": groups}
+    fields |= _training_graph(g, g.nodes[bn].output[0] if bn is not None else node.output[0])
     exact = (
         len(set(strides)) == 1
         and len(set(pads)) == 1

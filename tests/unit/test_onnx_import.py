@@ -209,3 +209,17 @@ def test_dynamic_batch_without_size_and_wrong_npy(tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", np.zeros((2, 5), np.float32))
     with pytest.raises(WorkloadError, match=r"shape \(2, 5\) does not fit input 'x'.*allowed"):
         read_onnx(path, inputs=tmp_path / "x.npy")
+
+
+def test_resnet50_import_marks_residual_adds_and_max_pool_as_the_preset() -> None:
+    """Training reads the graph around each conv: the 16 block-ending convs feeding a shortcut
+    Sum (first input; projections are the second) and the max-pool after conv1, exactly as the
+    resnet50_v1_5 preset annotates them."""
+    imp = read_onnx(LIGHT / "light_resnet50.onnx", measure=False)
+    convs = [s for s in imp.spec.layers if s.kind == "conv"]
+    keys = (*CONV_KEYS, "residual_add", "relu", "max_pool_stride")
+    got = sorted(tuple(getattr(s, k) for k in keys) for s in convs)
+    ref = sorted(tuple(getattr(s, k) for k in keys) for s in load_workload("resnet50_v1_5").layers)
+    assert got == ref
+    assert sum(s.residual_add for s in convs) == 16
+    assert [s.max_pool_stride for s in convs].count(2) == 1

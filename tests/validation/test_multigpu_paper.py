@@ -7,8 +7,7 @@ import pytest
 from archsim.validation.multigpu import MULTIGPU_CLAIMS
 
 _BY_NAME = {(c.name, c.source): c for c in MULTIGPU_CLAIMS}
-_MID = ("NVLS busbw 128M (#290)",)
-_BANDWIDTH = [c for c in MULTIGPU_CLAIMS if "busbw" in c.name and not c.name.endswith(_MID)]
+_BANDWIDTH = [c for c in MULTIGPU_CLAIMS if "busbw" in c.name]
 
 
 @pytest.mark.parametrize("claim", _BANDWIDTH, ids=lambda c: f"{c.name} [{c.paper:g}]")
@@ -20,22 +19,20 @@ def _training(label: str, what: str):
     return next(c for c in MULTIGPU_CLAIMS if label in c.name and what in c.name)
 
 
-def test_resnet50_dgx1_mixed_precision_single_gpu(check_claim) -> None:
-    check_claim(_training("V100 AMP", "1-GPU"))
+@pytest.mark.parametrize("label", ["V100 AMP", "V100 FP32", "A100 AMP", "A100 TF32"])
+def test_resnet50_single_gpu_throughput(label, check_claim) -> None:
+    """DLE's 1-GPU ResNet-50 v1.5 throughputs within 15 % (the A100's passed only after the
+    residual adds, max-pool, v1.5 strides and the A100's cited 88 % HBM fraction were modelled)."""
+    check_claim(_training(label, "1-GPU"))
 
 
-def test_resnet50_dgx1_mixed_precision_speedup_is_a_known_gap(check_claim) -> None:
-    """Documented FAIL: NVIDIA's 6.93x carries host-side losses the model does not simulate."""
-    check_claim(_training("V100 AMP", "speed-up"), known_gap=1.2)
+@pytest.mark.parametrize("label", ["V100 FP32", "A100 TF32"])
+def test_resnet50_full_precision_speedup(label, check_claim) -> None:
+    check_claim(_training(label, "speed-up"))
 
 
-def test_nvls_128m_is_a_known_gap(check_claim) -> None:
-    """Documented FAIL: the NVLS pipeline fill (two loops) covers only part of the 128 MB gap."""
-    claim = next(c for c in MULTIGPU_CLAIMS if c.name == "H100x8 NVLS busbw 128M (#290)")
-    check_claim(claim, known_gap=0.16)
-
-
-def test_resnet50_a100_tf32_single_gpu_is_a_known_gap(check_claim) -> None:
-    """Documented FAIL: NCHW transposes are modelled (+102 % -> +39 %); about 40 % common to the
-    A100's AMP and TF32 runs remains unexplained (see the claim's reason)."""
-    check_claim(_training("A100 TF32", "1-GPU"), known_gap=0.45)
+@pytest.mark.parametrize("label, gap", [("V100 AMP", 1.2), ("A100 AMP", 1.3)])
+def test_resnet50_mixed_precision_speedup_is_a_known_gap(label, gap, check_claim) -> None:
+    """Documented FAIL: NVIDIA's AMP 8-GPU runs lose time that follows the node's image rate
+    (host JPEG decoding by the loader workers, see the claim's reason), not modelled."""
+    check_claim(_training(label, "speed-up"), known_gap=gap)
