@@ -19,10 +19,11 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archsim.background import import_in_background
 from archsim.errors import ArchsimError
 
 if TYPE_CHECKING:  # pandas and the sweep engine load when a sweep runs, not for `--help`
@@ -196,6 +197,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     total = len({p.key for p in plan.points})
     bar = progress_bar(total, f"sweep {plan.spec.name}", progress_enabled(args.quiet))
+    # while worker processes compute, this one mostly waits: import the report (matplotlib,
+    # about 0.7 s) meanwhile rather than after the last point
+    from archsim.explore.executor import default_jobs
+
+    parallel = args.dask is not None or (args.jobs or default_jobs()) > 1
+    loader = import_in_background("archsim.report") if parallel and total > 1 else None
     try:
         with _interrupts(out), bar as advance:
             last = [0]
@@ -218,6 +225,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"archsim: interrupted; {where}, run the same command again to resume", file=sys.stderr
         )
         return EXIT_INTERRUPTED
+    finally:
+        if loader is not None:  # before any exit: no import cut short (a Ctrl-C meanwhile
+            with suppress(KeyboardInterrupt):  # only ends the wait for it, < 1 s)
+                loader.join()
     points = totals(frame)
     try:
         _write_outputs(out, frame, points, f"Sweep {plan.spec.name}")
