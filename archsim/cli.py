@@ -201,7 +201,7 @@ def _write_outputs(
     """Write results.csv, results.json, report.html (and SCALE-Sim's reports) all or nothing."""
 
     def write(tmp: Path) -> list[str]:
-        result.to_dataframe().to_csv(tmp / "results.csv", index=False)
+        result.to_csv(tmp / "results.csv")  # without pandas: ~0.5 s of a run
         result.to_json(tmp / "results.json")
         names = ["results.csv", "results.json"]
         if report:

@@ -118,6 +118,15 @@ class RunResult:
 
         return pd.DataFrame([lr.row() for lr in self.layers])
 
+    def to_csv(self, path: str | Path) -> Path:
+        """Write ``to_dataframe()`` as CSV (the same bytes as pandas' ``to_csv(index=False)``,
+        without importing pandas); returns the path."""
+        from archsim.csv_rows import rows_to_csv
+
+        out = Path(path)
+        out.write_text(rows_to_csv(lr.row() for lr in self.layers), encoding="utf-8")
+        return out
+
     def summary(self) -> dict[str, Any]:
         """Totals of the run."""
         t = self.total_time_s

@@ -105,7 +105,7 @@ def test_run_announces_a_first_compile_once(capsys, monkeypatch):
     assert capsys.readouterr().err == ""
 
 
-def test_run_without_report_skips_matplotlib_and_report_rebuilds_it(tmp_path):
+def test_run_without_report_skips_matplotlib_and_pandas_and_report_rebuilds_it(tmp_path):
     wl, out = tmp_path / "wl.yaml", tmp_path / "o"
     layer = (
         "{name: a, kind: fc, inputs: 64, outputs: 32, weight_density: 0.2, activation_density: 0.5}"
@@ -114,9 +114,9 @@ def test_run_without_report_skips_matplotlib_and_report_rebuilds_it(tmp_path):
     code = (
         "import sys; from archsim.cli import main; "
         f"rc = main(['run', 'tiny_eie', {str(wl)!r}, '-o', {str(out)!r}, '-q', '--no-report']); "
-        "print(rc, 'matplotlib' in sys.modules)"
+        "print(rc, 'matplotlib' in sys.modules, 'pandas' in sys.modules)"
     )
-    assert _python(code).split() == ["0", "False"]
+    assert _python(code).split() == ["0", "False", "False"]  # results.csv: archsim.csv_rows
     assert sorted(p.name for p in out.iterdir()) == ["results.csv", "results.json"]
     from archsim.cli import main
 
