@@ -9,8 +9,11 @@ correlation per file and precision for
   README's max SM clock, which short or light kernels run near);
 * optionally DeepBench's published V100 training GEMMs (``--deepbench DIR`` holding
   ``deepbench_v100_fp16.csv`` / ``deepbench_v100_fp32.csv`` with columns row, app, m, n, k, a_t,
-  b_t, ms, extracted from ``results/train/DeepBench_NV_V100.xlsx`` of baidu-research/DeepBench;
-  not shipped), at the preset clock (1530 MHz, the boost clock DeepBench's V100 ran at).
+  b_t, ms, extracted from ``results/train/DeepBench_NV_V100.xlsx`` of baidu-research/DeepBench
+  by ``benchmarks/deepbench_v100_csv.py``; not shipped), at the preset clock (1530 MHz, the
+  boost clock DeepBench's V100 ran at). DeepBench publishes whole microseconds, truncated
+  (``code/nvidia/gemm_bench.cu``: ``static_cast<int>`` us per call), so its 8 us rows lie in
+  8-9 us.
 
 ``--preset-clock`` simulates the H100 rows at the preset clock instead (for reference).
 """
