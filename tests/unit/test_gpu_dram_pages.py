@@ -1,5 +1,5 @@
-"""DRAM page activations (``gpu_plan.activation_limited_load_bandwidth``): an opt-in model whose
-cited V100 values ``hw_configs/v100.yaml`` documents but leaves off."""
+"""DRAM page activations (``gpu_plan.activation_limited_load_bandwidth``): on in the V100 preset
+(cited values in ``hw_configs/v100.yaml``), off where a preset has no ``dram_pages``."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def _prob(m: int, n: int, k: int, ta: bool = False, tb: bool = False) -> GemmPro
     )  # fmt: skip
 
 
-def test_off_in_every_preset() -> None:
-    for name in ("v100", "a100", "h100"):
+def test_v100_preset_values_and_off_elsewhere() -> None:
+    assert archsim.load_hardware("v100").dram_pages == DramPageConfig(**PAGES)
+    for name in ("a100", "h100"):
         hw = archsim.load_hardware(name)
         prob = _prob(7680, 16, 2560)
         assert hw.dram_pages is None
@@ -66,7 +67,7 @@ def test_rows_closer_than_a_page_share_it() -> None:
 
 
 def test_only_the_k_contiguous_layout_slows() -> None:
-    on, off = _v100(), archsim.load_hardware("v100")
+    on, off = _v100(), _v100(None)
     kmajor, mmajor = _prob(7680, 16, 2560), _prob(7680, 16, 2560, ta=True)
     assert run_gemm(on, mmajor)[0].cycles == run_gemm(off, mmajor)[0].cycles
     slow = run_gemm(on, kmajor)[0]
