@@ -9,10 +9,18 @@ correlation per file and precision for
   README's max SM clock, which short or light kernels run near);
 * optionally DeepBench's published V100 training GEMMs (``--deepbench DIR`` holding
   ``deepbench_v100_fp16.csv`` / ``deepbench_v100_fp32.csv`` with columns row, app, m, n, k, a_t,
-  b_t, ms, extracted from ``results/train/DeepBench_NV_V100.xlsx`` of baidu-research/DeepBench;
-  not shipped), at the preset clock (1530 MHz, the boost clock DeepBench's V100 ran at).
+  b_t, ms, extracted from ``results/train/DeepBench_NV_V100.xlsx`` of baidu-research/DeepBench
+  by ``benchmarks/deepbench_v100_csv.py``; not shipped), at the preset clock (1530 MHz, the
+  boost clock DeepBench's V100 ran at). DeepBench publishes whole microseconds, truncated
+  (``code/nvidia/gemm_bench.cu``: ``static_cast<int>`` us per call), so its 8 us rows lie in
+  8-9 us.
 
 ``--preset-clock`` simulates the H100 rows at the preset clock instead (for reference).
+``--v100-set PATH=YAML`` overrides a field of the V100 preset (repeatable), e.g. the DRAM-page
+model that ``hw_configs/v100.yaml`` documents but leaves off::
+
+    --v100-set 'dram_pages={page_bytes: 1024, column_address_bits: [0, 1, 2, 3, 4, 5, 6, 7,
+    8, 9], activations_per_s: 9.067e+9}'
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 import archsim
 from archsim.accelerators.tensor_core import run_gemm
@@ -113,7 +122,13 @@ def h100(args: argparse.Namespace) -> None:
 def v100(args: argparse.Namespace) -> None:
     """DeepBench's published V100 training GEMMs (fp16 in / fp32 math, and fp32)."""
     hw = archsim.load_hardware("v100")
-    print(f"V100 DeepBench ({args.deepbench}), preset clock")
+    over = {}
+    for item in args.v100_set:
+        path, _, value = item.partition("=")
+        over[path.strip()] = yaml.safe_load(value)
+    if over:
+        hw = hw.with_overrides(over, "--v100-set")
+    print(f"V100 DeepBench ({args.deepbench}), preset clock" + (f", set {over}" if over else ""))
     for prec in ("fp16", "fp32"):
         path = args.deepbench / f"deepbench_v100_{prec}.csv"
         if not path.exists():
@@ -123,7 +138,10 @@ def v100(args: argparse.Namespace) -> None:
         with path.open() as f:
             for row in csv.DictReader(f):
                 m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
-                ta, tb = row["a_t"] == "T", row["b_t"] == "T"
+                # DeepBench (cuBLAS) is column-major: an "N" A is m x k with m contiguous,
+                # archsim's row-major A stored k x m (transpose_a); a "T" A holds k
+                # contiguous, archsim's m x k. Likewise an "N" B is archsim's B stored n x k.
+                ta, tb = row["a_t"] == "N", row["b_t"] == "N"
                 name = f"{m}x{n}x{k}:{row['a_t']}{row['b_t']}"
                 sim = _time_s(hw, _problem(name, m, n, k, prec, ta, tb), None)
                 meas = float(row["ms"]) * 1e-3
@@ -150,6 +168,10 @@ def main() -> None:
     ap.add_argument("--blank-mhz", type=float, default=1980.0)
     ap.add_argument("--preset-clock", action="store_true")
     ap.add_argument("-v", "--verbose", type=int, default=0, help="print the N worst rows")
+    ap.add_argument(
+        "--v100-set", action="append", default=[], metavar="PATH=YAML",
+        help="override a V100 preset field (repeatable)",
+    )  # fmt: skip
     args = ap.parse_args()
     t = time.perf_counter()
     if args.h100.exists():

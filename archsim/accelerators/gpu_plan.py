@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from archsim.config.gpu import GpuConfig, KernelFamily, ThreadBlockTile, rate_key
+from archsim.config.gpu import DramPageConfig, GpuConfig, KernelFamily, ThreadBlockTile, rate_key
 from archsim.datapath.gpu_sm import warp_job_cycles
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem
@@ -25,6 +25,7 @@ from archsim.workload.gemm import GemmProblem
 __all__ = [
     "KernelPlan",
     "accumulation_chunk_k",
+    "activation_limited_load_bandwidth",
     "check_supported",
     "clockless_key",
     "family_for",
@@ -98,6 +99,49 @@ def leading_dimensions_bytes(prob: GemmProblem) -> tuple[int, int, int]:
     lda = prob.m if prob.transpose_a else prob.k
     ldb = prob.k if prob.transpose_b else prob.n
     return lda * prob.in_bytes, ldb * prob.in_bytes, prob.n * prob.out_bytes
+
+
+def _bytes_per_activation(pages: DramPageConfig, pitch: int, rows: int, piece: int) -> float:
+    """Bytes read per DRAM page opened when ``rows`` rows ``pitch`` bytes apart are each read
+    ``piece`` bytes at one k offset (an operand's tile rows in one k-step): the rows' pieces over
+    the distinct pages they fall in (``column_address_bits`` clear), at most a page."""
+    got = rows * min(piece, pitch)
+    if piece >= pages.page_bytes or got <= pages.page_bytes:
+        return float(pages.page_bytes)
+    mask = ~sum(1 << b for b in pages.column_address_bits)
+    opened = np.unique((np.arange(rows, dtype=np.int64) * pitch) & mask).size
+    return min(float(pages.page_bytes), got / opened)
+
+
+def activation_limited_load_bandwidth(
+    cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan
+) -> float | None:
+    """Bytes per second the main loop's A and B loads can take from DRAM when each DRAM page
+    opened serves only the bytes :func:`_bytes_per_activation` finds (``cfg.dram_pages``);
+    None when the part has no page model.
+
+    An operand stored with K contiguous (A m x k, i.e. not ``transpose_a``; B stored n x k,
+    i.e. ``transpose_b``) is read as one ``k_step``-element piece of each tile row per k-step,
+    rows a leading dimension apart; an operand contiguous along M or N (and a conv's gathered
+    A, whose tile rows are neighbouring pixels) is read in whole pages. A and B are weighted
+    by their compulsory bytes; pages are taken to close between k-steps (many rows per bank).
+    """
+    pages = cfg.dram_pages
+    if pages is None:
+        return None
+    lda, ldb, _ = leading_dimensions_bytes(prob)
+    piece = plan.k_step * prob.in_bytes
+    a_bytes = prob.m * prob.a_unique_fraction
+    a_kmajor = not prob.transpose_a and prob.a_unique_fraction >= 1.0
+    per_byte = 0.0
+    for share, kmajor, pitch, rows in (
+        (a_bytes, a_kmajor, lda, min(plan.tile.m, prob.m)),
+        (float(prob.n), prob.transpose_b, ldb, min(plan.tile.n, prob.n)),
+    ):
+        size = _bytes_per_activation(pages, pitch, rows, piece) if kmajor else pages.page_bytes
+        per_byte += share / size
+    per_byte /= a_bytes + prob.n
+    return pages.activations_per_s / per_byte
 
 
 def _eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:

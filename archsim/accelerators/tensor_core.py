@@ -42,6 +42,7 @@ from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.gpu_plan import (
     KernelPlan,
     accumulation_chunk_k,
+    activation_limited_load_bandwidth,
     clockless_key,
     l2_traffic,
     plans_for,
@@ -97,21 +98,29 @@ class KernelRun:
 class _Memory:
     """The shared L2/HBM system: bandwidth share per SM from the number of active SMs."""
 
-    def __init__(self, cfg: GpuConfig, miss: float, port: float | None = None) -> None:
+    def __init__(
+        self, cfg: GpuConfig, miss: float, port: float | None = None,
+        load_hbm_bytes_per_s: float | None = None,
+    ) -> None:  # fmt: skip
         clock = cfg.clock.frequency_hz
         self.port = port if port is not None else cfg.sm_memory.shared_bandwidth_bytes_per_clock
         self.l2 = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
         self.hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
+        # main-loop loads: also bounded by DRAM page activations (gpu_plan.dram_pages)
+        self.hbm_loads = self.hbm
+        if load_hbm_bytes_per_s is not None:
+            self.hbm_loads = min(self.hbm, load_hbm_bytes_per_s / clock)
         self.miss = miss
         self.active = 0
 
-    def share(self, l2_ratio: float = 1.0) -> float:
+    def share(self, l2_ratio: float = 1.0, loads: bool = False) -> float:
         """Bytes per clock one active SM can move into shared memory now, when each byte it
-        receives costs ``l2_ratio`` bytes of L2 (and HBM) traffic (< 1 under TMA multicast)."""
+        receives costs ``l2_ratio`` bytes of L2 (and HBM) traffic (< 1 under TMA multicast);
+        ``loads``: the main loop's A/B loads (at the activation-limited DRAM rate)."""
         a = max(self.active, 1) * l2_ratio
         s = min(self.port, self.l2 / a)
         if self.miss > 0:
-            s = min(s, self.hbm / (a * self.miss))
+            s = min(s, (self.hbm_loads if loads else self.hbm) / (a * self.miss))
         return s
 
 
@@ -143,12 +152,14 @@ class _KernelModel:
         hbm_lat = max(l2_lat, math.ceil(cfg.hbm.latency_s * clock))
         self.latency = l2_lat + round(self.miss * (hbm_lat - l2_lat))
         self.launch = math.ceil(cfg.launch_overhead_s * clock - 1e-9)
+        self.load_hbm = activation_limited_load_bandwidth(cfg, prob, plan)
         self._cache: dict[tuple[int, int, int], np.ndarray] = {}
 
     def round(self, n_cta: int, mem: _Memory) -> np.ndarray:
         """``sm_round`` of ``n_cta`` CTAs at the bandwidth shares of ``mem`` now (memoised)."""
         p = self.plan
-        load = max(1, math.ceil(p.stage_bytes / mem.share(p.l2_stage_bytes / p.stage_bytes) - 1e-9))
+        share = mem.share(p.l2_stage_bytes / p.stage_bytes, loads=True)
+        load = max(1, math.ceil(p.stage_bytes / share - 1e-9))
         epi = max(1, math.ceil(p.epilogue_bytes / mem.share() - 1e-9))
         key = (n_cta, load, epi)
         if key not in self._cache:
@@ -176,7 +187,7 @@ class _KernelModel:
 
     def run(self, ctx: SimContext) -> KernelRun:
         """Schedule the kernel(s) in ``ctx`` (from ``ctx.env.now``) and run them."""
-        mem = _Memory(self.cfg, self.miss, self.plan.fill_bytes_per_clock)
+        mem = _Memory(self.cfg, self.miss, self.plan.fill_bytes_per_clock, self.load_hbm)
         groups = self.groups()
         busiest_tensor = 0
         start = int(ctx.env.now)
@@ -213,7 +224,7 @@ class _KernelModel:
         """:meth:`run` in a scratch context, computed without SimPy: the SM groups' rounds
         are replayed in SimPy's event order (time, then creation order), so the cycles and
         the bandwidth shares are the same (the tests hold the two to identical results)."""
-        mem = _Memory(self.cfg, self.miss, self.plan.fill_bytes_per_clock)
+        mem = _Memory(self.cfg, self.miss, self.plan.fill_bytes_per_clock, self.load_hbm)
         groups = self.groups()
         sub_cores = self.cfg.tensor_cores.sub_cores_per_sm
         mem.active = sum(n for n, _ in groups)

@@ -14,6 +14,7 @@ from archsim.config.gpu_power import GpuPowerConfig
 
 __all__ = [
     "CudaCoreConfig",
+    "DramPageConfig",
     "GemmLibraryConfig",
     "GpuConfig",
     "KernelFamily",
@@ -141,6 +142,39 @@ class L2Config(ArchsimModel):
     )
 
 
+class DramPageConfig(ArchsimModel):
+    """DRAM pages and row activations: the limit on an operand read as short pieces of many rows.
+
+    A GEMM operand stored with K contiguous (row-major A of m x k, or B stored n x k) is read by
+    each CTA as ``k-step x element`` bytes of every one of its tile's rows per k-step. With many
+    such rows in flight each piece opens its own DRAM page, unless rows of the tile fall in one
+    page (pages are ``column_address_bits``: a row pitch that is a power of two can put two
+    rows' pieces in the same page). Loads of such an operand then move at most
+    ``activations_per_s x bytes per activation``; operands contiguous along M or N are read in
+    whole pages and keep the HBM bandwidth.
+    """
+
+    page_bytes: PositiveInt = Field(description="Bytes of one DRAM page (row buffer) of a bank.")
+    column_address_bits: list[int] = Field(
+        min_length=1,
+        description="Physical address bits that select a byte within a DRAM page (the others "
+        "select channel, bank and row); 2 ** len must equal page_bytes.",
+    )
+    activations_per_s: PositiveFloat = Field(
+        description="Row activations the whole memory can issue per second (channels / tRRD)."
+    )
+
+    @model_validator(mode="after")
+    def _bits_make_a_page(self) -> DramPageConfig:
+        bits = self.column_address_bits
+        if len(set(bits)) != len(bits) or min(bits) < 0 or 2 ** len(bits) != self.page_bytes:
+            raise ValueError(
+                f"column_address_bits {bits} must be {self.page_bytes.bit_length() - 1} distinct "
+                f"non-negative bit indices (2 ** count = page_bytes {self.page_bytes})"
+            )
+        return self
+
+
 class CudaCoreConfig(ArchsimModel):
     """The SM's FP32 CUDA cores (used when a GEMM cannot run on the tensor cores)."""
 
@@ -203,6 +237,11 @@ class GpuConfig(ArchsimModel):
     hbm: DramConfig
     hbm_achievable_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Achievable / peak HBM bandwidth (measured)."
+    )
+    dram_pages: DramPageConfig | None = Field(
+        default=None,
+        description="DRAM page size, page address bits and activation rate (None: every operand "
+        "streams at the HBM bandwidth).",
     )
     cuda_cores: CudaCoreConfig
     library: GemmLibraryConfig = GemmLibraryConfig()

@@ -62,26 +62,29 @@ def test_calibration_shapes_present(shape: tuple[int, int, int]) -> None:
     by_name = {g.name: g for g in _gemms()}
     layer = by_name[f"gemm_{m}x{n}x{k}_NN"]
     assert (layer.m, layer.n, layer.k) == shape
-    assert (layer.transpose_a, layer.transpose_b) == (False, False)
+    # cuBLAS's column-major NN: A stored k x m, B stored n x k in archsim's row-major terms
+    assert (layer.transpose_a, layer.transpose_b) == (True, True)
 
 
 def test_transposes_parsed() -> None:
+    """Names carry DeepBench's column-major letters; the flags are archsim's row-major storage
+    (a column-major "N" operand is a row-major transposed one)."""
     layers = _gemms()
     counts = {
         tag: sum((g.transpose_a, g.transpose_b) == flags for g in layers)
-        for tag, flags in {"NN": (False, False), "TN": (True, False), "NT": (False, True)}.items()
+        for tag, flags in {"NN": (True, True), "TN": (False, True), "NT": (True, False)}.items()
     }
     assert counts == {"NN": 77, "TN": 73, "NT": 10}
-    assert not any(g.transpose_a and g.transpose_b for g in layers)
-    for g in layers:  # names carry the transposes
-        tag = ("T" if g.transpose_a else "N") + ("T" if g.transpose_b else "N")
+    assert all(g.transpose_a or g.transpose_b for g in layers)  # DeepBench has no TT
+    for g in layers:
+        tag = ("N" if g.transpose_a else "T") + ("N" if g.transpose_b else "T")
         assert g.name == f"gemm_{g.m}x{g.n}x{g.k}_{tag}"
     by_name = {g.name: g for g in layers}
-    tn = by_name["gemm_1760x16x1760_TN"]
-    assert tn.a_shape == (1760, 1760) and tn.b_shape == (1760, 16)
+    tn = by_name["gemm_1760x16x1760_TN"]  # A m x k (K contiguous), B stored n x k
+    assert tn.a_shape == (1760, 1760) and tn.b_shape == (16, 1760)
     nt = by_name["gemm_1760x7133x1760_NT"]
-    assert (nt.transpose_a, nt.transpose_b) == (False, True)
-    assert nt.b_shape == (7133, 1760) and nt.a_shape == (1760, 1760)
+    assert (nt.transpose_a, nt.transpose_b) == (True, False)
+    assert nt.b_shape == (1760, 7133) and nt.a_shape == (1760, 1760)
     # first and last entries of DeepBench's training_set, in file order
     assert layers[0].name == "gemm_1760x16x1760_NN"
     assert layers[-1].name == "gemm_1024x32x512_NT"
