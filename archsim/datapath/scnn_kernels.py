@@ -23,11 +23,14 @@ Micro-architecture (the reference twin in ``scnn_reference.py`` steps the same m
 from __future__ import annotations
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from archsim.numba_cache import nb
 
 __all__ = ["scnn_layer", "SCNN_PE_FIELDS", "ADDR_BITS"]
 
+_FAR = 1 << 40  # a coordinate that misses every output grid (placeholder zeros)
+_INSIDE = -1  # a_yy of an activation whose products all land on the output grid
 _SCRAMBLE = 37  # a prime: idx -> idx * 37 mod P is a permutation unless 37 divides P
 
 #: bits of an accumulator address inside a packed FIFO slot (windows up to 2**24 entries)
@@ -234,6 +237,252 @@ def _pe_phase(
     st[5] = conflicts
 
 
+@nb.njit(cache=True, inline="never")
+def _pe_phase_fast(
+    g,
+    p,
+    n_channels,
+    n_pes,
+    a_ptr,
+    a_word,
+    a_yy,
+    a_xx,
+    a_v,
+    w_ptr,
+    w_word,
+    w_r,
+    w_s,
+    w_v,
+    out_w,
+    out_h,
+    f,
+    i_vec,
+    banks,
+    depth,
+    shift,
+    lo,
+    hi,
+    acc,
+    st,
+):  # pragma: no cover - compiled
+    """``_pe_phase`` for stride 1, F*I <= 64 inputs and A <= 64 banks, nearly branch-free.
+
+    Each FIFO is a shift register: slot s of input j is ``q_*[s * nfi + j]``, slot 0 the head.
+    A cycle first finds the winners in priority order with a 64-bit grant mask (no branch per
+    input), then pops them (one ``trailing_zeros`` per winner). A product's address and bank are
+    sums of a per-activation and a per-weight term (``a_t + w_t``, ``a_b + w_b`` mod A); the
+    bank rides in the low 6 bits of the queued address; placeholders miss the output grid.
+    """
+    nfi = f * i_vec
+    q = np.zeros(2 * nfi * depth, dtype=np.int64)  # slot sl: word q[2 sl], value q[2 sl + 1]
+    q_len = np.zeros(nfi, dtype=np.int64)
+    oh1 = out_h - 1
+    ow1 = out_w - 1
+    sh_r = shift if shift > 0 else 0
+    sh_l = -shift if shift < 0 else 0
+    half = (1 << (shift - 1)) if shift > 0 else 0
+    issues = mults = prods = stalls = conflicts = 0
+    fullm = 0  # bit j: input j's FIFO holds depth products
+    occm = 0  # bit j: input j's FIFO holds a product
+    cycle = 0
+    rot = 0  # rotating priority: input rot ranks first this cycle
+    last_delivery = -1
+    last_issue = -1
+    wbase_g = g * n_channels
+    c = 0
+    while c < n_channels:
+        if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
+            w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
+        ):
+            break
+        c += 1
+    have_work = c < n_channels
+    a_hi = w_lo = w_hi = abase = wbase = 0
+    if have_work:
+        abase, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
+        w_lo, w_hi = w_ptr[wbase_g + c], w_ptr[wbase_g + c + 1]
+        wbase = w_lo
+    while have_work or occm != 0:
+        if occm != 0:
+            # pass 1: the occupied inputs in priority order (rot .. nfi - 1, then 0 .. rot - 1)
+            if rot == 0:
+                m = occm
+                rest = 0
+            else:
+                m = (occm >> rot) & ((1 << (nfi - rot)) - 1)
+                rest = occm & ((1 << rot) - 1)
+            gmask = 0
+            wins = 0
+            waiting = 0
+            base = rot
+            while True:
+                while m != 0:
+                    j = base + trailing_zeros(m)
+                    m &= m - 1
+                    waiting += 1
+                    b = q[2 * j] & 127
+                    bit = 1 << b
+                    wins |= (((gmask >> b) & 1) ^ 1) << j
+                    gmask |= bit
+                if rest == 0:
+                    break
+                m = rest
+                rest = 0
+                base = 0
+            # pass 2: pop the winners (a new head waits for the next cycle)
+            served = 0
+            while wins != 0:
+                j = trailing_zeros(wins)
+                wins &= wins - 1
+                served += 1
+                sl = 2 * j
+                ad = q[sl] >> 7
+                v = acc[ad] + q[sl + 1]
+                acc[ad] = hi if v > hi else (lo if v < lo else v)
+                n_in = q_len[j]
+                fullm &= ~(1 << j)
+                occm ^= (1 << j) if n_in == 1 else 0
+                q_len[j] = n_in - 1
+                if depth == 2:  # the default: move slot 1 to the head (a stale copy when empty)
+                    q[sl] = q[sl + 2 * nfi]
+                    q[sl + 1] = q[sl + 2 * nfi + 1]
+                else:
+                    for _ in range(1, n_in):
+                        q[sl] = q[sl + 2 * nfi]
+                        q[sl + 1] = q[sl + 2 * nfi + 1]
+                        sl += 2 * nfi
+            conflicts += waiting - served
+            prods += served
+            last_delivery = cycle
+        if have_work:
+            if fullm != 0:
+                stalls += 1
+            else:
+                issues += 1
+                last_issue = cycle
+                aend = min(abase + i_vec, a_hi)
+                wend = min(wbase + f, w_hi)
+                mults += (aend - abase) * (wend - wbase)
+                for ia in range(abase, aend):
+                    aval = a_v[ia]
+                    ay_ = a_yy[ia]
+                    ax_ = a_xx[ia]
+                    aw = a_word[ia]
+                    row = (ia - abase) * f - wbase
+                    for iw in range(wbase, wend):
+                        word = aw + w_word[iw]
+                        if word < 0:
+                            continue  # a placeholder, or off the output grid
+                        if ay_ != _INSIDE:
+                            ny = ay_ - w_r[iw]
+                            nx = ax_ - w_s[iw]
+                            if (ny | nx | (oh1 - ny) | (ow1 - nx)) < 0:
+                                continue  # off the output grid
+                        word -= banks if (word & 127) >= banks else 0
+                        j = row + iw
+                        n_in = q_len[j]
+                        sl = 2 * (n_in * nfi + j)
+                        q[sl] = word
+                        q[sl + 1] = ((w_v[iw] * aval + half) >> sh_r) << sh_l
+                        occm |= 1 << j
+                        n_in += 1
+                        q_len[j] = n_in
+                        fullm |= (1 << j) if n_in == depth else 0
+                wbase = wend
+                if wend >= w_hi:
+                    wbase = w_lo
+                    abase = aend
+                    if aend >= a_hi:
+                        c += 1
+                        while c < n_channels:
+                            if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
+                                w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
+                            ):
+                                break
+                            c += 1
+                        have_work = c < n_channels
+                        if have_work:
+                            abase, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
+                            w_lo, w_hi = w_ptr[wbase_g + c], w_ptr[wbase_g + c + 1]
+                            wbase = w_lo
+        cycle += 1
+        rot += 1
+        if rot == nfi:
+            rot = 0
+    st[0] = max(last_delivery, last_issue) + 1
+    st[1] = issues
+    st[2] = mults
+    st[3] = prods
+    st[4] = stalls
+    st[5] = conflicts
+
+
+@nb.njit(cache=True)
+def _operand_terms(
+    fast,
+    n_channels,
+    n_pes,
+    a_ptr,
+    a_x,
+    a_y,
+    a_v,
+    w_k,
+    w_r,
+    w_s,
+    w_v,
+    win_x0,
+    win_y0,
+    ww,
+    wh,
+    out_w,
+    out_h,
+    pad,
+    banks,
+):  # pragma: no cover - compiled
+    """Per-operand terms of ``_pe_phase_fast`` (empty arrays unless ``fast``).
+
+    A product's packed word ``address * 128 + bank_sum`` is ``a_word + w_word`` with
+    ``a_word = a_t * 128 + a_t mod A``, ``a_t = (y + pad - y0) * WW + x + pad - x0`` and
+    ``w_word = w_t * 128 + w_t mod A``, ``w_t = k_local * WH * WW - r * WW - s``
+    (bank_sum < 2A <= 128; the bank is bank_sum, less A when bank_sum >= A). ``a_yy, a_xx``
+    (``y + pad``, ``x + pad``) and ``w_r, w_s`` give the output coordinate ``oy = a_yy - w_r``,
+    ``ox = a_xx - w_s``; placeholder zeros get coordinates that miss every output grid and a
+    negative word. An activation whose products all land on the grid (for every r, s of the
+    layer's weights) gets ``a_yy = _INSIDE``: its products skip the coordinate test.
+    """
+    n_w = w_v.shape[0] if fast else 0
+    n_a = a_v.shape[0] if fast else 0
+    w_word = np.zeros(n_w, dtype=np.int64)
+    w_r2 = np.zeros(n_w, dtype=np.int64)
+    w_s2 = np.zeros(n_w, dtype=np.int64)
+    r_max = s_max = 0
+    for iw in range(n_w):
+        wt = w_k[iw] * (wh * ww) - w_r[iw] * ww - w_s[iw]
+        w_word[iw] = wt * 128 + wt % banks if w_v[iw] != 0 else -_FAR
+        w_r2[iw] = w_r[iw] if w_v[iw] != 0 else _FAR
+        w_s2[iw] = w_s[iw] if w_v[iw] != 0 else _FAR
+        if w_v[iw] != 0:
+            r_max = max(r_max, w_r[iw])
+            s_max = max(s_max, w_s[iw])
+    a_word = np.zeros(n_a, dtype=np.int64)
+    a_yy = np.zeros(n_a, dtype=np.int64)
+    a_xx = np.zeros(n_a, dtype=np.int64)
+    if fast:
+        for c in range(n_channels):
+            for p in range(n_pes):
+                for ia in range(a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]):
+                    yy = a_y[ia] + pad
+                    xx = a_x[ia] + pad
+                    at = (yy - win_y0[p]) * ww + xx - win_x0[p]
+                    a_word[ia] = at * 128 + at % banks if a_v[ia] != 0 else -_FAR
+                    a_yy[ia] = yy if a_v[ia] != 0 else -_FAR
+                    a_xx[ia] = xx if a_v[ia] != 0 else -_FAR
+                    inside = yy >= r_max and yy < out_h and xx >= s_max and xx < out_w
+                    if a_v[ia] != 0 and inside:
+                        a_yy[ia] = _INSIDE
+    return a_word, a_yy, a_xx, w_word, w_r2, w_s2
+
+
 @nb.njit(cache=True, parallel=True)
 def scnn_layer(
     n_groups,
@@ -283,10 +532,62 @@ def scnn_layer(
     order = np.empty(n_pes, dtype=np.int64)
     for idx in range(n_pes):
         order[idx] = (idx * _SCRAMBLE) % n_pes if n_pes % _SCRAMBLE else idx
+    fast = stride == 1 and f * i_vec <= 64 and banks <= 64
+    terms = _operand_terms(
+        fast,
+        n_channels,
+        n_pes,
+        a_ptr,
+        a_x,
+        a_y,
+        a_v,
+        w_k,
+        w_r,
+        w_s,
+        w_v,
+        win_x0,
+        win_y0,
+        ww,
+        wh,
+        out_w,
+        out_h,
+        pad,
+        banks,
+    )
+    a_word, a_yy, a_xx, w_word, w_r2, w_s2 = terms
     for g in range(n_groups):
         acc[:, :] = 0
         for idx in nb.prange(n_pes):
             p = order[idx]
+            if fast:
+                _pe_phase_fast(
+                    g,
+                    p,
+                    n_channels,
+                    n_pes,
+                    a_ptr,
+                    a_word,
+                    a_yy,
+                    a_xx,
+                    a_v,
+                    w_ptr,
+                    w_word,
+                    w_r2,
+                    w_s2,
+                    w_v,
+                    out_w,
+                    out_h,
+                    f,
+                    i_vec,
+                    banks,
+                    fifo_depth,
+                    shift,
+                    lo,
+                    hi,
+                    acc[p],
+                    st[p],
+                )
+                continue
             _pe_phase(
                 g,
                 p,
