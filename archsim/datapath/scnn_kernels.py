@@ -274,16 +274,16 @@ def _pe_phase_fast(
     bank rides in the low 6 bits of the queued address; placeholders miss the output grid.
     """
     nfi = f * i_vec
-    q = np.zeros(2 * nfi * depth, dtype=np.int64)  # slot sl: word q[2 sl], value q[2 sl + 1]
-    q_len = np.zeros(nfi, dtype=np.int64)
+    # FIFO j: head (word, value) at q[2 j], q[2 j + 1]; the second entry 2 * nfi further on
+    q = np.zeros(4 * nfi, dtype=np.int64)
     oh1 = out_h - 1
     ow1 = out_w - 1
     sh_r = shift if shift > 0 else 0
     sh_l = -shift if shift < 0 else 0
     half = (1 << (shift - 1)) if shift > 0 else 0
     issues = mults = prods = stalls = conflicts = 0
-    fullm = 0  # bit j: input j's FIFO holds depth products
     occm = 0  # bit j: input j's FIFO holds a product
+    two = 0  # bit j: it holds two (depth 2 only)
     cycle = 0
     rot = 0  # rotating priority: input rot ranks first this cycle
     last_delivery = -1
@@ -314,6 +314,7 @@ def _pe_phase_fast(
             gmask = 0
             wins = 0
             waiting = 0
+            served = 0
             base = rot
             while True:
                 while m != 0:
@@ -321,41 +322,33 @@ def _pe_phase_fast(
                     m &= m - 1
                     waiting += 1
                     b = q[2 * j] & 127
-                    bit = 1 << b
-                    wins |= (((gmask >> b) & 1) ^ 1) << j
-                    gmask |= bit
+                    won = ((gmask >> b) & 1) ^ 1
+                    served += won
+                    wins |= won << j
+                    gmask |= 1 << b
                 if rest == 0:
                     break
                 m = rest
                 rest = 0
                 base = 0
-            # pass 2: pop the winners (a new head waits for the next cycle)
-            served = 0
+            # pass 2: pop the winners (a new head waits for the next cycle); the second entry
+            # moves to the head (a stale copy when the FIFO empties)
+            occm ^= wins & ~two
+            two &= ~wins
             while wins != 0:
                 j = trailing_zeros(wins)
                 wins &= wins - 1
-                served += 1
                 sl = 2 * j
                 ad = q[sl] >> 7
                 v = acc[ad] + q[sl + 1]
                 acc[ad] = hi if v > hi else (lo if v < lo else v)
-                n_in = q_len[j]
-                fullm &= ~(1 << j)
-                occm ^= (1 << j) if n_in == 1 else 0
-                q_len[j] = n_in - 1
-                if depth == 2:  # the default: move slot 1 to the head (a stale copy when empty)
-                    q[sl] = q[sl + 2 * nfi]
-                    q[sl + 1] = q[sl + 2 * nfi + 1]
-                else:
-                    for _ in range(1, n_in):
-                        q[sl] = q[sl + 2 * nfi]
-                        q[sl + 1] = q[sl + 2 * nfi + 1]
-                        sl += 2 * nfi
+                q[sl] = q[sl + 2 * nfi]
+                q[sl + 1] = q[sl + 2 * nfi + 1]
             conflicts += waiting - served
             prods += served
             last_delivery = cycle
         if have_work:
-            if fullm != 0:
+            if (two if depth == 2 else occm) != 0:  # a full FIFO
                 stalls += 1
             else:
                 issues += 1
@@ -380,14 +373,12 @@ def _pe_phase_fast(
                                 continue  # off the output grid
                         word -= banks if (word & 127) >= banks else 0
                         j = row + iw
-                        n_in = q_len[j]
+                        n_in = (occm >> j) & 1  # no FIFO is full here
                         sl = 2 * (n_in * nfi + j)
                         q[sl] = word
                         q[sl + 1] = ((w_v[iw] * aval + half) >> sh_r) << sh_l
                         occm |= 1 << j
-                        n_in += 1
-                        q_len[j] = n_in
-                        fullm |= (1 << j) if n_in == depth else 0
+                        two |= n_in << j
                 wbase = wend
                 if wend >= w_hi:
                     wbase = w_lo
@@ -532,7 +523,7 @@ def scnn_layer(
     order = np.empty(n_pes, dtype=np.int64)
     for idx in range(n_pes):
         order[idx] = (idx * _SCRAMBLE) % n_pes if n_pes % _SCRAMBLE else idx
-    fast = stride == 1 and f * i_vec <= 64 and banks <= 64
+    fast = stride == 1 and f * i_vec <= 64 and banks <= 64 and fifo_depth <= 2
     terms = _operand_terms(
         fast,
         n_channels,
