@@ -30,6 +30,7 @@ from archsim.numba_cache import nb
 __all__ = ["scnn_layer", "SCNN_PE_FIELDS", "ADDR_BITS"]
 
 _FAR = 1 << 40  # a coordinate that misses every output grid (placeholder zeros)
+_u = np.uint64  # an index known to be >= 0: numba then skips the negative-index wraparound
 _INSIDE = -1  # a_yy of an activation whose products all land on the output grid
 _SCRAMBLE = 37  # a prime: idx -> idx * 37 mod P is a permutation unless 37 divides P
 
@@ -244,15 +245,9 @@ def _pe_phase_fast(
     n_channels,
     n_pes,
     a_ptr,
-    a_word,
-    a_yy,
-    a_xx,
-    a_v,
+    a_op,
     w_ptr,
-    w_word,
-    w_r,
-    w_s,
-    w_v,
+    w_op,
     out_w,
     out_h,
     f,
@@ -321,7 +316,7 @@ def _pe_phase_fast(
                     j = base + trailing_zeros(m)
                     m &= m - 1
                     waiting += 1
-                    b = q[2 * j] & 127
+                    b = q[_u(2 * j)] & 127
                     won = ((gmask >> b) & 1) ^ 1
                     served += won
                     wins |= won << j
@@ -339,11 +334,11 @@ def _pe_phase_fast(
                 j = trailing_zeros(wins)
                 wins &= wins - 1
                 sl = 2 * j
-                ad = q[sl] >> 7
-                v = acc[ad] + q[sl + 1]
-                acc[ad] = hi if v > hi else (lo if v < lo else v)
-                q[sl] = q[sl + 2 * nfi]
-                q[sl + 1] = q[sl + 2 * nfi + 1]
+                ad = q[_u(sl)] >> 7
+                v = acc[_u(ad)] + q[_u(sl + 1)]
+                acc[_u(ad)] = hi if v > hi else (lo if v < lo else v)
+                q[_u(sl)] = q[_u(sl + 2 * nfi)]
+                q[_u(sl + 1)] = q[_u(sl + 2 * nfi + 1)]
             conflicts += waiting - served
             prods += served
             last_delivery = cycle
@@ -357,26 +352,26 @@ def _pe_phase_fast(
                 wend = min(wbase + f, w_hi)
                 mults += (aend - abase) * (wend - wbase)
                 for ia in range(abase, aend):
-                    aval = a_v[ia]
-                    ay_ = a_yy[ia]
-                    ax_ = a_xx[ia]
-                    aw = a_word[ia]
+                    aw = a_op[_u(4 * ia)]
+                    ay_ = a_op[_u(4 * ia + 1)]
+                    ax_ = a_op[_u(4 * ia + 2)]
+                    aval = a_op[_u(4 * ia + 3)]
                     row = (ia - abase) * f - wbase
                     for iw in range(wbase, wend):
-                        word = aw + w_word[iw]
+                        word = aw + w_op[_u(4 * iw)]
                         if word < 0:
                             continue  # a placeholder, or off the output grid
                         if ay_ != _INSIDE:
-                            ny = ay_ - w_r[iw]
-                            nx = ax_ - w_s[iw]
+                            ny = ay_ - w_op[_u(4 * iw + 1)]
+                            nx = ax_ - w_op[_u(4 * iw + 2)]
                             if (ny | nx | (oh1 - ny) | (ow1 - nx)) < 0:
                                 continue  # off the output grid
                         word -= banks if (word & 127) >= banks else 0
                         j = row + iw
                         n_in = (occm >> j) & 1  # no FIFO is full here
                         sl = 2 * (n_in * nfi + j)
-                        q[sl] = word
-                        q[sl + 1] = ((w_v[iw] * aval + half) >> sh_r) << sh_l
+                        q[_u(sl)] = word
+                        q[_u(sl + 1)] = ((w_op[_u(4 * iw + 3)] * aval + half) >> sh_r) << sh_l
                         occm |= 1 << j
                         two |= n_in << j
                 wbase = wend
@@ -443,21 +438,18 @@ def _operand_terms(
     """
     n_w = w_v.shape[0] if fast else 0
     n_a = a_v.shape[0] if fast else 0
-    w_word = np.zeros(n_w, dtype=np.int64)
-    w_r2 = np.zeros(n_w, dtype=np.int64)
-    w_s2 = np.zeros(n_w, dtype=np.int64)
+    w_op = np.zeros(4 * n_w, dtype=np.int64)
     r_max = s_max = 0
     for iw in range(n_w):
         wt = w_k[iw] * (wh * ww) - w_r[iw] * ww - w_s[iw]
-        w_word[iw] = wt * 128 + wt % banks if w_v[iw] != 0 else -_FAR
-        w_r2[iw] = w_r[iw] if w_v[iw] != 0 else _FAR
-        w_s2[iw] = w_s[iw] if w_v[iw] != 0 else _FAR
+        w_op[4 * iw] = wt * 128 + wt % banks if w_v[iw] != 0 else -_FAR
+        w_op[4 * iw + 1] = w_r[iw] if w_v[iw] != 0 else _FAR
+        w_op[4 * iw + 2] = w_s[iw] if w_v[iw] != 0 else _FAR
+        w_op[4 * iw + 3] = w_v[iw]
         if w_v[iw] != 0:
             r_max = max(r_max, w_r[iw])
             s_max = max(s_max, w_s[iw])
-    a_word = np.zeros(n_a, dtype=np.int64)
-    a_yy = np.zeros(n_a, dtype=np.int64)
-    a_xx = np.zeros(n_a, dtype=np.int64)
+    a_op = np.zeros(4 * n_a, dtype=np.int64)
     if fast:
         for c in range(n_channels):
             for p in range(n_pes):
@@ -465,13 +457,14 @@ def _operand_terms(
                     yy = a_y[ia] + pad
                     xx = a_x[ia] + pad
                     at = (yy - win_y0[p]) * ww + xx - win_x0[p]
-                    a_word[ia] = at * 128 + at % banks if a_v[ia] != 0 else -_FAR
-                    a_yy[ia] = yy if a_v[ia] != 0 else -_FAR
-                    a_xx[ia] = xx if a_v[ia] != 0 else -_FAR
+                    a_op[4 * ia] = at * 128 + at % banks if a_v[ia] != 0 else -_FAR
+                    a_op[4 * ia + 1] = yy if a_v[ia] != 0 else -_FAR
+                    a_op[4 * ia + 2] = xx if a_v[ia] != 0 else -_FAR
+                    a_op[4 * ia + 3] = a_v[ia]
                     inside = yy >= r_max and yy < out_h and xx >= s_max and xx < out_w
                     if a_v[ia] != 0 and inside:
-                        a_yy[ia] = _INSIDE
-    return a_word, a_yy, a_xx, w_word, w_r2, w_s2
+                        a_op[4 * ia + 1] = _INSIDE
+    return a_op, w_op
 
 
 @nb.njit(cache=True, parallel=True)
@@ -545,7 +538,7 @@ def scnn_layer(
         pad,
         banks,
     )
-    a_word, a_yy, a_xx, w_word, w_r2, w_s2 = terms
+    a_op, w_op = terms
     for g in range(n_groups):
         acc[:, :] = 0
         for idx in nb.prange(n_pes):
@@ -557,15 +550,9 @@ def scnn_layer(
                     n_channels,
                     n_pes,
                     a_ptr,
-                    a_word,
-                    a_yy,
-                    a_xx,
-                    a_v,
+                    a_op,
                     w_ptr,
-                    w_word,
-                    w_r2,
-                    w_s2,
-                    w_v,
+                    w_op,
                     out_w,
                     out_h,
                     f,
