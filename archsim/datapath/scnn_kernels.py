@@ -269,8 +269,12 @@ def _pe_phase_fast(
     bank rides in the low 6 bits of the queued address; placeholders miss the output grid.
     """
     nfi = f * i_vec
-    # FIFO j: head (word, value) at q[2 j], q[2 j + 1]; the second entry 2 * nfi further on
+    # FIFO j: head (word, value) at q[4 j], q[4 j + 1], the second entry at q[4 j + 2 ..]
     q = np.zeros(4 * nfi, dtype=np.int64)
+    # bank of a word's low 7 bits (bank_sum): bank_sum, less A when bank_sum >= A
+    bank_of = np.empty(128, dtype=np.int64)
+    for t in range(128):
+        bank_of[t] = t - banks if t >= banks else t
     oh1 = out_h - 1
     ow1 = out_w - 1
     sh_r = shift if shift > 0 else 0
@@ -316,7 +320,7 @@ def _pe_phase_fast(
                     j = base + trailing_zeros(m)
                     m &= m - 1
                     waiting += 1
-                    b = q[_u(2 * j)] & 127
+                    b = bank_of[q[_u(4 * j)] & 127]
                     won = ((gmask >> b) & 1) ^ 1
                     served += won
                     wins |= won << j
@@ -333,12 +337,12 @@ def _pe_phase_fast(
             while wins != 0:
                 j = trailing_zeros(wins)
                 wins &= wins - 1
-                sl = 2 * j
+                sl = 4 * j
                 ad = q[_u(sl)] >> 7
                 v = acc[_u(ad)] + q[_u(sl + 1)]
                 acc[_u(ad)] = hi if v > hi else (lo if v < lo else v)
-                q[_u(sl)] = q[_u(sl + 2 * nfi)]
-                q[_u(sl + 1)] = q[_u(sl + 2 * nfi + 1)]
+                q[_u(sl)] = q[_u(sl + 2)]
+                q[_u(sl + 1)] = q[_u(sl + 3)]
             conflicts += waiting - served
             prods += served
             last_delivery = cycle
@@ -366,10 +370,9 @@ def _pe_phase_fast(
                             nx = ax_ - w_op[_u(4 * iw + 2)]
                             if (ny | nx | (oh1 - ny) | (ow1 - nx)) < 0:
                                 continue  # off the output grid
-                        word -= banks if (word & 127) >= banks else 0
                         j = row + iw
                         n_in = (occm >> j) & 1  # no FIFO is full here
-                        sl = 2 * (n_in * nfi + j)
+                        sl = 4 * j + 2 * n_in
                         q[_u(sl)] = word
                         q[_u(sl + 1)] = ((w_op[_u(4 * iw + 3)] * aval + half) >> sh_r) << sh_l
                         occm |= 1 << j
