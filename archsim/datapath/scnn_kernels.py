@@ -303,8 +303,12 @@ def _pe_phase_fast(
         wbase = w_lo
     while have_work or occm != 0:
         if occm != 0:
-            # pass 1: the occupied inputs in priority order (rot .. nfi - 1, then 0 .. rot - 1)
-            if rot == 0:
+            # pass 1: the occupied inputs in priority order (rot .. nfi - 1, then 0 .. rot - 1);
+            # bit t of m is input rot + t, of rest input t (the wrapped part)
+            if nfi <= 32:
+                m = ((occm | (occm << nfi)) >> rot) & ((1 << nfi) - 1)
+                rest = 0
+            elif rot == 0:
                 m = occm
                 rest = 0
             else:
@@ -319,8 +323,9 @@ def _pe_phase_fast(
                 while m != 0:
                     j = base + trailing_zeros(m)
                     m &= m - 1
+                    j -= nfi if j >= nfi else 0
                     waiting += 1
-                    b = bank_of[q[_u(4 * j)] & 127]
+                    b = bank_of[_u(q[_u(4 * j)] & 127)]
                     won = ((gmask >> b) & 1) ^ 1
                     served += won
                     wins |= won << j
