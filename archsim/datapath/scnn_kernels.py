@@ -18,6 +18,11 @@ Micro-architecture (the reference twin in ``scnn_reference.py`` steps the same m
   the PE's accumulator window (WW x WH = the largest output window of any PE's tile).
 * A phase (one group on one PE) lasts until its last issue or last accumulation, whichever is
   later (an issue at the end of cycle t is arbitrated from cycle t+1).
+
+Two implementations of a phase give identical counters and outputs: ``_pe_phase_fast`` (bit-mask
+FIFO state; stride 1, F*I <= 64, A <= 64, FIFO depth <= 2, i.e. the published SCNN and most
+sweeps) and ``_pe_phase`` (any shape). ``tests/integration/test_scnn_reference.py`` checks both
+against the per-cycle twin.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from archsim.numba_cache import nb
 __all__ = ["scnn_layer", "SCNN_PE_FIELDS", "ADDR_BITS"]
 
 _FAR = 1 << 40  # a coordinate that misses every output grid (placeholder zeros)
-_u = np.uint64  # an index known to be >= 0: numba then skips the negative-index wraparound
-_INSIDE = -1  # a_yy of an activation whose products all land on the output grid
+_u = np.uint64  # an index cast to unsigned: numba skips its negative-index wraparound
+_INSIDE = -1  # y + pad of an activation whose products all land on the output grid
 _SCRAMBLE = 37  # a prime: idx -> idx * 37 mod P is a permutation unless 37 divides P
 
 #: bits of an accumulator address inside a packed FIFO slot (windows up to 2**24 entries)
@@ -46,6 +51,18 @@ SCNN_PE_FIELDS = (
     "issue_stalls",  # cycles a ready vector pair waited for FIFO space
     "conflicts",  # product-cycles spent waiting at a FIFO head that lost arbitration
 )
+
+
+@nb.njit(cache=True, inline="always")
+def _next_channel(c, g, p, n_channels, n_pes, a_ptr, w_ptr):  # pragma: no cover - compiled
+    """First channel >= c in which PE p holds activations and group g weights (else n_channels)."""
+    while c < n_channels:
+        if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
+            w_ptr[g * n_channels + c + 1] > w_ptr[g * n_channels + c]
+        ):
+            break
+        c += 1
+    return c
 
 
 @nb.njit(cache=True, inline="never")
@@ -104,13 +121,7 @@ def _pe_phase(
     last_delivery = -1
     last_issue = -1
     wbase_g = g * n_channels
-    c = 0
-    while c < n_channels:
-        if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
-            w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
-        ):
-            break
-        c += 1
+    c = _next_channel(0, g, p, n_channels, n_pes, a_ptr, w_ptr)
     have_work = c < n_channels
     a_lo = a_hi = w_lo = w_hi = 0
     if have_work:
@@ -214,13 +225,7 @@ def _pe_phase(
                     wbase = w_lo
                     abase = aend
                     if aend >= a_hi:
-                        c += 1
-                        while c < n_channels:
-                            if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
-                                w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
-                            ):
-                                break
-                            c += 1
+                        c = _next_channel(c + 1, g, p, n_channels, n_pes, a_ptr, w_ptr)
                         have_work = c < n_channels
                         if have_work:
                             a_lo, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
@@ -239,35 +244,20 @@ def _pe_phase(
 
 
 @nb.njit(cache=True, inline="never")
-def _pe_phase_fast(
-    g,
-    p,
-    n_channels,
-    n_pes,
-    a_ptr,
-    a_op,
-    w_ptr,
-    w_op,
-    out_w,
-    out_h,
-    f,
-    i_vec,
-    banks,
-    depth,
-    shift,
-    lo,
-    hi,
-    acc,
-    st,
-):  # pragma: no cover - compiled
-    """``_pe_phase`` for stride 1, F*I <= 64 inputs and A <= 64 banks, nearly branch-free.
+def _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc, st):  # pragma: no cover - compiled
+    """``_pe_phase`` for stride 1, F*I <= 64 inputs, A <= 64 banks, depth <= 2: same results.
 
-    Each FIFO is a shift register: slot s of input j is ``q_*[s * nfi + j]``, slot 0 the head.
-    A cycle first finds the winners in priority order with a 64-bit grant mask (no branch per
-    input), then pops them (one ``trailing_zeros`` per winner). A product's address and bank are
-    sums of a per-activation and a per-weight term (``a_t + w_t``, ``a_b + w_b`` mod A); the
-    bank rides in the low 6 bits of the queued address; placeholders miss the output grid.
+    ``dims`` = (channels, PEs, out_w, out_h, F, I, A, depth, shift, lo, hi). The FIFO state is
+    bit masks over the inputs (``occm``: holds a product, ``two``: holds two) and the entries
+    ``q[4 j .. 4 j + 3]`` of input j (head word and value, then the second entry). A word is
+    ``address * 128 + bank_sum``, the sum of an activation and a weight term of
+    ``_operand_terms``; ``bank_of`` maps bank_sum to the bank. A cycle visits the occupied
+    inputs in priority order (``trailing_zeros`` over the mask rotated by ``rot``), grants a
+    head whose bank is still free in a 64-bit mask, then pops the winners (so a new head waits
+    for the next cycle); conflicts are visits minus grants. Hot indices are ``uint64`` so numba
+    drops its negative-index wraparound.
     """
+    n_channels, n_pes, out_w, out_h, f, i_vec, banks, depth, shift, lo, hi = dims
     nfi = f * i_vec
     # FIFO j: head (word, value) at q[4 j], q[4 j + 1], the second entry at q[4 j + 2 ..]
     q = np.zeros(4 * nfi, dtype=np.int64)
@@ -288,13 +278,7 @@ def _pe_phase_fast(
     last_delivery = -1
     last_issue = -1
     wbase_g = g * n_channels
-    c = 0
-    while c < n_channels:
-        if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
-            w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
-        ):
-            break
-        c += 1
+    c = _next_channel(0, g, p, n_channels, n_pes, a_ptr, w_ptr)
     have_work = c < n_channels
     a_hi = w_lo = w_hi = abase = wbase = 0
     if have_work:
@@ -387,13 +371,7 @@ def _pe_phase_fast(
                     wbase = w_lo
                     abase = aend
                     if aend >= a_hi:
-                        c += 1
-                        while c < n_channels:
-                            if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
-                                w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
-                            ):
-                                break
-                            c += 1
+                        c = _next_channel(c + 1, g, p, n_channels, n_pes, a_ptr, w_ptr)
                         have_work = c < n_channels
                         if have_work:
                             abase, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
@@ -435,14 +413,14 @@ def _operand_terms(
 ):  # pragma: no cover - compiled
     """Per-operand terms of ``_pe_phase_fast`` (empty arrays unless ``fast``).
 
-    A product's packed word ``address * 128 + bank_sum`` is ``a_word + w_word`` with
-    ``a_word = a_t * 128 + a_t mod A``, ``a_t = (y + pad - y0) * WW + x + pad - x0`` and
-    ``w_word = w_t * 128 + w_t mod A``, ``w_t = k_local * WH * WW - r * WW - s``
-    (bank_sum < 2A <= 128; the bank is bank_sum, less A when bank_sum >= A). ``a_yy, a_xx``
-    (``y + pad``, ``x + pad``) and ``w_r, w_s`` give the output coordinate ``oy = a_yy - w_r``,
-    ``ox = a_xx - w_s``; placeholder zeros get coordinates that miss every output grid and a
-    negative word. An activation whose products all land on the grid (for every r, s of the
-    layer's weights) gets ``a_yy = _INSIDE``: its products skip the coordinate test.
+    ``a_op[4 ia .. 4 ia + 3]`` = (a_word, y + pad, x + pad, value), ``w_op[4 iw .. 4 iw + 3]`` =
+    (w_word, r, s, value). A product's word ``address * 128 + bank_sum`` is ``a_word + w_word``
+    with ``a_word = a_t * 128 + a_t mod A``, ``a_t = (y + pad - y0) * WW + x + pad - x0``,
+    ``w_word = w_t * 128 + w_t mod A``, ``w_t = k_local * WH * WW - r * WW - s`` (bank_sum < 2A
+    <= 128), and its output coordinate is ``oy = y + pad - r``, ``ox = x + pad - s``.
+    Placeholder zeros get a negative word and coordinates off every output grid. An activation
+    whose products all land on the grid (for every r, s of the layer's weights) gets
+    ``y + pad = _INSIDE``: its products skip the coordinate test.
     """
     n_w = w_v.shape[0] if fast else 0
     n_a = a_v.shape[0] if fast else 0
@@ -547,32 +525,13 @@ def scnn_layer(
         banks,
     )
     a_op, w_op = terms
+    dims = (n_channels, n_pes, out_w, out_h, f, i_vec, banks, fifo_depth, shift, lo, hi)
     for g in range(n_groups):
         acc[:, :] = 0
         for idx in nb.prange(n_pes):
             p = order[idx]
             if fast:
-                _pe_phase_fast(
-                    g,
-                    p,
-                    n_channels,
-                    n_pes,
-                    a_ptr,
-                    a_op,
-                    w_ptr,
-                    w_op,
-                    out_w,
-                    out_h,
-                    f,
-                    i_vec,
-                    banks,
-                    fifo_depth,
-                    shift,
-                    lo,
-                    hi,
-                    acc[p],
-                    st[p],
-                )
+                _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc[p], st[p])
                 continue
             _pe_phase(
                 g,
