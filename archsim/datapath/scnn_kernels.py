@@ -18,16 +18,25 @@ Micro-architecture (the reference twin in ``scnn_reference.py`` steps the same m
   the PE's accumulator window (WW x WH = the largest output window of any PE's tile).
 * A phase (one group on one PE) lasts until its last issue or last accumulation, whichever is
   later (an issue at the end of cycle t is arbitrated from cycle t+1).
+
+Two implementations of a phase give identical counters and outputs: ``_pe_phase_fast`` (bit-mask
+FIFO state; stride 1, F*I <= 64, A <= 64, FIFO depth <= 2, i.e. the published SCNN and most
+sweeps) and ``_pe_phase`` (any shape). ``tests/integration/test_scnn_reference.py`` checks both
+against the per-cycle twin.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from archsim.numba_cache import nb
 
 __all__ = ["scnn_layer", "SCNN_PE_FIELDS", "ADDR_BITS"]
 
+_FAR = 1 << 40  # a coordinate that misses every output grid (placeholder zeros)
+_u = np.uint64  # an index cast to unsigned: numba skips its negative-index wraparound
+_INSIDE = -1  # y + pad of an activation whose products all land on the output grid
 _SCRAMBLE = 37  # a prime: idx -> idx * 37 mod P is a permutation unless 37 divides P
 
 #: bits of an accumulator address inside a packed FIFO slot (windows up to 2**24 entries)
@@ -42,6 +51,18 @@ SCNN_PE_FIELDS = (
     "issue_stalls",  # cycles a ready vector pair waited for FIFO space
     "conflicts",  # product-cycles spent waiting at a FIFO head that lost arbitration
 )
+
+
+@nb.njit(cache=True, inline="always")
+def _next_channel(c, g, p, n_channels, n_pes, a_ptr, w_ptr):  # pragma: no cover - compiled
+    """First channel >= c in which PE p holds activations and group g weights (else n_channels)."""
+    while c < n_channels:
+        if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
+            w_ptr[g * n_channels + c + 1] > w_ptr[g * n_channels + c]
+        ):
+            break
+        c += 1
+    return c
 
 
 @nb.njit(cache=True, inline="never")
@@ -100,13 +121,7 @@ def _pe_phase(
     last_delivery = -1
     last_issue = -1
     wbase_g = g * n_channels
-    c = 0
-    while c < n_channels:
-        if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
-            w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
-        ):
-            break
-        c += 1
+    c = _next_channel(0, g, p, n_channels, n_pes, a_ptr, w_ptr)
     have_work = c < n_channels
     a_lo = a_hi = w_lo = w_hi = 0
     if have_work:
@@ -210,13 +225,7 @@ def _pe_phase(
                     wbase = w_lo
                     abase = aend
                     if aend >= a_hi:
-                        c += 1
-                        while c < n_channels:
-                            if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
-                                w_ptr[wbase_g + c + 1] > w_ptr[wbase_g + c]
-                            ):
-                                break
-                            c += 1
+                        c = _next_channel(c + 1, g, p, n_channels, n_pes, a_ptr, w_ptr)
                         have_work = c < n_channels
                         if have_work:
                             a_lo, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
@@ -232,6 +241,216 @@ def _pe_phase(
     st[3] = prods
     st[4] = stalls
     st[5] = conflicts
+
+
+@nb.njit(cache=True, inline="never")
+def _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc, st):  # pragma: no cover - compiled
+    """``_pe_phase`` for stride 1, F*I <= 64 inputs, A <= 64 banks, depth <= 2: same results.
+
+    ``dims`` = (channels, PEs, out_w, out_h, F, I, A, depth, shift, lo, hi). The FIFO state is
+    bit masks over the inputs (``occm``: holds a product, ``two``: holds two) and the entries
+    ``q[4 j .. 4 j + 3]`` of input j (head word and value, then the second entry). A word is
+    ``address * 128 + bank_sum``, the sum of an activation and a weight term of
+    ``_operand_terms``; ``bank_of`` maps bank_sum to the bank. A cycle visits the occupied
+    inputs in priority order (``trailing_zeros`` over the mask rotated by ``rot``), grants a
+    head whose bank is still free in a 64-bit mask, then pops the winners (so a new head waits
+    for the next cycle); conflicts are visits minus grants. Hot indices are ``uint64`` so numba
+    drops its negative-index wraparound.
+    """
+    n_channels, n_pes, out_w, out_h, f, i_vec, banks, depth, shift, lo, hi = dims
+    nfi = f * i_vec
+    # FIFO j: head (word, value) at q[4 j], q[4 j + 1], the second entry at q[4 j + 2 ..]
+    q = np.zeros(4 * nfi, dtype=np.int64)
+    # bank of a word's low 7 bits (bank_sum): bank_sum, less A when bank_sum >= A
+    bank_of = np.empty(128, dtype=np.int64)
+    for t in range(128):
+        bank_of[t] = t - banks if t >= banks else t
+    oh1 = out_h - 1
+    ow1 = out_w - 1
+    sh_r = shift if shift > 0 else 0
+    sh_l = -shift if shift < 0 else 0
+    half = (1 << (shift - 1)) if shift > 0 else 0
+    issues = mults = prods = stalls = conflicts = 0
+    occm = 0  # bit j: input j's FIFO holds a product
+    two = 0  # bit j: it holds two (depth 2 only)
+    cycle = 0
+    rot = 0  # rotating priority: input rot ranks first this cycle
+    last_delivery = -1
+    last_issue = -1
+    wbase_g = g * n_channels
+    c = _next_channel(0, g, p, n_channels, n_pes, a_ptr, w_ptr)
+    have_work = c < n_channels
+    a_hi = w_lo = w_hi = abase = wbase = 0
+    if have_work:
+        abase, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
+        w_lo, w_hi = w_ptr[wbase_g + c], w_ptr[wbase_g + c + 1]
+        wbase = w_lo
+    while have_work or occm != 0:
+        if occm != 0:
+            # pass 1: the occupied inputs in priority order (rot .. nfi - 1, then 0 .. rot - 1);
+            # bit t of m is input rot + t, of rest input t (the wrapped part)
+            if nfi <= 32:
+                m = ((occm | (occm << nfi)) >> rot) & ((1 << nfi) - 1)
+                rest = 0
+            elif rot == 0:
+                m = occm
+                rest = 0
+            else:
+                m = (occm >> rot) & ((1 << (nfi - rot)) - 1)
+                rest = occm & ((1 << rot) - 1)
+            gmask = 0
+            wins = 0
+            waiting = 0
+            served = 0
+            base = rot
+            while True:
+                while m != 0:
+                    j = base + trailing_zeros(m)
+                    m &= m - 1
+                    j -= nfi if j >= nfi else 0
+                    waiting += 1
+                    b = bank_of[_u(q[_u(4 * j)] & 127)]
+                    won = ((gmask >> b) & 1) ^ 1
+                    served += won
+                    wins |= won << j
+                    gmask |= 1 << b
+                if rest == 0:
+                    break
+                m = rest
+                rest = 0
+                base = 0
+            # pass 2: pop the winners (a new head waits for the next cycle); the second entry
+            # moves to the head (a stale copy when the FIFO empties)
+            occm ^= wins & ~two
+            two &= ~wins
+            while wins != 0:
+                j = trailing_zeros(wins)
+                wins &= wins - 1
+                sl = 4 * j
+                ad = q[_u(sl)] >> 7
+                v = acc[_u(ad)] + q[_u(sl + 1)]
+                acc[_u(ad)] = hi if v > hi else (lo if v < lo else v)
+                q[_u(sl)] = q[_u(sl + 2)]
+                q[_u(sl + 1)] = q[_u(sl + 3)]
+            conflicts += waiting - served
+            prods += served
+            last_delivery = cycle
+        if have_work:
+            if (two if depth == 2 else occm) != 0:  # a full FIFO
+                stalls += 1
+            else:
+                issues += 1
+                last_issue = cycle
+                aend = min(abase + i_vec, a_hi)
+                wend = min(wbase + f, w_hi)
+                mults += (aend - abase) * (wend - wbase)
+                for ia in range(abase, aend):
+                    aw = a_op[_u(4 * ia)]
+                    ay_ = a_op[_u(4 * ia + 1)]
+                    ax_ = a_op[_u(4 * ia + 2)]
+                    aval = a_op[_u(4 * ia + 3)]
+                    row = (ia - abase) * f - wbase
+                    for iw in range(wbase, wend):
+                        word = aw + w_op[_u(4 * iw)]
+                        if word < 0:
+                            continue  # a placeholder, or off the output grid
+                        if ay_ != _INSIDE:
+                            ny = ay_ - w_op[_u(4 * iw + 1)]
+                            nx = ax_ - w_op[_u(4 * iw + 2)]
+                            if (ny | nx | (oh1 - ny) | (ow1 - nx)) < 0:
+                                continue  # off the output grid
+                        j = row + iw
+                        n_in = (occm >> j) & 1  # no FIFO is full here
+                        sl = 4 * j + 2 * n_in
+                        q[_u(sl)] = word
+                        q[_u(sl + 1)] = ((w_op[_u(4 * iw + 3)] * aval + half) >> sh_r) << sh_l
+                        occm |= 1 << j
+                        two |= n_in << j
+                wbase = wend
+                if wend >= w_hi:
+                    wbase = w_lo
+                    abase = aend
+                    if aend >= a_hi:
+                        c = _next_channel(c + 1, g, p, n_channels, n_pes, a_ptr, w_ptr)
+                        have_work = c < n_channels
+                        if have_work:
+                            abase, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
+                            w_lo, w_hi = w_ptr[wbase_g + c], w_ptr[wbase_g + c + 1]
+                            wbase = w_lo
+        cycle += 1
+        rot += 1
+        if rot == nfi:
+            rot = 0
+    st[0] = max(last_delivery, last_issue) + 1
+    st[1] = issues
+    st[2] = mults
+    st[3] = prods
+    st[4] = stalls
+    st[5] = conflicts
+
+
+@nb.njit(cache=True)
+def _operand_terms(
+    fast,
+    n_channels,
+    n_pes,
+    a_ptr,
+    a_x,
+    a_y,
+    a_v,
+    w_k,
+    w_r,
+    w_s,
+    w_v,
+    win_x0,
+    win_y0,
+    ww,
+    wh,
+    out_w,
+    out_h,
+    pad,
+    banks,
+):  # pragma: no cover - compiled
+    """Per-operand terms of ``_pe_phase_fast`` (empty arrays unless ``fast``).
+
+    ``a_op[4 ia .. 4 ia + 3]`` = (a_word, y + pad, x + pad, value), ``w_op[4 iw .. 4 iw + 3]`` =
+    (w_word, r, s, value). A product's word ``address * 128 + bank_sum`` is ``a_word + w_word``
+    with ``a_word = a_t * 128 + a_t mod A``, ``a_t = (y + pad - y0) * WW + x + pad - x0``,
+    ``w_word = w_t * 128 + w_t mod A``, ``w_t = k_local * WH * WW - r * WW - s`` (bank_sum < 2A
+    <= 128), and its output coordinate is ``oy = y + pad - r``, ``ox = x + pad - s``.
+    Placeholder zeros get a negative word and coordinates off every output grid. An activation
+    whose products all land on the grid (for every r, s of the layer's weights) gets
+    ``y + pad = _INSIDE``: its products skip the coordinate test.
+    """
+    n_w = w_v.shape[0] if fast else 0
+    n_a = a_v.shape[0] if fast else 0
+    w_op = np.zeros(4 * n_w, dtype=np.int64)
+    r_max = s_max = 0
+    for iw in range(n_w):
+        wt = w_k[iw] * (wh * ww) - w_r[iw] * ww - w_s[iw]
+        w_op[4 * iw] = wt * 128 + wt % banks if w_v[iw] != 0 else -_FAR
+        w_op[4 * iw + 1] = w_r[iw] if w_v[iw] != 0 else _FAR
+        w_op[4 * iw + 2] = w_s[iw] if w_v[iw] != 0 else _FAR
+        w_op[4 * iw + 3] = w_v[iw]
+        if w_v[iw] != 0:
+            r_max = max(r_max, w_r[iw])
+            s_max = max(s_max, w_s[iw])
+    a_op = np.zeros(4 * n_a, dtype=np.int64)
+    if fast:
+        for c in range(n_channels):
+            for p in range(n_pes):
+                for ia in range(a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]):
+                    yy = a_y[ia] + pad
+                    xx = a_x[ia] + pad
+                    at = (yy - win_y0[p]) * ww + xx - win_x0[p]
+                    a_op[4 * ia] = at * 128 + at % banks if a_v[ia] != 0 else -_FAR
+                    a_op[4 * ia + 1] = yy if a_v[ia] != 0 else -_FAR
+                    a_op[4 * ia + 2] = xx if a_v[ia] != 0 else -_FAR
+                    a_op[4 * ia + 3] = a_v[ia]
+                    inside = yy >= r_max and yy < out_h and xx >= s_max and xx < out_w
+                    if a_v[ia] != 0 and inside:
+                        a_op[4 * ia + 1] = _INSIDE
+    return a_op, w_op
 
 
 @nb.njit(cache=True, parallel=True)
@@ -283,10 +502,37 @@ def scnn_layer(
     order = np.empty(n_pes, dtype=np.int64)
     for idx in range(n_pes):
         order[idx] = (idx * _SCRAMBLE) % n_pes if n_pes % _SCRAMBLE else idx
+    fast = stride == 1 and f * i_vec <= 64 and banks <= 64 and fifo_depth <= 2
+    terms = _operand_terms(
+        fast,
+        n_channels,
+        n_pes,
+        a_ptr,
+        a_x,
+        a_y,
+        a_v,
+        w_k,
+        w_r,
+        w_s,
+        w_v,
+        win_x0,
+        win_y0,
+        ww,
+        wh,
+        out_w,
+        out_h,
+        pad,
+        banks,
+    )
+    a_op, w_op = terms
+    dims = (n_channels, n_pes, out_w, out_h, f, i_vec, banks, fifo_depth, shift, lo, hi)
     for g in range(n_groups):
         acc[:, :] = 0
         for idx in nb.prange(n_pes):
             p = order[idx]
+            if fast:
+                _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc[p], st[p])
+                continue
             _pe_phase(
                 g,
                 p,

@@ -33,6 +33,11 @@ _WIDE.update(depth=1, kc_frac=1.0, wd=1.0, ad=1.0, index_bits=2, seed=7)
 
 @example(**_WIDE, banks=96)
 @example(**_WIDE, banks=65)
+# the bit-mask phase at its limits: 64 inputs and 64 banks (bit 63 of every mask), 40 inputs
+# (priority order in two parts), depth 1; depth 3 runs the general phase
+@example(**{**_WIDE, "f": 8, "i_vec": 8, "depth": 2}, banks=64)
+@example(**{**_WIDE, "f": 8, "i_vec": 5, "depth": 1}, banks=40)
+@example(**{**_WIDE, "f": 8, "i_vec": 8, "depth": 3}, banks=64)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     c=st.integers(1, 3),
