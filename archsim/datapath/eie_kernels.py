@@ -95,8 +95,53 @@ def eie_static_counts(
     return counts, cand
 
 
-@nb.njit(cache=True, error_model="numpy")
 def eie_schedule(
+    item_col: np.ndarray,
+    item_group: np.ndarray,
+    item_lane: np.ndarray,
+    n_groups: int,
+    num_pes: int,
+    fifo_depth: int,
+    col_ptr: np.ndarray,
+    bypass_candidates: np.ndarray,
+    entries_per_line: int,
+    drain: int,
+) -> tuple[int, int, np.ndarray]:
+    """The timing of one layer: (total_cycles, scanner_stall_cycles, per_pe[3, N]) with rows
+    SpMat line reads, bypasses and busy-until cycle (``TIMING_FIELDS`` 3, 5, 6).
+
+    ``bypass_candidates`` from :func:`eie_static_counts`. Touches only the pointer table (one
+    row of ``num_pes`` pointers per broadcast column) and per-PE registers.
+    """
+    per_pe = np.zeros((3, num_pes), dtype=np.int64)
+    hist = np.zeros((fifo_depth, num_pes), dtype=np.int64)  # pop times of the last depth items
+    # per PE: last processing cycle, last SpMat line, cycle of the last entry
+    regs = np.empty((3, num_pes), dtype=np.int64)
+    regs[0:2], regs[2] = -1, -2
+    cycles, stall = _schedule(
+        item_col,
+        item_group,
+        item_lane,
+        n_groups,
+        num_pes,
+        fifo_depth,
+        col_ptr,
+        bypass_candidates,
+        entries_per_line,
+        drain,
+        per_pe,
+        hist,
+        regs,
+    )
+    return int(cycles), int(stall), per_pe
+
+
+# The kernels allocate nothing (their callers pass zeroed outputs and scratch): each distinct
+# np.zeros/np.empty signature costs numba a compile of its own on a cold cache.
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _schedule(
     item_col,
     item_group,
     item_lane,
@@ -107,26 +152,14 @@ def eie_schedule(
     bypass_candidates,
     entries_per_line,
     drain,
+    per_pe,
+    hist,
+    regs,
 ):  # pragma: no cover - compiled
-    """The timing of one layer: (total_cycles, scanner_stall_cycles, per_pe[3, N]) with rows
-    SpMat line reads, bypasses and busy-until cycle (``TIMING_FIELDS`` 3, 5, 6).
-
-    ``bypass_candidates`` from :func:`eie_static_counts`. Touches only the pointer table (one
-    row of ``num_pes`` pointers per broadcast column) and per-PE registers.
-    """
+    """:func:`eie_schedule`'s loop: fills ``per_pe`` (zeros), returns (cycles, stalls)."""
     n_items = item_col.size
-    per_pe = np.zeros((3, num_pes), dtype=np.int64)
     lines, bypasses, busy = per_pe[0], per_pe[1], per_pe[2]
-    hist = np.zeros((fifo_depth, num_pes), dtype=np.int64)  # pop times of the last depth items
-    # per PE: last processing cycle, last SpMat line, cycle of the last entry
-    # (filled by loops: np.full would cost its own compile on a cold cache)
-    last_cycle = np.empty(num_pes, dtype=np.int64)
-    last_line = np.empty(num_pes, dtype=np.int64)
-    last_entry_cycle = np.empty(num_pes, dtype=np.int64)
-    for i in range(num_pes):
-        last_cycle[i] = -1
-        last_line[i] = -1
-        last_entry_cycle[i] = -2
+    last_cycle, last_line, last_entry_cycle = regs[0], regs[1], regs[2]
     bypass_on = drain >= 2
     stall = 0
     push = 0
@@ -181,7 +214,7 @@ def eie_schedule(
     for i in range(num_pes):
         if busy[i] > done:
             done = busy[i]
-    return done + 1, stall, per_pe
+    return done + 1, stall
 
 
 def timing_per_pe(counts: np.ndarray, n_items: int, scheduled: np.ndarray) -> np.ndarray:
@@ -233,15 +266,24 @@ def eie_timing(
     return cycles, stall, timing_per_pe(counts, item_col.size, scheduled)
 
 
-@nb.njit(cache=True)
-def eie_line_reads(item_col, num_pes, col_ptr, entries_per_line):  # pragma: no cover - compiled
+def eie_line_reads(
+    item_col: np.ndarray, num_pes: int, col_ptr: np.ndarray, entries_per_line: int
+) -> np.ndarray:
     """SpMat line reads per PE: row ``line_reads`` of :func:`eie_timing`'s ``per_pe``.
 
     They depend on the order in which columns are popped, not on when, so neither on FIFO depth
     nor on pipeline depth: a sweep over line widths re-runs only this, not the timing kernel.
     """
     reads = np.zeros(num_pes, dtype=np.int64)
-    last_line = np.empty(num_pes, dtype=np.int64)
+    _line_reads(item_col, num_pes, col_ptr, entries_per_line, reads, np.empty_like(reads))
+    return reads
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _line_reads(
+    item_col, num_pes, col_ptr, entries_per_line, reads, last_line
+):  # pragma: no cover - compiled
+    """:func:`eie_line_reads`' loop (``reads`` zeros on entry; ``last_line`` scratch)."""
     for i in range(num_pes):
         last_line[i] = -1
     for k in range(item_col.size):
@@ -257,32 +299,40 @@ def eie_line_reads(item_col, num_pes, col_ptr, entries_per_line):  # pragma: no 
             l1 = (a0 + n - 1) // entries_per_line
             reads[i] += l1 - l0 + 1 - (1 if l0 == last_line[i] else 0)
             last_line[i] = l1
-    return reads
 
 
-@nb.njit(cache=True)
 def eie_functional(
-    item_col,
-    item_act,
-    num_pes,
-    col_ptr,
-    base,
-    local_row,
-    code,
-    codebook_q,
-    shift,
-    acc_bits,
-    n_rows,
-):  # pragma: no cover - compiled
+    item_col: np.ndarray,
+    item_act: np.ndarray,
+    num_pes: int,
+    col_ptr: np.ndarray,
+    base: np.ndarray,
+    local_row: np.ndarray,
+    code: np.ndarray,
+    codebook_q: np.ndarray,
+    shift: int,
+    acc_bits: int,
+    n_rows: int,
+) -> np.ndarray:
     """Fixed-point y = W x + b in processing order with a saturating ``acc_bits`` accumulator.
 
     ``codebook_q`` and ``item_act`` are integer Q-format values; each product is rounded
     (half up) by ``shift`` bits into the accumulator format. A row lives in one PE, so every
-    row accumulates its products in broadcast order, as that PE does.
+    row accumulates its products in broadcast order, as that PE does. Returns int64 per row.
     """
+    out = np.zeros(n_rows, dtype=np.int64)
+    args = (item_col, item_act, num_pes, col_ptr, base, local_row, code, codebook_q)
+    _functional(*args, shift, acc_bits, out)
+    return out
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _functional(
+    item_col, item_act, num_pes, col_ptr, base, local_row, code, codebook_q, shift, acc_bits, out
+):  # pragma: no cover - compiled
+    """:func:`eie_functional`'s loop (``out`` zeros on entry)."""
     lo = -(1 << (acc_bits - 1))
     hi = (1 << (acc_bits - 1)) - 1
-    out = np.zeros(n_rows, dtype=np.int64)
     half = (1 << (shift - 1)) if shift > 0 else 0
     for k in range(item_col.size):
         col = item_col[k]
@@ -303,4 +353,3 @@ def eie_functional(
                 elif s < lo:
                     s = lo
                 out[r] = s
-    return out
