@@ -5,8 +5,8 @@ workload and seed (the materialised layer), or on a few hardware fields (EIE's p
 depends on the PE count and index width, not on FIFO depth or line width), is computed once per
 process and reused. The memo is off by default: sweep workers switch it on (``enable``).
 
-A few values are worth keeping even when the memo is off: a layer built from its data files
-or seed, and its per-PE encoding (``memoized(..., keep=True)``). They go to a small store of
+A few values are worth keeping even when the memo is off: a layer read from data files and
+its per-PE encoding (``memoized(..., keep=True)``). They go to a small store of
 their own (``RESIDENT_LIMIT_BYTES``, least recently used dropped first), so that calling
 ``simulate`` again on the same layer and PE count (a notebook, a test, a benchmark) does not
 re-read and re-encode it. ``clear()`` empties both stores; ``set_resident_limit(0)`` turns the

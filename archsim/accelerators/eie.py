@@ -352,22 +352,25 @@ def simulate_eie(
             raise SimulationError(
                 f"EIE runs fc and lstm layers; layer {spec.name!r} is {spec.kind!r}"
             )
-        # kept per process (archsim.memo; keep=True: also while the memo is off): the layer
-        # depends on (spec, seed or data files, codebook size) only, its preparation on a few
-        # hardware fields; the timing kernel runs on every call
+        # memoised per process when archsim.memo is on (sweeps): the layer depends on
+        # (spec, seed or data files, codebook size) only, its preparation on a few hardware
+        # fields. A layer read from data files is also kept while the memo is off (keep):
+        # reading and encoding it is most of a call, and it is small; keeping the larger
+        # synthetic layers of a network made single runs slower (fresh pages for each).
+        # The timing kernel runs on every call.
+        keep = spec.data is not None
         cb = config.encoding.codebook_entries
         lkey = _layer_key(spec, seed, workload.base_dir, cb)
         build = partial(materialize_matvec, spec, seed, workload.base_dir, cb)
-        layer = memoized(lkey, build, keep=True)
+        layer = memoized(lkey, build, keep)
         widths = (config.arithmetic.data_bits, config.arithmetic.accumulator_bits)
         pkey = (lkey, config.pe_array.num_pes, config.encoding.relative_index_bits, *widths)
-        prepare = partial(prepare_eie_layer, config, layer)
-        prep = memoized(("eie.prepared", pkey), prepare, keep=True)
+        prep = memoized(("eie.prepared", pkey), partial(prepare_eie_layer, config, layer), keep)
         run = time_eie_layer(config, prep, ("eie.prepared", pkey))
         # the bound depends on the layer and its fixed-point formats, not on the PE count
         bkey = ("eie.error_bound", lkey, *widths)
-        bound = memoized(bkey, partial(_largest_error_bound, run), keep=True)
-        errors = memoized(("eie.errors", pkey), partial(functional_errors, run, bound), keep=True)
+        bound = memoized(bkey, partial(_largest_error_bound, run), keep)
+        errors = memoized(("eie.errors", pkey), partial(functional_errors, run, bound), keep)
         outcomes.append(_outcome(config, spec, run, errors))
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))
     ctx = SimContext(config.clock.frequency_hz)
