@@ -26,10 +26,12 @@ class EieShapeError(WorkloadError):
 
 
 def data_signature(folder: str | Path) -> tuple[tuple[str, object], ...]:
-    """What identifies the files of ``folder``, ``ptr/`` and ``spm/``, sorted by name: the
-    size and CRC-32 of the activations and the codebook (the files a user swaps), the size,
-    modification time and inode of the per-PE files (0.5 ms for Alex-8's 130 files, where
-    reading them is 70 ms). It keys the per-process cache of layers read from the folder
+    """What identifies the files of ``folder``, ``ptr/`` and ``spm/``, sorted by name: size
+    and CRC-32 of every file up to 64 KiB (activations, codebook, pointers, a small layer's
+    entries), size, modification time and inode of larger ones (Alex-8's 64 ``spm`` files;
+    about 2 ms for its 130 files, where reading and decoding them is 70 ms). A larger file
+    rewritten in place gets a later modification time: the layer it holds takes longer than
+    the clock's tick to simulate. It keys the per-process cache of layers read from the folder
     (empty when the folder is missing)."""
     out: list[tuple[str, object]] = []
     for sub in ("", "ptr", "spm"):
@@ -40,13 +42,20 @@ def data_signature(folder: str | Path) -> tuple[tuple[str, object], ...]:
                     if not stat.S_ISREG(st.st_mode):
                         continue
                     ident: object = (st.st_size, st.st_mtime_ns, st.st_ino)
-                    if not sub and st.st_size <= 1 << 20:
-                        with open(entry.path, "rb") as f:
-                            ident = (st.st_size, zlib.crc32(f.read()))
+                    if st.st_size <= _HASHED_BYTES:
+                        fd = os.open(entry.path, os.O_RDONLY)
+                        try:
+                            ident = (st.st_size, zlib.crc32(os.read(fd, st.st_size + 1)))
+                        finally:
+                            os.close(fd)
                     out.append((f"{sub}/{entry.name}", ident))
         except OSError:
             continue
     return tuple(sorted(out))
+
+
+#: files up to this size are identified by their content in ``data_signature``
+_HASHED_BYTES = 1 << 16
 
 
 def _read(path: Path, dtype: type, allow_empty: bool = False) -> np.ndarray:

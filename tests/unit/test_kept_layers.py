@@ -3,6 +3,7 @@ when a data file changes, and never a different result from a fresh build."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -74,4 +75,23 @@ def test_data_layer_rebuilt_when_its_files_change(tmp_path: Path) -> None:
     memo.clear()
     assert changed.to_json() == archsim.simulate("eie", wl).to_json()  # = a fresh build
     assert changed.layers[0].extras != first.layers[0].extras
+    memo.clear()
+
+
+def test_same_size_rewrite_of_a_small_layer_is_seen(tmp_path: Path) -> None:
+    """Rewritten in place within one clock tick, a file keeps its size, inode and perhaps its
+    modification time: small files are identified by their content."""
+    folder = tmp_path / "d"
+    layer = synthetic_matvec("d", 96, 64, 0.3, 0.6, True, seed=1)
+    _write(folder, layer)
+    wl = _workload(folder)
+    memo.clear()
+    archsim.simulate("eie", wl)
+    archsim.simulate("eie", wl)
+    assert memo.stats()["computed"]["eie.layer"] == 1
+    codes = np.where(layer.codes == 1, 2, np.where(layer.codes == 2, 1, layer.codes))
+    swapped = dataclasses.replace(layer, codes=codes.astype(np.uint8))
+    _write(folder, swapped)  # same sizes everywhere: only spm*.dat's bytes differ
+    archsim.simulate("eie", wl)
+    assert memo.stats()["computed"]["eie.layer"] == 2
     memo.clear()
