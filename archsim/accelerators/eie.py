@@ -22,10 +22,9 @@ from archsim.config.workload import FcLayer, LstmLayer, WorkloadSpec
 from archsim.datapath.eie_encode import EieEncoded, encode_eie
 from archsim.datapath.eie_kernels import (
     TIMING_FIELDS,
-    eie_functional,
+    eie_functional_counts,
     eie_line_reads,
     eie_schedule,
-    eie_static_counts,
     timing_per_pe,
 )
 from archsim.datapath.eie_prepare import (
@@ -136,7 +135,8 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
     cols, groups, lanes, vals, n_groups = broadcast_items(
         fp.act_q, layer.has_bias, fp.bias_act_q, n
     )
-    out = eie_functional(
+    # the functional walk also counts what the timing does not depend on (eie_static_counts)
+    out, counts, cand = eie_functional_counts(
         cols,
         vals,
         n,
@@ -148,9 +148,6 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
         fp.shift,
         config.arithmetic.accumulator_bits,
         layer.n_rows,
-    )
-    counts, cand = eie_static_counts(
-        cols, n, enc.col_ptr, enc.base, enc.local_row, enc.code, enc.real_cum
     )
     return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), out, counts, cand)
 

@@ -34,6 +34,7 @@ __all__ = [
     "timing_per_pe",
     "eie_line_reads",
     "eie_functional",
+    "eie_functional_counts",
     "TIMING_FIELDS",
 ]
 
@@ -320,30 +321,79 @@ def eie_functional(
     (half up) by ``shift`` bits into the accumulator format. A row lives in one PE, so every
     row accumulates its products in broadcast order, as that PE does. Returns int64 per row.
     """
-    out = np.zeros(n_rows, dtype=np.int64)
     args = (item_col, item_act, num_pes, col_ptr, base, local_row, code, codebook_q)
-    _functional(*args, shift, acc_bits, out)
-    return out
+    return eie_functional_counts(*args, shift, acc_bits, n_rows)[0]
+
+
+def eie_functional_counts(
+    item_col: np.ndarray,
+    item_act: np.ndarray,
+    num_pes: int,
+    col_ptr: np.ndarray,
+    base: np.ndarray,
+    local_row: np.ndarray,
+    code: np.ndarray,
+    codebook_q: np.ndarray,
+    shift: int,
+    acc_bits: int,
+    n_rows: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`eie_functional`'s output and, from the same walk over every entry of every
+    broadcast column, :func:`eie_static_counts`' (counts, bypass_candidates)."""
+    out = np.zeros(n_rows, dtype=np.int64)
+    counts = np.zeros((3, num_pes), dtype=np.int64)
+    cand = np.zeros((item_col.size, num_pes), dtype=np.bool_)
+    last_row = np.full(num_pes, -1, dtype=np.int64)
+    args = (item_col, item_act, num_pes, col_ptr, base, local_row, code, codebook_q)
+    _functional(*args, shift, acc_bits, out, counts, cand, last_row)
+    return out, counts, cand
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _functional(
-    item_col, item_act, num_pes, col_ptr, base, local_row, code, codebook_q, shift, acc_bits, out
+    item_col,
+    item_act,
+    num_pes,
+    col_ptr,
+    base,
+    local_row,
+    code,
+    codebook_q,
+    shift,
+    acc_bits,
+    out,
+    counts,
+    cand,
+    last_row,
 ):  # pragma: no cover - compiled
-    """:func:`eie_functional`'s loop (``out`` zeros on entry)."""
+    """:func:`eie_functional_counts`' loop (``out``, ``counts``, ``cand`` zeros on entry;
+    ``last_row``: -1 per PE, the local row of the last entry of its last non-empty column)."""
     lo = -(1 << (acc_bits - 1))
     hi = (1 << (acc_bits - 1)) - 1
     half = (1 << (shift - 1)) if shift > 0 else 0
+    entries, real, empty = counts[0], counts[1], counts[2]
     for k in range(item_col.size):
         col = item_col[k]
         a = item_act[k]
         start = col_ptr[col]
         stop = col_ptr[col + 1]
+        first_hits = cand[k]
         for i in range(num_pes):
-            for e in range(base[i] + start[i], base[i] + stop[i]):
+            e0 = base[i] + start[i]
+            e1 = base[i] + stop[i]
+            if e1 == e0:
+                empty[i] += 1
+                continue
+            entries[i] += e1 - e0
+            if code[e0] != 0 and local_row[e0] == last_row[i]:
+                first_hits[i] = True
+            last_row[i] = local_row[e1 - 1]
+            n_real = 0
+            for e in range(e0, e1):
                 c = code[e]
                 if c == 0:
                     continue
+                n_real += 1
                 prod = codebook_q[c] * a
                 prod = (prod + half) >> shift if shift > 0 else prod << (-shift)
                 r = local_row[e] * num_pes + i
@@ -353,3 +403,4 @@ def _functional(
                 elif s < lo:
                     s = lo
                 out[r] = s
+            real[i] += n_real
