@@ -3,9 +3,15 @@
 A sweep runs the same workload and seed on many hardware points. What depends only on the
 workload and seed (the materialised layer), or on a few hardware fields (EIE's per-PE encoding
 depends on the PE count and index width, not on FIFO depth or line width), is computed once per
-process and reused. The memo is off by default: sweep workers switch it on (``enable``), so a
-plain ``simulate`` call holds on to nothing. Cached values are shared, never copied: code that
-uses them must not mutate them. Results are identical with and without the memo.
+process and reused. The memo is off by default: sweep workers switch it on (``enable``).
+
+A few values are worth keeping even when the memo is off: a layer read from data files and
+its per-PE encoding (``memoized(..., keep=True)``). They go to a small store of
+their own (``RESIDENT_LIMIT_BYTES``, least recently used dropped first), so that calling
+``simulate`` again on the same layer and PE count (a notebook, a test, a benchmark) does not
+re-read and re-encode it. ``clear()`` empties both stores; ``set_resident_limit(0)`` turns the
+small one off. Cached values are shared, never copied: code that uses them must not mutate
+them. Results are identical with and without either store.
 """
 
 from __future__ import annotations
@@ -18,16 +24,30 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["enable", "disable", "clear", "enabled", "memoized", "stats", "DEFAULT_LIMIT_BYTES"]
+__all__ = [
+    "enable",
+    "disable",
+    "clear",
+    "enabled",
+    "memoized",
+    "stats",
+    "set_resident_limit",
+    "DEFAULT_LIMIT_BYTES",
+    "RESIDENT_LIMIT_BYTES",
+]
 
 T = TypeVar("T")
 
 #: Default budget of one process's memo, bytes (least recently used entries are dropped).
 DEFAULT_LIMIT_BYTES = 1 << 30
+#: Default budget of the store of kept values (``keep=True``) while the memo is off, bytes.
+RESIDENT_LIMIT_BYTES = 256 << 20
 
 _lock = threading.Lock()
 _entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+_resident: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
 _state = {"limit": 0, "bytes": 0, "hits": 0}
+_kept = {"limit": RESIDENT_LIMIT_BYTES, "bytes": 0}
 _computed: dict[str, int] = {}  # misses by kind (a tuple key's first item)
 
 
@@ -35,22 +55,32 @@ def enable(limit_bytes: int = DEFAULT_LIMIT_BYTES) -> None:
     """Switch the memo on in this process with a budget of ``limit_bytes`` (idempotent)."""
     with _lock:
         _state["limit"] = max(int(limit_bytes), 0)
-        _evict()
+        _evict(_entries, _state)
 
 
 def disable() -> None:
-    """Switch the memo off and drop everything it holds."""
+    """Switch the memo off and drop everything it holds (the store of kept values stays)."""
     with _lock:
         _state["limit"] = 0
-        _evict()
+        _evict(_entries, _state)
 
 
 def clear() -> None:
-    """Drop every entry (the memo stays on or off as it was)."""
+    """Drop every entry, kept values included (the memo stays on or off as it was)."""
     with _lock:
         _entries.clear()
+        _resident.clear()
         _computed.clear()
         _state.update(bytes=0, hits=0)
+        _kept["bytes"] = 0
+
+
+def set_resident_limit(limit_bytes: int = RESIDENT_LIMIT_BYTES) -> None:
+    """Budget of the values kept while the memo is off (``memoized(..., keep=True)``); 0 keeps
+    none and drops what is held."""
+    with _lock:
+        _kept["limit"] = max(int(limit_bytes), 0)
+        _evict(_resident, _kept)
 
 
 def enabled() -> bool:
@@ -60,20 +90,36 @@ def enabled() -> bool:
 
 def stats() -> dict[str, Any]:
     """Entries, bytes held, hits and misses since the last ``clear``, and ``computed``: the
-    misses by kind (a tuple key's first item, e.g. ``eie.prepared``)."""
+    misses by kind (a tuple key's first item, e.g. ``eie.prepared``); ``kept_entries`` and
+    ``kept_bytes``: the store of values kept while the memo is off."""
     with _lock:
         misses = sum(_computed.values())
-        return {"entries": len(_entries), **_state, "misses": misses, "computed": dict(_computed)}
+        return {
+            "entries": len(_entries),
+            **_state,
+            "misses": misses,
+            "computed": dict(_computed),
+            "kept_entries": len(_resident),
+            "kept_bytes": _kept["bytes"],
+        }
 
 
-def memoized(key: Hashable, compute: Callable[[], T]) -> T:
-    """``compute()``, or the value stored under ``key`` when the memo is on and holds it."""
-    if not enabled():
+def memoized(key: Hashable, compute: Callable[[], T], keep: bool = False) -> T:
+    """``compute()``, or the value stored under ``key`` when the memo is on and holds it.
+
+    ``keep``: also store the value while the memo is off, in the small store of kept values
+    (for what is costly to rebuild and likely asked for again: a built layer, its encoding).
+    """
+    if enabled():
+        entries, state = _entries, _state
+    elif keep and _kept["limit"] > 0:
+        entries, state = _resident, _kept
+    else:
         return compute()
     with _lock:
-        hit = _entries.get(key)
+        hit = entries.get(key)
         if hit is not None:
-            _entries.move_to_end(key)
+            entries.move_to_end(key)
             _state["hits"] += 1
             return hit[0]
         kind = str(key[0]) if isinstance(key, tuple) and key else "other"
@@ -81,17 +127,17 @@ def memoized(key: Hashable, compute: Callable[[], T]) -> T:
     value = compute()
     size = _nbytes(value)
     with _lock:
-        if size <= _state["limit"] and key not in _entries:
-            _entries[key] = (value, size)
-            _state["bytes"] += size
-            _evict()
+        if size <= state["limit"] and key not in entries:
+            entries[key] = (value, size)
+            state["bytes"] += size
+            _evict(entries, state)
     return value
 
 
-def _evict() -> None:
-    while _entries and _state["bytes"] > _state["limit"]:
-        _, (_, size) = _entries.popitem(last=False)
-        _state["bytes"] -= size
+def _evict(entries: OrderedDict[Hashable, tuple[Any, int]], state: dict[str, int]) -> None:
+    while entries and state["bytes"] > state["limit"]:
+        _, (_, size) = entries.popitem(last=False)
+        state["bytes"] -= size
 
 
 def _nbytes(value: Any, depth: int = 0) -> int:

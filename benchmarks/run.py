@@ -146,6 +146,21 @@ def _eie_real_rows(args: argparse.Namespace, hw, repeat: int) -> list[dict]:
             peer_cycles=cpp_cycles,
         )
     )
+    memo.set_resident_limit()  # simulate()'s default: the built layer and encoding are kept
+    try:
+        archsim.simulate(hw, wl)
+        kept = {"archsim simulate(), kept": sim["archsim simulate()"], "EIE C++ process": cpp}
+        rows.append(
+            _paired_row(
+                "Alex-8 real, layer kept",
+                kept,
+                ["EIE C++ process"],
+                max(repeat, 5),
+                goal_ratio=GOAL_ALEX8_IN_PROCESS_RATIO,
+            )
+        )
+    finally:
+        memo.set_resident_limit(0)
     memo.enable()  # the per-process cache of built layers, as sweeps use it
     try:
         archsim.simulate(hw, wl)
@@ -206,6 +221,9 @@ def worker(args: argparse.Namespace) -> dict:
     model = MODELS[args.worker]
     if archsim.load_hardware(model.hardware).accelerator not in REGISTRY:
         return {"skipped": f"no simulator for {model.hardware} in this archsim"}
+    # every row but "layer kept" times the whole work of a call: simulate() would otherwise
+    # keep each built layer and its encoding between the repeats (archsim.memo)
+    memo.set_resident_limit(0)
     result: dict = {"probe": _probe(model)}
     if args.phase == "cold":
         return result

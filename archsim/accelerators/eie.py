@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,9 +22,10 @@ from archsim.config.workload import FcLayer, LstmLayer, WorkloadSpec
 from archsim.datapath.eie_encode import EieEncoded, encode_eie
 from archsim.datapath.eie_kernels import (
     TIMING_FIELDS,
-    eie_functional,
+    eie_functional_counts,
     eie_line_reads,
-    eie_timing,
+    eie_schedule,
+    timing_per_pe,
 )
 from archsim.datapath.eie_prepare import (
     EieFixedPoint,
@@ -37,6 +39,7 @@ from archsim.engine.pipeline import double_buffered_pipeline
 from archsim.errors import SimulationError
 from archsim.memo import enabled as memo_enabled
 from archsim.memo import memoized
+from archsim.workload.eie_format import data_signature
 from archsim.workload.matvec import materialize_matvec
 from archsim.workload.sparse import QuantizedMatVec
 
@@ -103,6 +106,8 @@ class EiePrepared:
     lanes: np.ndarray
     n_groups: int
     output_q: np.ndarray  # int64 accumulator values (before ReLU)
+    counts: np.ndarray  # entries, real entries, empty columns per PE (eie_static_counts)
+    bypass_candidates: np.ndarray  # bool (items, PEs)
 
 
 def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
@@ -130,7 +135,8 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
     cols, groups, lanes, vals, n_groups = broadcast_items(
         fp.act_q, layer.has_bias, fp.bias_act_q, n
     )
-    out = eie_functional(
+    # the functional walk also counts what the timing does not depend on (eie_static_counts)
+    out, counts, cand = eie_functional_counts(
         cols,
         vals,
         n,
@@ -143,26 +149,23 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
         config.arithmetic.accumulator_bits,
         layer.n_rows,
     )
-    return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), out)
+    return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), out, counts, cand)
 
 
 def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]:
-    enc = prep.encoded
-    return eie_timing(
+    cycles, stall, scheduled = eie_schedule(
         prep.cols,
         prep.groups,
         prep.lanes,
         prep.n_groups,
         config.pe_array.num_pes,
         config.activation_fifo.depth,
-        enc.col_ptr,
-        enc.base,
-        enc.local_row,
-        enc.code,
-        enc.real_cum,
+        prep.encoded.col_ptr,
+        prep.bypass_candidates,
         config.entries_per_line,
         config.pipeline_stages - 1,
     )
+    return cycles, stall, timing_per_pe(prep.counts, prep.cols.size, scheduled)
 
 
 def time_eie_layer(
@@ -325,6 +328,15 @@ def _outcome(
     )
 
 
+def _layer_key(spec: FcLayer | LstmLayer, seed: int, base_dir: Path, cb: int) -> tuple:
+    """Cache key of a built layer: its spec and codebook size, plus the seed (synthetic
+    layers) or the folder and the names, sizes and modification times of its data files."""
+    if spec.data is None:
+        return ("eie.layer", spec.model_dump_json(), seed, cb)
+    folder = (Path(base_dir) / spec.data).resolve()
+    return ("eie.layer", spec.model_dump_json(), str(folder), data_signature(folder), cb)
+
+
 def simulate_eie(
     config: EieConfig, workload: WorkloadSpec, seed: int
 ) -> tuple[list[LayerOutcome], SimContext]:
@@ -338,17 +350,24 @@ def simulate_eie(
                 f"EIE runs fc and lstm layers; layer {spec.name!r} is {spec.kind!r}"
             )
         # memoised per process when archsim.memo is on (sweeps): the layer depends on
-        # (spec, seed, codebook size) only, its preparation on a few hardware fields
+        # (spec, seed or data files, codebook size) only, its preparation on a few hardware
+        # fields. A layer read from data files is also kept while the memo is off (keep):
+        # reading and encoding it is most of a call, and it is small; keeping the larger
+        # synthetic layers of a network made single runs slower (fresh pages for each).
+        # The timing kernel runs on every call.
+        keep = spec.data is not None
         cb = config.encoding.codebook_entries
-        lkey = ("eie.layer", spec.model_dump_json(), seed, str(workload.base_dir), cb)
-        layer = memoized(lkey, partial(materialize_matvec, spec, seed, workload.base_dir, cb))
+        lkey = _layer_key(spec, seed, workload.base_dir, cb)
+        build = partial(materialize_matvec, spec, seed, workload.base_dir, cb)
+        layer = memoized(lkey, build, keep)
         widths = (config.arithmetic.data_bits, config.arithmetic.accumulator_bits)
         pkey = (lkey, config.pe_array.num_pes, config.encoding.relative_index_bits, *widths)
-        prep = memoized(("eie.prepared", pkey), partial(prepare_eie_layer, config, layer))
+        prep = memoized(("eie.prepared", pkey), partial(prepare_eie_layer, config, layer), keep)
         run = time_eie_layer(config, prep, ("eie.prepared", pkey))
         # the bound depends on the layer and its fixed-point formats, not on the PE count
-        bound = memoized(("eie.error_bound", lkey, *widths), partial(_largest_error_bound, run))
-        errors = memoized(("eie.errors", pkey), partial(functional_errors, run, bound))
+        bkey = ("eie.error_bound", lkey, *widths)
+        bound = memoized(bkey, partial(_largest_error_bound, run), keep)
+        errors = memoized(("eie.errors", pkey), partial(functional_errors, run, bound), keep)
         outcomes.append(_outcome(config, spec, run, errors))
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))
     ctx = SimContext(config.clock.frequency_hz)

@@ -59,113 +59,110 @@ class EieEncoded:
 INT32_MAX = 2**31 - 1
 
 
-# The kernels below are written as plain index loops on purpose: array expressions (slices
-# iterated over, ``np.full``, ``.max()``, ``np.cumsum``) make numba compile each one's
-# implementation on first use, 4.0 s instead of 0.9 s for ``_pointers`` on a cold cache.
+# The kernels below are written as plain index loops on purpose, and allocate nothing: array
+# expressions (slices iterated over, ``np.full``, ``.max()``, ``np.cumsum``) and every
+# distinct ``np.zeros``/``np.empty`` signature make numba compile an implementation of its own
+# on first use (0.06-0.5 s each on a cold cache); so do helper kernels (one per literal type
+# of their arguments). The arrays come from NumPy, and the bias column is the loop's last.
 
 
-@nb.njit(cache=True)
-def _count_column(rows, lo, hi, num_pes, max_jump, last, counts):  # pragma: no cover
-    """Add the entries (padding included) of ``rows[lo:hi]`` (one column) to ``counts``."""
-    for i in range(lo, hi):
-        r = rows[i]
-        pe = r % num_pes
-        lr = r // num_pes
-        counts[pe] += (lr - last[pe] - 1) // max_jump + 1
-        last[pe] = lr
-    for i in range(lo, hi):
-        last[rows[i] % num_pes] = -1
-
-
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _pointers(
-    n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump
-):  # pragma: no cover
-    """(col_ptr, base): ``col_ptr[c, pe]`` is the local address where column ``c``'s entries
-    start in PE ``pe`` (the entry count of every column, padding entries included, summed in
-    column order); ``base`` is empty when a PE would hold more than ``INT32_MAX`` entries."""
-    col_ptr = np.zeros((cols_padded + 2, num_pes), dtype=np.int32)
-    last = np.empty(num_pes, dtype=np.int64)
+    n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, col_ptr, last, base
+):  # pragma: no cover - compiled
+    """Fill ``col_ptr[c, pe]`` (zeros on entry): the local address where column ``c``'s
+    entries start in PE ``pe`` (the entry count of every column, padding entries included,
+    summed in column order), and ``base`` (PE ``pe`` owns ``base[pe]:base[pe + 1]``). False
+    when a PE would hold more than ``INT32_MAX`` entries. ``last``: int64 scratch, num_pes."""
     for pe in range(num_pes):
         last[pe] = -1
-    for col in range(n_cols):
-        _count_column(
-            row_idx, indptr[col], indptr[col + 1], num_pes, max_jump, last, col_ptr[col + 1]
-        )
-    _count_column(bias_rows, 0, bias_rows.size, num_pes, max_jump, last, col_ptr[cols_padded + 1])
-    running = np.zeros(num_pes, dtype=np.int64)  # summed in int64: an overflow shows
+    for col in range(n_cols + 1):  # the last one is the bias column
+        if col < n_cols:
+            rows, lo, hi, out = row_idx, indptr[col], indptr[col + 1], col + 1
+        else:
+            rows, lo, hi, out = bias_rows, 0, bias_rows.size, cols_padded + 1
+        counts = col_ptr[out]
+        for i in range(lo, hi):
+            r = rows[i]
+            pe = r % num_pes
+            lr = r // num_pes
+            counts[pe] += (lr - last[pe] - 1) // max_jump + 1
+            last[pe] = lr
+        for i in range(lo, hi):
+            last[rows[i] % num_pes] = -1
+    for pe in range(num_pes):  # running sums in int64 (an overflow shows) in ``last``
+        last[pe] = 0
     for c in range(1, cols_padded + 2):
         row = col_ptr[c]
         for pe in range(num_pes):
-            running[pe] += row[pe]
-            row[pe] = running[pe]
-    base = np.zeros(num_pes + 1, dtype=np.int64)
+            last[pe] += row[pe]
+            row[pe] = last[pe]
+    base[0] = 0
     for pe in range(num_pes):  # the last pointer is each PE's largest
-        if running[pe] > INT32_MAX:
-            return col_ptr, np.zeros(0, dtype=np.int64)
-        base[pe + 1] = base[pe] + running[pe]
-    return col_ptr, base
+        if last[pe] > INT32_MAX:
+            return False
+        base[pe + 1] = base[pe] + last[pe]
+    return True
 
 
-@nb.njit(cache=True)
-def _fill_column(rows, vals, lo, hi, num_pes, max_jump, last, write, code, z, local_row):
-    """Write the entries of ``rows[lo:hi]`` (one column), padding first where a gap is longer
-    than ``max_jump``: code 0, z = max_jump - 1, the row cursor advanced by ``max_jump``."""
-    for i in range(lo, hi):  # pragma: no cover - compiled
-        r = rows[i]
-        pe = r % num_pes
-        lr = r // num_pes
-        pos = write[pe]
-        d = lr - last[pe] - 1
-        npad = d // max_jump
-        cursor = last[pe]
-        for _ in range(npad):
-            cursor += max_jump
-            local_row[pos] = cursor
-            pos += 1
-        code[pos] = vals[i]
-        z[pos] = d - npad * max_jump
-        local_row[pos] = lr
-        write[pe] = pos + 1
-        last[pe] = lr
-    for i in range(lo, hi):
-        last[rows[i] % num_pes] = -1
-
-
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _fill(
-    n_cols, indptr, row_idx, codes, bias_rows, bias_vals, num_pes, max_jump, base
-):  # pragma: no cover
-    total = base[num_pes]
-    write = np.empty(num_pes, dtype=np.int64)  # next entry address per PE: columns in order
-    last = np.empty(num_pes, dtype=np.int64)
+    n_cols,
+    indptr,
+    row_idx,
+    codes,
+    bias_rows,
+    bias_vals,
+    num_pes,
+    max_jump,
+    base,
+    write,
+    last,
+    code,
+    z,
+    local_row,
+    real_cum,
+):  # pragma: no cover - compiled
+    """Write every entry (``code`` zeros, ``z`` and ``local_row`` any values on entry),
+    padding first where a gap is longer than ``max_jump``: code 0, z = max_jump - 1, the row
+    cursor advanced by ``max_jump``. Then ``real_cum[e + 1]``: real (code != 0) entries among
+    the first ``e + 1``. ``write``, ``last``: int64 scratch, num_pes."""
     for pe in range(num_pes):
-        write[pe] = base[pe]
+        write[pe] = base[pe]  # next entry address per PE: columns in order
         last[pe] = -1
-    code = np.zeros(total, dtype=np.uint8)
-    z = np.empty(total, dtype=np.uint8)
     pad_z = max_jump - 1
-    for e in range(total):
+    for e in range(z.size):
         z[e] = pad_z
-    local_row = np.zeros(total, dtype=np.int32)
-    args = (num_pes, max_jump, last, write, code, z, local_row)
-    for col in range(n_cols):
-        _fill_column(row_idx, codes, indptr[col], indptr[col + 1], *args)
-    _fill_column(bias_rows, bias_vals, 0, bias_rows.size, *args)
-    return code, z, local_row
-
-
-@nb.njit(cache=True)
-def _real_prefix(code, out):  # pragma: no cover
-    """``out[e + 1]``: real (code != 0) entries among the first ``e + 1`` (one pass, no
-    boolean temporary: 0.2-0.3 s less than ``np.cumsum(code != 0)`` per 1,000-point sweep)."""
+    for col in range(n_cols + 1):  # the last one is the bias column
+        if col < n_cols:
+            rows, vals, lo, hi = row_idx, codes, indptr[col], indptr[col + 1]
+        else:
+            rows, vals, lo, hi = bias_rows, bias_vals, 0, bias_rows.size
+        for i in range(lo, hi):
+            r = rows[i]
+            pe = r % num_pes
+            lr = r // num_pes
+            pos = write[pe]
+            d = lr - last[pe] - 1
+            npad = d // max_jump
+            cursor = last[pe]
+            for _ in range(npad):
+                cursor += max_jump
+                local_row[pos] = cursor
+                pos += 1
+            code[pos] = vals[i]
+            z[pos] = d - npad * max_jump
+            local_row[pos] = lr
+            write[pe] = pos + 1
+            last[pe] = lr
+        for i in range(lo, hi):
+            last[rows[i] % num_pes] = -1
     run = 0
-    out[0] = 0
+    real_cum[0] = 0
     for e in range(code.size):
         if code[e] != 0:
             run += 1
-        out[e + 1] = run
-    return out
+        real_cum[e + 1] = run
 
 
 def encode_eie(
@@ -187,10 +184,19 @@ def encode_eie(
     bias_vals = bias_codes[bias_rows].astype(np.uint8)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
     row_idx = np.ascontiguousarray(row_idx, dtype=np.int32)  # the layers' own dtype: no copy
-    col_ptr, base = _pointers(n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump)
-    if base.size == 0:
+    col_ptr = np.zeros((cols_padded + 2, num_pes), dtype=np.int32)
+    base = np.zeros(num_pes + 1, dtype=np.int64)
+    last = np.empty(num_pes, dtype=np.int64)
+    if not _pointers(
+        n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, col_ptr, last, base
+    ):
         raise OverflowError(f"more than {INT32_MAX} entries in one PE")
-    code, z, local_row = _fill(
+    total = int(base[-1])
+    code = np.zeros(total, dtype=np.uint8)
+    z = np.empty(total, dtype=np.uint8)
+    local_row = np.zeros(total, dtype=np.int32)
+    real_cum = np.empty(total + 1, np.int64 if total > INT32_MAX else np.int32)
+    _fill(
         n_cols,
         indptr,
         row_idx,
@@ -200,9 +206,13 @@ def encode_eie(
         num_pes,
         max_jump,
         base,
+        np.empty(num_pes, dtype=np.int64),
+        last,
+        code,
+        z,
+        local_row,
+        real_cum,
     )
-    wide = code.size > INT32_MAX
-    real_cum = _real_prefix(code, np.empty(code.size + 1, np.int64 if wide else np.int32))
     return EieEncoded(
         num_pes=num_pes,
         relative_index_bits=relative_index_bits,

@@ -27,7 +27,16 @@ import numpy as np
 
 from archsim.numba_cache import nb
 
-__all__ = ["eie_timing", "eie_line_reads", "eie_functional", "TIMING_FIELDS"]
+__all__ = [
+    "eie_timing",
+    "eie_schedule",
+    "eie_static_counts",
+    "timing_per_pe",
+    "eie_line_reads",
+    "eie_functional",
+    "eie_functional_counts",
+    "TIMING_FIELDS",
+]
 
 #: Per-PE counters returned by :func:`eie_timing` (rows of its ``per_pe`` array).
 TIMING_FIELDS = (
@@ -41,8 +50,99 @@ TIMING_FIELDS = (
 )
 
 
-@nb.njit(cache=True)
-def eie_timing(
+def eie_static_counts(
+    item_col: np.ndarray,
+    num_pes: int,
+    col_ptr: np.ndarray,
+    base: np.ndarray,
+    local_row: np.ndarray,
+    code: np.ndarray,
+    real_cum: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`eie_timing` counts that does not depend on when columns are popped, only on
+    which: (counts, bypass_candidates).
+
+    ``counts[0:3, i]``: PE ``i``'s entries, real entries and empty columns over the broadcast
+    items; ``bypass_candidates[k, i]``: item ``k``'s column is not empty in PE ``i``, its first
+    entry is real and lands on the row of the last entry of the previous non-empty column
+    (bypassed when the two are processed in back-to-back cycles). NumPy over (items x PEs):
+    it reads the per-entry arrays once, so the timing kernel does not (they are megabytes).
+    """
+    n_items = item_col.size
+    counts = np.zeros((3, num_pes), dtype=np.int64)
+    if n_items == 0 or code.size == 0:
+        counts[2] = n_items
+        return counts, np.zeros((n_items, num_pes), dtype=np.bool_)
+    cols = np.asarray(item_col, dtype=np.int64)
+    a0 = col_ptr[cols].astype(np.int64)
+    n = col_ptr[cols + 1] - a0
+    busy = n > 0
+    e0 = a0 + base[:num_pes]
+    e1 = e0 + n
+    counts[0] = n.sum(axis=0)
+    counts[1] = (real_cum[e1] - real_cum[e0]).sum(axis=0)
+    counts[2] = n_items - np.count_nonzero(busy, axis=0)
+    first = np.where(busy, e0, 0)  # any valid address where the column is empty
+    last = np.where(busy, e1 - 1, 0)
+    # item index of the last non-empty column before item k, per PE (-1: none)
+    seen = np.where(busy, np.arange(n_items, dtype=np.int64)[:, None], -1)
+    np.maximum.accumulate(seen, axis=0, out=seen)
+    prev = np.empty_like(seen)
+    prev[0] = -1
+    prev[1:] = seen[:-1]
+    pes = np.arange(num_pes)
+    prev_row = np.where(prev >= 0, local_row[last[np.maximum(prev, 0), pes]], -1)
+    cand = busy & (code[first] != 0) & (local_row[first] == prev_row)
+    return counts, cand
+
+
+def eie_schedule(
+    item_col: np.ndarray,
+    item_group: np.ndarray,
+    item_lane: np.ndarray,
+    n_groups: int,
+    num_pes: int,
+    fifo_depth: int,
+    col_ptr: np.ndarray,
+    bypass_candidates: np.ndarray,
+    entries_per_line: int,
+    drain: int,
+) -> tuple[int, int, np.ndarray]:
+    """The timing of one layer: (total_cycles, scanner_stall_cycles, per_pe[3, N]) with rows
+    SpMat line reads, bypasses and busy-until cycle (``TIMING_FIELDS`` 3, 5, 6).
+
+    ``bypass_candidates`` from :func:`eie_static_counts`. Touches only the pointer table (one
+    row of ``num_pes`` pointers per broadcast column) and per-PE registers.
+    """
+    per_pe = np.zeros((3, num_pes), dtype=np.int64)
+    hist = np.zeros((fifo_depth, num_pes), dtype=np.int64)  # pop times of the last depth items
+    # per PE: last processing cycle, last SpMat line, cycle of the last entry
+    regs = np.empty((3, num_pes), dtype=np.int64)
+    regs[0:2], regs[2] = -1, -2
+    cycles, stall = _schedule(
+        item_col,
+        item_group,
+        item_lane,
+        n_groups,
+        num_pes,
+        fifo_depth,
+        col_ptr,
+        bypass_candidates,
+        entries_per_line,
+        drain,
+        per_pe,
+        hist,
+        regs,
+    )
+    return int(cycles), int(stall), per_pe
+
+
+# The kernels allocate nothing (their callers pass zeroed outputs and scratch): each distinct
+# np.zeros/np.empty signature costs numba a compile of its own on a cold cache.
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _schedule(
     item_col,
     item_group,
     item_lane,
@@ -50,32 +150,18 @@ def eie_timing(
     num_pes,
     fifo_depth,
     col_ptr,
-    base,
-    local_row,
-    code,
-    real_cum,
+    bypass_candidates,
     entries_per_line,
     drain,
+    per_pe,
+    hist,
+    regs,
 ):  # pragma: no cover - compiled
-    """Return (total_cycles, scanner_stall_cycles, per_pe[7, N]) for one layer.
-
-    ``col_ptr[c, i]`` is PE ``i``'s column pointer ``c`` (the encoder's ``col_ptr``: one
-    broadcast column's pointers for all PEs are adjacent in memory).
-    """
+    """:func:`eie_schedule`'s loop: fills ``per_pe`` (zeros), returns (cycles, stalls)."""
     n_items = item_col.size
-    per_pe = np.zeros((7, num_pes), dtype=np.int64)
-    hist = np.zeros((fifo_depth, num_pes), dtype=np.int64)  # pop times of the last depth items
-    # per PE: last processing cycle, last SpMat line, last row, cycle of the last entry
-    # (filled by loops: np.full would cost its own compile on a cold cache)
-    last_cycle = np.empty(num_pes, dtype=np.int64)
-    last_line = np.empty(num_pes, dtype=np.int64)
-    last_row = np.empty(num_pes, dtype=np.int64)
-    last_entry_cycle = np.empty(num_pes, dtype=np.int64)
-    for i in range(num_pes):
-        last_cycle[i] = -1
-        last_line[i] = -1
-        last_row[i] = -1
-        last_entry_cycle[i] = -2
+    lines, bypasses, busy = per_pe[0], per_pe[1], per_pe[2]
+    last_cycle, last_line, last_entry_cycle = regs[0], regs[1], regs[2]
+    bypass_on = drain >= 2
     stall = 0
     push = 0
     for k in range(n_items):
@@ -87,47 +173,38 @@ def eie_timing(
                 gap -= 1
             reach = push + 1 + gap
         push = reach
+        pops = hist[k % fifo_depth]  # item k - depth's pop times, overwritten by item k's
         if k >= fifo_depth:
-            slot = k % fifo_depth
             for i in range(num_pes):
-                if hist[slot, i] + 1 > push:
-                    push = hist[slot, i] + 1
+                if pops[i] + 1 > push:
+                    push = pops[i] + 1
         stall += push - reach
         col = item_col[k]
+        start = col_ptr[col]
+        stop = col_ptr[col + 1]
+        cand = bypass_candidates[k]
         for i in range(num_pes):
             p = last_cycle[i]
             if push + 1 > p:
                 p = push + 1
-            hist[k % fifo_depth, i] = p
-            a0 = col_ptr[col, i]
-            n = col_ptr[col + 1, i] - a0
-            per_pe[4, i] += 1
+            pops[i] = p
+            a0 = start[i]
+            n = stop[i] - a0
             if n == 0:
-                per_pe[2, i] += 1
                 last_cycle[i] = p + 1
-                if p + 1 > per_pe[6, i]:
-                    per_pe[6, i] = p + 1
+                if p + 1 > busy[i]:
+                    busy[i] = p + 1
                 continue
-            e0 = base[i] + a0
-            e1 = e0 + n
-            per_pe[0, i] += n
-            per_pe[1, i] += real_cum[e1] - real_cum[e0]
             l0 = a0 // entries_per_line
             l1 = (a0 + n - 1) // entries_per_line
-            per_pe[3, i] += l1 - l0 + 1 - (1 if l0 == last_line[i] else 0)
+            lines[i] += l1 - l0 + 1 - (1 if l0 == last_line[i] else 0)
             last_line[i] = l1
-            if (
-                drain >= 2
-                and code[e0] != 0
-                and last_entry_cycle[i] == p
-                and local_row[e0] == last_row[i]
-            ):
-                per_pe[5, i] += 1
-            last_row[i] = local_row[e1 - 1]
+            if bypass_on and cand[i] and last_entry_cycle[i] == p:
+                bypasses[i] += 1
             last_entry_cycle[i] = p + n
             last_cycle[i] = p + n
-            if p + n + drain > per_pe[6, i]:
-                per_pe[6, i] = p + n + drain
+            if p + n + drain > busy[i]:
+                busy[i] = p + n + drain
     if n_items == 0:
         scan_end = n_groups
     else:
@@ -136,20 +213,78 @@ def eie_timing(
             scan_end -= 1
     done = scan_end
     for i in range(num_pes):
-        if per_pe[6, i] > done:
-            done = per_pe[6, i]
-    return done + 1, stall, per_pe
+        if busy[i] > done:
+            done = busy[i]
+    return done + 1, stall
 
 
-@nb.njit(cache=True)
-def eie_line_reads(item_col, num_pes, col_ptr, entries_per_line):  # pragma: no cover - compiled
+def timing_per_pe(counts: np.ndarray, n_items: int, scheduled: np.ndarray) -> np.ndarray:
+    """``per_pe[7, N]`` in ``TIMING_FIELDS`` order from :func:`eie_static_counts`' counts and
+    :func:`eie_schedule`'s rows."""
+    per_pe = np.empty((7, counts.shape[1]), dtype=np.int64)
+    per_pe[0:3] = counts
+    per_pe[3] = scheduled[0]
+    per_pe[4] = n_items  # one pointer pair read per column popped
+    per_pe[5:7] = scheduled[1:3]
+    return per_pe
+
+
+def eie_timing(
+    item_col: np.ndarray,
+    item_group: np.ndarray,
+    item_lane: np.ndarray,
+    n_groups: int,
+    num_pes: int,
+    fifo_depth: int,
+    col_ptr: np.ndarray,
+    base: np.ndarray,
+    local_row: np.ndarray,
+    code: np.ndarray,
+    real_cum: np.ndarray,
+    entries_per_line: int,
+    drain: int,
+) -> tuple[int, int, np.ndarray]:
+    """Return (total_cycles, scanner_stall_cycles, per_pe[7, N]) for one layer.
+
+    ``col_ptr[c, i]`` is PE ``i``'s column pointer ``c`` (the encoder's ``col_ptr``: one
+    broadcast column's pointers for all PEs are adjacent in memory). The counts that do not
+    depend on timing (:func:`eie_static_counts`) and the schedule (:func:`eie_schedule`) are
+    computed apart; a caller that times one layer many times keeps the former.
+    """
+    counts, cand = eie_static_counts(item_col, num_pes, col_ptr, base, local_row, code, real_cum)
+    cycles, stall, scheduled = eie_schedule(
+        item_col,
+        item_group,
+        item_lane,
+        n_groups,
+        num_pes,
+        fifo_depth,
+        col_ptr,
+        cand,
+        entries_per_line,
+        drain,
+    )
+    return cycles, stall, timing_per_pe(counts, item_col.size, scheduled)
+
+
+def eie_line_reads(
+    item_col: np.ndarray, num_pes: int, col_ptr: np.ndarray, entries_per_line: int
+) -> np.ndarray:
     """SpMat line reads per PE: row ``line_reads`` of :func:`eie_timing`'s ``per_pe``.
 
     They depend on the order in which columns are popped, not on when, so neither on FIFO depth
     nor on pipeline depth: a sweep over line widths re-runs only this, not the timing kernel.
     """
     reads = np.zeros(num_pes, dtype=np.int64)
-    last_line = np.empty(num_pes, dtype=np.int64)
+    _line_reads(item_col, num_pes, col_ptr, entries_per_line, reads, np.empty_like(reads))
+    return reads
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _line_reads(
+    item_col, num_pes, col_ptr, entries_per_line, reads, last_line
+):  # pragma: no cover - compiled
+    """:func:`eie_line_reads`' loop (``reads`` zeros on entry; ``last_line`` scratch)."""
     for i in range(num_pes):
         last_line[i] = -1
     for k in range(item_col.size):
@@ -165,11 +300,57 @@ def eie_line_reads(item_col, num_pes, col_ptr, entries_per_line):  # pragma: no 
             l1 = (a0 + n - 1) // entries_per_line
             reads[i] += l1 - l0 + 1 - (1 if l0 == last_line[i] else 0)
             last_line[i] = l1
-    return reads
 
 
-@nb.njit(cache=True)
 def eie_functional(
+    item_col: np.ndarray,
+    item_act: np.ndarray,
+    num_pes: int,
+    col_ptr: np.ndarray,
+    base: np.ndarray,
+    local_row: np.ndarray,
+    code: np.ndarray,
+    codebook_q: np.ndarray,
+    shift: int,
+    acc_bits: int,
+    n_rows: int,
+) -> np.ndarray:
+    """Fixed-point y = W x + b in processing order with a saturating ``acc_bits`` accumulator.
+
+    ``codebook_q`` and ``item_act`` are integer Q-format values; each product is rounded
+    (half up) by ``shift`` bits into the accumulator format. A row lives in one PE, so every
+    row accumulates its products in broadcast order, as that PE does. Returns int64 per row.
+    """
+    args = (item_col, item_act, num_pes, col_ptr, base, local_row, code, codebook_q)
+    return eie_functional_counts(*args, shift, acc_bits, n_rows)[0]
+
+
+def eie_functional_counts(
+    item_col: np.ndarray,
+    item_act: np.ndarray,
+    num_pes: int,
+    col_ptr: np.ndarray,
+    base: np.ndarray,
+    local_row: np.ndarray,
+    code: np.ndarray,
+    codebook_q: np.ndarray,
+    shift: int,
+    acc_bits: int,
+    n_rows: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`eie_functional`'s output and, from the same walk over every entry of every
+    broadcast column, :func:`eie_static_counts`' (counts, bypass_candidates)."""
+    out = np.zeros(n_rows, dtype=np.int64)
+    counts = np.zeros((3, num_pes), dtype=np.int64)
+    cand = np.zeros((item_col.size, num_pes), dtype=np.bool_)
+    last_row = np.full(num_pes, -1, dtype=np.int64)
+    args = (item_col, item_act, num_pes, col_ptr, base, local_row, code, codebook_q)
+    _functional(*args, shift, acc_bits, out, counts, cand, last_row)
+    return out, counts, cand
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _functional(
     item_col,
     item_act,
     num_pes,
@@ -180,28 +361,39 @@ def eie_functional(
     codebook_q,
     shift,
     acc_bits,
-    n_rows,
+    out,
+    counts,
+    cand,
+    last_row,
 ):  # pragma: no cover - compiled
-    """Fixed-point y = W x + b in processing order with a saturating ``acc_bits`` accumulator.
-
-    ``codebook_q`` and ``item_act`` are integer Q-format values; each product is rounded
-    (half up) by ``shift`` bits into the accumulator format. A row lives in one PE, so every
-    row accumulates its products in broadcast order, as that PE does.
-    """
+    """:func:`eie_functional_counts`' loop (``out``, ``counts``, ``cand`` zeros on entry;
+    ``last_row``: -1 per PE, the local row of the last entry of its last non-empty column)."""
     lo = -(1 << (acc_bits - 1))
     hi = (1 << (acc_bits - 1)) - 1
-    out = np.zeros(n_rows, dtype=np.int64)
     half = (1 << (shift - 1)) if shift > 0 else 0
+    entries, real, empty = counts[0], counts[1], counts[2]
     for k in range(item_col.size):
         col = item_col[k]
         a = item_act[k]
         start = col_ptr[col]
         stop = col_ptr[col + 1]
+        first_hits = cand[k]
         for i in range(num_pes):
-            for e in range(base[i] + start[i], base[i] + stop[i]):
+            e0 = base[i] + start[i]
+            e1 = base[i] + stop[i]
+            if e1 == e0:
+                empty[i] += 1
+                continue
+            entries[i] += e1 - e0
+            if code[e0] != 0 and local_row[e0] == last_row[i]:
+                first_hits[i] = True
+            last_row[i] = local_row[e1 - 1]
+            n_real = 0
+            for e in range(e0, e1):
                 c = code[e]
                 if c == 0:
                     continue
+                n_real += 1
                 prod = codebook_q[c] * a
                 prod = (prod + half) >> shift if shift > 0 else prod << (-shift)
                 r = local_row[e] * num_pes + i
@@ -211,4 +403,4 @@ def eie_functional(
                 elif s < lo:
                     s = lo
                 out[r] = s
-    return out
+            real[i] += n_real

@@ -77,17 +77,17 @@ def test_doctor_reports_cache_dir_and_which_kernels_are_warm(tmp_path):
     assert before["numba_cache_dir"] == str(cache)
     assert before["numba_cache_from"] == "$NUMBA_CACHE_DIR"
     assert before["kernels"]["eie"]["compiled"] == 0
-    # the encoder's two kernels, their two per-column helpers, _real_prefix, three timing ones
-    assert before["kernels"]["eie"]["total"] == 8
+    # the encoder's two kernels, the schedule, the functional model, the line reads
+    assert before["kernels"]["eie"]["total"] == 5
     compile_one = (  # the smallest kernel: compiling it takes about a second
-        "import numpy as np; from archsim.datapath.eie_encode import _real_prefix as f; "
-        "f(np.array([1, 0, 2], np.uint8), np.empty(4, np.int32))"
+        "import numpy as np; from archsim.datapath.eie_kernels import eie_line_reads as f; "
+        "f(np.array([0], np.int64), 1, np.array([[0], [3]], np.int32), 2)"
     )
     subprocess.run([sys.executable, "-c", compile_one], check=True, env=env)
     after = _doctor(env)["kernels"]["eie"]
     assert after["compiled"] == 1
-    assert "eie_encode._real_prefix" not in after["cold"]
-    assert len(after["cold"]) == 7
+    assert "eie_kernels._line_reads" not in after["cold"]
+    assert len(after["cold"]) == 4
     assert any(cache.rglob("*.nbi"))
 
 
