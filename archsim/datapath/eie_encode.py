@@ -8,7 +8,7 @@ multiple of N (activation j lives in PE j mod N) and one bias column follows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,8 +49,23 @@ class EieEncoded:
         """Stored entries over all PEs."""
         return int(self.base[-1])
 
+    def pointers_only(self) -> EieEncoded:
+        """This encoding without its per-entry arrays (codes, z, rows, real-entry prefix):
+        what timing and memory fill need once the functional pass has run. A sweep keeps
+        one PE count's layers this way (``simulate_eie``): at 16-64 PEs the pointers are a
+        few MB where the entries are tens of MB per layer."""
+        empty_u8, empty_i32 = np.empty(0, np.uint8), np.empty(0, np.int32)
+        return replace(self, code=empty_u8, z=empty_u8, local_row=empty_i32, real_cum=empty_i32)
+
+    @property
+    def has_entries(self) -> bool:
+        """Whether the per-entry arrays are here (not a ``pointers_only`` copy)."""
+        return self.code.size == self.total_entries
+
     def pe_arrays(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(pointers, codes, z) of PE ``k`` as EIE's files store them."""
+        if not self.has_entries:
+            raise ValueError("a pointers_only() encoding has no entries to store")
         lo, hi = int(self.base[k]), int(self.base[k + 1])
         return np.ascontiguousarray(self.col_ptr[:, k]), self.code[lo:hi], self.z[lo:hi]
 
