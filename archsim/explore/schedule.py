@@ -6,7 +6,9 @@ EIE the PE count, whose encoding a worker prepares once and memoises). The plan 
 every unit runs on one worker, chunk after chunk, so no preparation is ever made twice because
 of the schedule. A free worker takes the largest unit not yet started (the longest-processing-
 time-first rule: the last units to start are the smallest, so the workers finish close
-together). Only when there are fewer than two units per worker is the largest unit cut again,
+together); among units of one size, those at the end of the plan go first, since a sweep's
+slowest axis usually ascends in cost (1,000-point EIE sweep, `-j 2`, alternating, 4 rounds:
+13.16 / 13.49 s -> 12.56 / 13.22 s min / median). Only when there are fewer than two units per worker is the largest unit cut again,
 at an inner boundary near its middle, so that every worker has work; that is the one case in
 which two workers prepare the same group. A chunk whose worker dies is run again point by point,
 so that a point that kills its worker (a crash, the kernel's OOM killer) is found and recorded
@@ -72,8 +74,9 @@ class GroupScheduler:
     ) -> None:
         self.chunk = max(1, chunk)
         found = units(n, workers, self.chunk, levels)
-        # largest first; among equals, plan order (sorted() is stable)
-        self.queue: deque[list[int]] = deque(sorted(found, key=lambda u: u[0] - u[1]))
+        # largest first; among equals, from the end of the plan: a sweep's slowest axis
+        # usually ascends in cost (PE counts, array sizes, batches), so cheap units end it
+        self.queue: deque[list[int]] = deque(sorted(found, key=lambda u: (u[0] - u[1], -u[0])))
         self.current: dict[int, list[int]] = {}  # worker -> [next task, end of its unit]
 
     def next(self, worker: int) -> tuple[int, int] | None:
