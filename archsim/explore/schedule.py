@@ -1,18 +1,18 @@
 """Which worker runs which points: whole groups of related points, largest first.
 
-Consecutive points of a sweep share the most (same workload and seed, same leading axes: for
-EIE the PE count, whose encoding a worker prepares once and memoises). The plan is cut into
-*units* at the boundaries where the slowest-changing axis changes (one unit per memo group), and
-every unit runs on one worker, chunk after chunk, so no preparation is ever made twice because
-of the schedule. A free worker takes the largest unit not yet started (the longest-processing-
+Consecutive points of a sweep share the most (same workload and seed, same leading axes: for EIE
+the PE count, whose encoding a worker prepares once and memoises). The plan is cut into *units*
+at the boundaries where the slowest-changing axis changes (one unit per memo group), and every
+unit runs on one worker, chunk after chunk, so no preparation is ever made twice because of the
+schedule. A free worker takes the largest unit not yet started (the longest-processing-
 time-first rule: the last units to start are the smallest, so the workers finish close
 together); among units of one size, those at the end of the plan go first, since a sweep's
 slowest axis usually ascends in cost (1,000-point EIE sweep, `-j 2`, alternating, 4 rounds:
-13.16 / 13.49 s -> 12.56 / 13.22 s min / median). Only when there are fewer than two units per worker is the largest unit cut again,
-at an inner boundary near its middle, so that every worker has work; that is the one case in
-which two workers prepare the same group. A chunk whose worker dies is run again point by point,
-so that a point that kills its worker (a crash, the kernel's OOM killer) is found and recorded
-as failed while every other point still runs.
+13.16 / 13.49 s -> 12.56 / 13.22 s min / median). Only when there are fewer than two units per
+worker is the largest unit cut again, at an inner boundary near its middle, so that every worker
+has work; that is the one case in which two workers prepare the same group. A chunk whose worker
+dies is run again point by point, so that a point that kills its worker (a crash, the kernel's
+OOM killer) is found and recorded as failed while every other point still runs.
 """
 
 from __future__ import annotations
