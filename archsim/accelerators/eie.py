@@ -106,7 +106,7 @@ class EiePrepared:
     lanes: np.ndarray
     n_groups: int
     output_q: np.ndarray  # int64 accumulator values (before ReLU)
-    counts: np.ndarray  # entries, real entries, empty columns per PE (eie_static_counts)
+    counts: np.ndarray  # entries, real entries, empty columns per PE (eie_functional_counts)
     bypass_candidates: np.ndarray  # bool (items, PEs)
 
 
@@ -135,7 +135,7 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
     cols, groups, lanes, vals, n_groups = broadcast_items(
         fp.act_q, layer.has_bias, fp.bias_act_q, n
     )
-    # the functional walk also counts what the timing does not depend on (eie_static_counts)
+    # the functional walk also counts what the timing does not depend on
     out, counts, cand = eie_functional_counts(
         cols,
         vals,

@@ -30,7 +30,6 @@ from archsim.numba_cache import nb
 __all__ = [
     "eie_timing",
     "eie_schedule",
-    "eie_static_counts",
     "timing_per_pe",
     "eie_line_reads",
     "eie_functional",
@@ -50,52 +49,6 @@ TIMING_FIELDS = (
 )
 
 
-def eie_static_counts(
-    item_col: np.ndarray,
-    num_pes: int,
-    col_ptr: np.ndarray,
-    base: np.ndarray,
-    local_row: np.ndarray,
-    code: np.ndarray,
-    real_cum: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """What :func:`eie_timing` counts that does not depend on when columns are popped, only on
-    which: (counts, bypass_candidates).
-
-    ``counts[0:3, i]``: PE ``i``'s entries, real entries and empty columns over the broadcast
-    items; ``bypass_candidates[k, i]``: item ``k``'s column is not empty in PE ``i``, its first
-    entry is real and lands on the row of the last entry of the previous non-empty column
-    (bypassed when the two are processed in back-to-back cycles). NumPy over (items x PEs):
-    it reads the per-entry arrays once, so the timing kernel does not (they are megabytes).
-    """
-    n_items = item_col.size
-    counts = np.zeros((3, num_pes), dtype=np.int64)
-    if n_items == 0 or code.size == 0:
-        counts[2] = n_items
-        return counts, np.zeros((n_items, num_pes), dtype=np.bool_)
-    cols = np.asarray(item_col, dtype=np.int64)
-    a0 = col_ptr[cols].astype(np.int64)
-    n = col_ptr[cols + 1] - a0
-    busy = n > 0
-    e0 = a0 + base[:num_pes]
-    e1 = e0 + n
-    counts[0] = n.sum(axis=0)
-    counts[1] = (real_cum[e1] - real_cum[e0]).sum(axis=0)
-    counts[2] = n_items - np.count_nonzero(busy, axis=0)
-    first = np.where(busy, e0, 0)  # any valid address where the column is empty
-    last = np.where(busy, e1 - 1, 0)
-    # item index of the last non-empty column before item k, per PE (-1: none)
-    seen = np.where(busy, np.arange(n_items, dtype=np.int64)[:, None], -1)
-    np.maximum.accumulate(seen, axis=0, out=seen)
-    prev = np.empty_like(seen)
-    prev[0] = -1
-    prev[1:] = seen[:-1]
-    pes = np.arange(num_pes)
-    prev_row = np.where(prev >= 0, local_row[last[np.maximum(prev, 0), pes]], -1)
-    cand = busy & (code[first] != 0) & (local_row[first] == prev_row)
-    return counts, cand
-
-
 def eie_schedule(
     item_col: np.ndarray,
     item_group: np.ndarray,
@@ -111,7 +64,7 @@ def eie_schedule(
     """The timing of one layer: (total_cycles, scanner_stall_cycles, per_pe[3, N]) with rows
     SpMat line reads, bypasses and busy-until cycle (``TIMING_FIELDS`` 3, 5, 6).
 
-    ``bypass_candidates`` from :func:`eie_static_counts`. Touches only the pointer table (one
+    ``bypass_candidates`` from :func:`eie_functional_counts`. Touches only the pointer table (one
     row of ``num_pes`` pointers per broadcast column) and per-PE registers.
     """
     per_pe = np.zeros((3, num_pes), dtype=np.int64)
@@ -219,7 +172,7 @@ def _schedule(
 
 
 def timing_per_pe(counts: np.ndarray, n_items: int, scheduled: np.ndarray) -> np.ndarray:
-    """``per_pe[7, N]`` in ``TIMING_FIELDS`` order from :func:`eie_static_counts`' counts and
+    """``per_pe[7, N]`` in ``TIMING_FIELDS`` order from :func:`eie_functional_counts`' counts and
     :func:`eie_schedule`'s rows."""
     per_pe = np.empty((7, counts.shape[1]), dtype=np.int64)
     per_pe[0:3] = counts
@@ -248,10 +201,15 @@ def eie_timing(
 
     ``col_ptr[c, i]`` is PE ``i``'s column pointer ``c`` (the encoder's ``col_ptr``: one
     broadcast column's pointers for all PEs are adjacent in memory). The counts that do not
-    depend on timing (:func:`eie_static_counts`) and the schedule (:func:`eie_schedule`) are
-    computed apart; a caller that times one layer many times keeps the former.
+    depend on timing come from :func:`eie_functional_counts`' walk over the entries (with zero
+    activations: only its counts are used), the rest from :func:`eie_schedule`; a caller that
+    times one layer many times keeps the former, as ``simulate`` does. ``real_cum`` is kept
+    for the signature; the walk counts real entries itself.
     """
-    counts, cand = eie_static_counts(item_col, num_pes, col_ptr, base, local_row, code, real_cum)
+    rows = (int(local_row.max(initial=-1)) + 1) * num_pes
+    zeros = np.zeros(item_col.size, dtype=np.int64), np.zeros(256, dtype=np.int64)
+    args = (item_col, zeros[0], num_pes, col_ptr, base, local_row, code, zeros[1])
+    _, counts, cand = eie_functional_counts(*args, 0, 32, rows)
     cycles, stall, scheduled = eie_schedule(
         item_col,
         item_group,
@@ -339,7 +297,11 @@ def eie_functional_counts(
     n_rows: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`eie_functional`'s output and, from the same walk over every entry of every
-    broadcast column, :func:`eie_static_counts`' (counts, bypass_candidates)."""
+    broadcast column, what the timing does not depend on: ``counts[0:3, i]``, PE ``i``'s
+    entries, real entries and empty columns over the broadcast items, and
+    ``bypass_candidates[k, i]``: item ``k``'s column is not empty in PE ``i``, its first entry
+    is real and lands on the row of the last entry of the previous non-empty column (bypassed
+    when the two are processed in back-to-back cycles)."""
     out = np.zeros(n_rows, dtype=np.int64)
     counts = np.zeros((3, num_pes), dtype=np.int64)
     cand = np.zeros((item_col.size, num_pes), dtype=np.bool_)
