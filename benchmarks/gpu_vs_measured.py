@@ -16,11 +16,10 @@ correlation per file and precision for
   8-9 us.
 
 ``--preset-clock`` simulates the H100 rows at the preset clock instead (for reference).
-``--v100-set PATH=YAML`` overrides a field of the V100 preset (repeatable), e.g. the DRAM-page
-model that ``hw_configs/v100.yaml`` documents but leaves off::
+``--v100-set PATH=YAML`` overrides a field of the V100 preset (repeatable), e.g. turns off the
+DRAM-page model that ``hw_configs/v100.yaml`` switches on, to see what it buys::
 
-    --v100-set 'dram_pages={page_bytes: 1024, column_address_bits: [0, 1, 2, 3, 4, 5, 6, 7,
-    8, 9], activations_per_s: 9.067e+9}'
+    --v100-set 'dram_pages=null'
 """
 
 from __future__ import annotations
