@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from archsim.validation.claims import Claim, ClaimUnavailable
 from archsim.validation.eie import EIE_CLAIMS
 from archsim.validation.multigpu import MULTIGPU_CLAIMS
+from archsim.validation.networks import NETWORK_CLAIMS
 from archsim.validation.runs import Runs
 from archsim.validation.scnn import SCNN_CLAIMS
 from archsim.validation.tensor_core import TENSOR_CORE_CLAIMS
@@ -25,6 +26,7 @@ CLAIMS: dict[str, tuple[Claim, ...]] = {
     "scnn": SCNN_CLAIMS,
     "tensor_core": TENSOR_CORE_CLAIMS,
     "multigpu": MULTIGPU_CLAIMS,
+    "networks": NETWORK_CLAIMS,
 }
 MODELS = tuple(CLAIMS)
 #: Columns of the frame :func:`validate` returns, in order.

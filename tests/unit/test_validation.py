@@ -111,6 +111,7 @@ def fake_registry(monkeypatch):
     monkeypatch.setitem(CLAIMS, "scnn", (bad,))
     monkeypatch.setitem(CLAIMS, "tensor_core", ())
     monkeypatch.setitem(CLAIMS, "multigpu", ())
+    monkeypatch.setitem(CLAIMS, "networks", ())
     return ok, bad
 
 
@@ -146,6 +147,6 @@ def test_cli_bad_data_folder_is_a_user_error(tmp_path, capsys):
 def test_cli_unknown_model_is_a_user_error(capsys):
     assert main(["validate", "tpu"]) == 2
     assert (
-        "unknown model 'tpu'; allowed: eie, scnn, tensor_core, multigpu, all"
+        "unknown model 'tpu'; allowed: eie, scnn, tensor_core, multigpu, networks, all"
         in capsys.readouterr().err
     )

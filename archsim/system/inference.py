@@ -1,0 +1,177 @@
+"""One forward pass of a conv network on one GPU, as a framework runs it for inference.
+
+Each conv runs through the single-GPU Tensor Core model with cuDNN's algorithm choice
+(:func:`archsim.simulate` on the layer at the pass's batch and precision); around it the framework
+launches the memory-bound kernels of an eval-mode network, each timed as its bytes at the
+preset's achievable HBM bandwidth or its launch cost, whichever is longer:
+
+* batch-norm in inference mode reads the conv output once and writes it once (running
+  statistics, no reductions), ReLU reads and writes it (``relu: false`` drops it), a residual
+  add (``residual_add``) reads two output-sized tensors and writes one, a max-pool after the
+  layer (``max_pool_stride``) reads the output and writes the pooled values and their int64
+  indices (PyTorch's CUDA max_pool2d always runs max_pool2d_with_indices);
+* ``fused_bn_relu``: batch-norm, the add and the ReLU are one kernel (MXNet's
+  BatchNormAddRelu / fused BN-ReLU, cuDNN's fused ops): one read of the output (and of the
+  shortcut) and one write;
+* ``autocast_weight_casts``: torch.autocast casts every conv's FP32 weight to FP16 in each
+  forward pass (its cast cache lives for one autocast region): a kernel reading 4 and writing 2
+  bytes per weight;
+* ``memory_format="nchw"`` with a tensor-core precision: cuDNN transposes each conv's input to
+  NHWC and its output back (``TrainingConfig.nchw_transpose_passes`` each).
+
+``algorithms`` restricts cuDNN's algorithm choice to what the framework asks for.
+``launch`` picks the preset's per-kernel cost (``graph`` or ``eager``) for every kernel.
+Not modelled: the network's head (global average pool, fully connected layer, softmax; the
+workloads list convs only), host time beyond the per-kernel launch cost (Python, the
+framework's dispatcher, cuDNN's per-call setup) and input decoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from archsim.config.gpu import GpuConfig
+from archsim.config.io import load_hardware, load_workload
+from archsim.config.system import TrainingConfig
+from archsim.config.workload import ConvLayer, WorkloadSpec
+from archsim.errors import SimulationError
+from archsim.simulate import simulate
+from archsim.system.training import MEMORY_FORMATS, _max_pool
+from archsim.system.workload import PRECISIONS
+
+__all__ = ["InferenceOptions", "InferencePass", "inference_pass"]
+
+LAUNCH_MODES = ("graph", "eager")
+
+
+@dataclass(frozen=True)
+class InferenceOptions:
+    """How the forward pass runs: precision (a training precision name: amp_fp16 runs FP16
+    convs), batch, launch mode, activation layout and the framework's fusions."""
+
+    precision: str = "amp_fp16"
+    batch: int = 1
+    launch: str = "graph"
+    memory_format: str = "nhwc"
+    fused_bn_relu: bool = False
+    autocast_weight_casts: bool = False
+    #: the cuDNN algorithms the framework allows (None: the preset's list; cuDNN picks the
+    #: fastest), e.g. ("implicit_gemm",) for a framework that fixes IMPLICIT_PRECOMP_GEMM
+    algorithms: tuple[str, ...] | None = None
+
+    def check(self) -> None:
+        """One-line errors for options the model cannot take."""
+        if self.precision not in PRECISIONS:
+            raise SimulationError(f"precision {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
+        if self.batch < 1:
+            raise SimulationError(f"batch {self.batch}; allowed: >= 1")
+        if self.launch not in LAUNCH_MODES:
+            raise SimulationError(f"launch {self.launch!r}; allowed: graph, eager")
+        if self.memory_format not in MEMORY_FORMATS:
+            raise SimulationError(f"memory format {self.memory_format!r}; allowed: nhwc, nchw")
+
+
+@dataclass(frozen=True)
+class InferencePass:
+    """Seconds of one forward pass, split into convs and memory-bound kernels."""
+
+    conv_s: float
+    elementwise_s: float
+    kernels: int
+    batch: int
+    transpose_s: float = 0.0  # the NCHW <-> NHWC transposes' share of elementwise_s
+    per_layer_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def time_s(self) -> float:
+        """The whole pass, s."""
+        return self.conv_s + self.elementwise_s
+
+    @property
+    def samples_per_s(self) -> float:
+        """Images per second at this batch."""
+        return self.batch / self.time_s
+
+
+def _conv_workload(wl: WorkloadSpec, precision: str, batch: int) -> WorkloadSpec:
+    layers = []
+    for spec in wl.layers:
+        if not isinstance(spec, ConvLayer):
+            raise SimulationError(
+                f"layer {getattr(spec, 'name', '?')!r}: an inference pass takes conv layers "
+                "only; allowed: a workload of conv layers"
+            )
+        layers.append(spec.model_copy(update={"n": batch, "precision": precision}))
+    return wl.model_copy(update={"layers": layers})
+
+
+def _transposes(
+    spec: ConvLayer, outputs: int, act: int, opts: InferenceOptions, t: TrainingConfig
+) -> tuple[int, int]:
+    """(bytes moved, kernels) of cuDNN's NCHW <-> NHWC transposes around one tensor-core conv."""
+    if opts.memory_format != "nchw" or opts.precision == "fp32":
+        return 0, 0
+    inputs = outputs // (spec.k * spec.out_h * spec.out_w) * spec.c * spec.h * spec.w
+    return t.nchw_transpose_passes * (inputs + outputs) * act, 2
+
+
+def _elementwise(
+    spec: ConvLayer, outputs: int, act: int, opts: InferenceOptions, t: TrainingConfig
+) -> tuple[int, int]:
+    """(bytes moved, kernels) of the memory-bound kernels around one conv, transposes apart."""
+    if opts.fused_bn_relu:  # one kernel: read the output (and the shortcut), write once
+        passes, kernels = 2 + (1 if spec.residual_add else 0), 1
+    else:
+        passes, kernels = 2, 1  # batch-norm (inference): read, write
+        if spec.relu:
+            passes, kernels = passes + 2, kernels + 1
+        if spec.residual_add:
+            passes, kernels = passes + t.residual_forward_passes, kernels + 1
+    moved = outputs * act * passes
+    if spec.max_pool_stride > 1:
+        moved, kernels = moved + _max_pool(outputs, spec.max_pool_stride, act)[0], kernels + 1
+    if opts.autocast_weight_casts:
+        moved += spec.k * (spec.c // spec.groups) * spec.r * spec.s * (4 + 2)
+        kernels += 1
+    return moved, kernels
+
+
+def inference_pass(
+    gpu: GpuConfig | str,
+    workload: WorkloadSpec | str,
+    opts: InferenceOptions | None = None,
+    training: TrainingConfig | None = None,
+) -> InferencePass:
+    """Simulate one forward pass of ``workload`` on ``gpu``; see the module docstring.
+
+    ``training`` supplies the pass counts shared with the training step (residual add, NCHW
+    transposes); its defaults otherwise.
+    """
+    opts = opts or InferenceOptions()
+    opts.check()
+    cfg = load_hardware(gpu)
+    if not isinstance(cfg, GpuConfig):
+        raise SimulationError(f"{getattr(cfg, 'name', gpu)!r} is not a single GPU preset")
+    overrides: dict[str, object] = {"launch.mode": opts.launch}
+    if opts.algorithms is not None:
+        overrides["conv_library.algorithms"] = list(opts.algorithms)
+    cfg = cfg.with_overrides(overrides)
+    wl = load_workload(workload)
+    prec, _, act, _ = PRECISIONS[opts.precision]
+    run = simulate(cfg, _conv_workload(wl, prec, opts.batch))
+    t = training or TrainingConfig()
+    hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
+    launch = cfg.launch_overhead_s
+    conv_s = ew_s = tr_s = 0.0
+    kernels = 0
+    per_layer: dict[str, float] = {}
+    for spec, lr in zip(wl.layers, run.layers, strict=True):
+        assert isinstance(spec, ConvLayer)
+        outputs = opts.batch * spec.k * spec.out_h * spec.out_w
+        moved, n = _elementwise(spec, outputs, act, opts, t)
+        tr_moved, tr_n = _transposes(spec, outputs, act, opts, t)
+        ew, tr = max(moved / hbm, n * launch), max(tr_moved / hbm, tr_n * launch)
+        conv_s, ew_s, tr_s = conv_s + lr.time_s, ew_s + ew + tr, tr_s + tr
+        kernels += 1 + n + tr_n
+        per_layer[spec.name] = lr.time_s + ew + tr
+    return InferencePass(conv_s, ew_s, kernels, opts.batch, tr_s, per_layer)

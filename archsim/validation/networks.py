@@ -1,0 +1,170 @@
+"""Whole-network claims: NVIDIA's published ResNet-50 v1.5 inference throughputs
+(DeepLearningExamples) against one simulated forward pass (:mod:`archsim.system.inference`).
+
+Every figure is a measured throughput of a framework, not of cuDNN alone: it includes what the
+framework launches around the convs (modelled: batch-norm, ReLU, adds, max-pool, casts, each
+framework's fusions and launch mode) and host time (not modelled beyond the preset's per-kernel
+launch cost). Claims where the host, not the GPU, sets the time are kept as documented FAILs.
+"""
+
+from __future__ import annotations
+
+from archsim.validation.claims import Claim
+from archsim.validation.runs import Runs
+
+__all__ = ["NETWORK_CLAIMS", "KNOWN_GAPS"]
+
+_RN50 = "resnet50_v1_5"
+_DLE_COMMIT = "729963dd47e7c8bd462ad10bfac7a7b0b604e6dd"
+_PYT = (
+    f"NVIDIA/DeepLearningExamples@{_DLE_COMMIT[:8]}, PyTorch/Classification/ConvNets/"
+    "resnet50v1.5/README.md, 'Inference performance: NVIDIA DGX-1 (1x V100 16GB)' "
+    "(pytorch-21.03 NGC container), table '{table}', row batch {batch}, 'Throughput Avg'"
+)
+_MX = (
+    f"NVIDIA/DeepLearningExamples@{_DLE_COMMIT[:8]}, MxNet/Classification/RN50v1.5/README.md, "
+    "'Inference performance: NVIDIA DGX A100 (1x A100 80GB)' (mxnet-22.10-py3 NGC container), "
+    "row batch {batch}, 'Throughput (img/sec) - mixed precision'"
+)
+_PYT_WHAT = (
+    "Published: DLE's validate() loop in eval mode under torch.no_grad (and autocast for AMP), "
+    "each iteration the forward pass, the loss and top-1/top-5 accuracy, then "
+    "torch.cuda.synchronize(); eager PyTorch, no CUDA graph. configs.yml: AMP runs "
+    "memory_format nhwc, FP32 the default nchw (CUDA-core convs, no transposes). Modelled: the "
+    "53 convs (cuDNN algorithm choice at the batch), eval-mode batch-norm, ReLU, residual adds "
+    "and the max-pool as separate kernels, AMP's per-forward FP16 casts of the FP32 weights, "
+    "every kernel at least the preset's eager launch cost (V100: 5 us, not measured per mode). "
+    "Not modelled: the head (avg-pool, fc, loss, top-k) and Python/dispatcher host time. "
+    "15 % is the issue's goal."
+)
+_HOST = (
+    " Known gap, host-bound: the published latencies are flat from batch 1 to 16 (FP32 10.2-"
+    "11.5 ms to batch 8; AMP 12.8-14.0 ms to batch 16) while the GPU work grows 16x, so the "
+    "time is the host issuing about 170-225 eager kernels (about 50-60 us each on DGX-1's "
+    "Xeon E5-2698 v4, autocast's dispatch adding to AMP), not the GPU. The preset's 5 us per "
+    "eager kernel is not a measurement of that host; a per-op host cost fitted to these rows "
+    "is not allowed, so the model stays GPU-bound here and the claim FAILs."
+)
+_MX_WHAT = (
+    "Published: MXNet benchmark.py --mode val through runner's float16 settings (fused "
+    "BatchNormAddRelu and BN-ReLU, NHWC convs, batch-norm and pooling; FP16 weights, so no "
+    "casts), reported as 'Total IPS (data + compute time taken into account)' with runner's "
+    "default dali-gpu backend decoding the JPEGs. Modelled: the convs and one fused BN(+add)"
+    "+ReLU kernel per conv, each kernel at least the A100 preset's 5 us launch. 15 % is the "
+    "issue's goal."
+)
+_MX_DATA = (
+    " Known gap: the model is 36-44 % faster at batch 32 and 256. Suspected: the published "
+    "figure includes the input pipeline (DALI's GPU JPEG decode of each batch shares the GPU, "
+    "and the reported rate falls from batch 192 to 512: 8241 -> 7213 img/s, which compute "
+    "alone would not do); no A100 conv measurement exists here to separate a too-fast "
+    "A100 cuDNN model from the data pipeline. Not tuned away."
+)
+
+
+def _pass(runs: Runs, gpu: str, net: str, opts: object) -> object:
+    from archsim.system.inference import inference_pass
+
+    return runs.memo(("inference", gpu, net, opts), lambda: inference_pass(gpu, net, opts))  # type: ignore[arg-type]
+
+
+def _ips(gpu: str, precision: str, batch: int, launch: str, fmt: str, fused: bool, casts: bool):
+    """Images per second of the simulated forward pass of ResNet-50 v1.5."""
+
+    def value(runs: Runs) -> float:
+        from archsim.system.inference import InferenceOptions
+
+        opts = InferenceOptions(precision, batch, launch, fmt, fused, casts)
+        return float(_pass(runs, gpu, _RN50, opts).samples_per_s)  # type: ignore[attr-defined]
+
+    return value
+
+
+def _conv_ms(gpu: str, net: str, precision: str, batch: int, algorithms: tuple[str, ...] | None):
+    """Milliseconds of a network's conv ops alone, NCHW (cuDNN's transposes for tensor-core
+    convs included: they run inside the conv call), kernels launched eagerly."""
+
+    def value(runs: Runs) -> float:
+        from archsim.system.inference import InferenceOptions
+
+        opts = InferenceOptions(precision, batch, "eager", "nchw", algorithms=algorithms)
+        run = _pass(runs, gpu, net, opts)
+        return (run.conv_s + run.transpose_s) * 1e3  # type: ignore[attr-defined]
+
+    return value
+
+
+#: (table, precision, layout, autocast casts, {batch: published img/s}); the rows of the
+#: DGX-1 (1x V100 16GB) tables of the PyTorch README.
+_PYT_ROWS = (
+    ("FP32 Inference Latency", "fp32", "nchw", False, {1: 96.0, 32: 1127.0, 256: 1261.0}),
+    ("Mixed Precision Inference Latency", "amp_fp16", "nhwc", True,
+     {1: 78.0, 32: 2146.0, 256: 3382.0}),
+)  # fmt: skip
+#: batch -> published mixed-precision img/s of the MXNet README (DGX A100, 1x A100 80GB)
+_MX_ROWS = {1: 1431.99, 32: 6808.22, 256: 7909.62}
+_PADDLE = (
+    "PaddlePaddle/Paddle@7f83f83b, paddle/contrib/float16/float16_benchmark.md, 'Benchmark on "
+    "V100', 'Vgg16 on imagenet', table 'Total time spent on conv op for one batch', row "
+    "{row}, column mb=32 (CUDA 9.0, cuDNN 7.1.1, averaged over 1000 iterations)"
+)
+_PADDLE_WHAT = (
+    "Published: the time Paddle's profiler gives the 13 conv ops of VGG-16 for one batch of 32 "
+    "3x224x224 images, NCHW (Paddle's layout). Paddle's conv op (paddle/fluid/operators/"
+    "conv_cudnn_op.cu.cc, 2018) asks cuDNN's heuristic for an algorithm "
+    "(cudnnGetConvolutionForwardAlgorithm, CUDNN_CONVOLUTION_FWD_SPECIFY_WORKSPACE_LIMIT) and, "
+    "for float16 on sm_70+, sets CUDNN_TENSOR_OP_MATH and overrides it: 'Currently tensor core "
+    "is only enabled using this algo', CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM. "
+    "Modelled: the 13 convs at batch 32, launched eagerly; FP16 restricted to implicit GEMM, "
+    "plus the NCHW <-> NHWC transposes cuDNN runs around a tensor-core conv; FP32 with the "
+    "preset's algorithm menu (cuDNN's fastest). The fc layers, pools and ReLUs are outside the "
+    "published conv figure. 15 % is the issue's goal."
+)
+_FP32_GAP = (
+    " Known gap: the model is about 53 % faster. With every algorithm allowed it runs "
+    "conv1_2-conv5_3 as Winograd F(4x4, 3x3) at 25-45 effective TFLOPS; the published "
+    "60.58 ms is 16.3 effective TFLOPS, just above the 15.7 TFLOPS FP32 peak, so cuDNN 7.1's "
+    "heuristic picked some Winograd/FFT, but not the fastest everywhere. Implicit GEMM alone "
+    "gives 76.4 ms (+26 %); which algorithm the 2018 heuristic returned per layer is not "
+    "published, and choosing a menu to fit this row is not allowed. Not tuned away."
+)
+#: (label, table row, precision of the convs, allowed cuDNN algorithms, published ms, gap note)
+_PADDLE_ROWS = (
+    ("FP32", "float32", "fp32", None, 60.58, _FP32_GAP),
+    ("FP16", "float16", "amp_fp16", ("implicit_gemm",), 14.63, ""),
+)
+#: claim names kept as documented FAILs (see each claim's reason)
+KNOWN_GAPS = (
+    "RN50 V100 FP32 PyT b1",
+    "RN50 V100 AMP PyT b1",
+    "RN50 V100 AMP PyT b32",
+    "RN50 A100 AMP MXNet b32",
+    "RN50 A100 AMP MXNet b256",
+    "VGG16 V100 FP32 b32 conv",
+)
+
+
+def _claims() -> tuple[Claim, ...]:
+    out: list[Claim] = []
+    for table, prec, fmt, casts, rows in _PYT_ROWS:
+        label = "FP32" if prec == "fp32" else "AMP"
+        for batch, ips in rows.items():
+            name = f"RN50 V100 {label} PyT b{batch}"
+            reason = _PYT_WHAT + (_HOST if name in KNOWN_GAPS else "")
+            out.append(Claim("networks", name, _PYT.format(table=table, batch=batch), ips,
+                             "img/s", 0.15, "relative", reason,
+                             _ips("v100", prec, batch, "eager", fmt, False, casts)))  # fmt: skip
+    for batch, ips in _MX_ROWS.items():
+        name = f"RN50 A100 AMP MXNet b{batch}"
+        reason = _MX_WHAT + (_MX_DATA if name in KNOWN_GAPS else "")
+        value = _ips("a100", "amp_fp16", batch, "graph", "nhwc", True, False)
+        out.append(Claim("networks", name, _MX.format(batch=batch), ips, "img/s", 0.15,
+                         "relative", reason, value))  # fmt: skip
+    for label, row, prec, algos, ms, gap in _PADDLE_ROWS:
+        value = _conv_ms("v100", "vgg16", prec, 32, algos)
+        out.append(Claim("networks", f"VGG16 V100 {label} b32 conv", _PADDLE.format(row=row),
+                         ms, "ms", 0.15, "relative", _PADDLE_WHAT + gap, value))  # fmt: skip
+    return tuple(out)
+
+
+NETWORK_CLAIMS = _claims()
