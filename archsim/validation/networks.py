@@ -29,7 +29,8 @@ _MX = (
 _PYT_WHAT = (
     "Published: DLE's validate() loop in eval mode under torch.no_grad (and autocast for AMP), "
     "each iteration the forward pass, the loss and top-1/top-5 accuracy, then "
-    "torch.cuda.synchronize(); eager PyTorch, no CUDA graph. configs.yml: AMP runs "
+    "torch.cuda.synchronize(); eager PyTorch, no CUDA graph; main.py sets "
+    "cudnn.benchmark = True (cuDNN's fastest algorithm, as modelled). configs.yml: AMP runs "
     "memory_format nhwc, FP32 the default nchw (CUDA-core convs, no transposes). Modelled: the "
     "53 convs (cuDNN algorithm choice at the batch), eval-mode batch-norm, ReLU, residual adds "
     "and the max-pool as separate kernels, AMP's per-forward FP16 casts of the FP32 weights, "
