@@ -5,7 +5,8 @@ a CPU root complex) is declared in ``topology.switches``. Links are undirected a
 ``bandwidth_bytes_per_s`` is per direction, per physical link, and ``count`` parallel links join
 the two ends. Nodes are identical and join a network through ``nic`` (one NIC per ``gpus_per_nic``
 GPUs). NCCL's cost-model constants live in ``nccl`` (each field cites ``src/graph/tuning.cc`` or
-``topo.h``), DDP's bucket defaults in ``ddp``, energy prices per bit in ``energy``.
+``topo.h``), DDP's bucket defaults in ``ddp``, the host's input pipeline (CPU loader workers) in
+``host``, energy prices per bit in ``energy``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from archsim.config.base import ArchsimModel
 
 __all__ = [
     "DdpConfig",
+    "HostConfig",
     "LinkKindConfig",
     "LinkSpec",
     "StepConfig",
@@ -248,6 +250,42 @@ class StepConfig(ArchsimModel):
     )
 
 
+class HostConfig(ArchsimModel):
+    """The node's host input pipeline: CPU loader workers that decode and augment each GPU's
+    images (PyTorch DataLoader workers; each prepares whole batches ahead of the step, so a step
+    waits only when the workers fall behind). Unset ``images_per_s_per_core``: not modelled.
+
+    The node's workers (``loader_workers_per_gpu`` x GPUs in the node) run on ``cpu_cores``
+    physical cores; a worker beyond the cores adds nothing (SMT siblings' extra throughput and
+    the training processes' own CPU time are not modelled). Each GPU gets an equal share, so
+    its step lasts at least ``batch / (min(workers, cores) x images_per_s_per_core / GPUs)``.
+    Data-parallel steps only (``archsim train`` without --tensor/--pipeline).
+    """
+
+    cpu_cores: PositiveInt | None = Field(
+        default=None, description="Physical CPU cores per node the loader workers share."
+    )
+    loader_workers_per_gpu: PositiveInt | None = Field(
+        default=None, description="Loader worker processes per GPU (DataLoader num_workers)."
+    )
+    images_per_s_per_core: PositiveFloat | None = Field(
+        default=None,
+        description="Images one worker alone on a physical core decodes and augments per second "
+        "(null: the input pipeline is not modelled).",
+    )
+
+    @model_validator(mode="after")
+    def _check_complete(self) -> HostConfig:
+        if self.images_per_s_per_core is not None:
+            for name in ("cpu_cores", "loader_workers_per_gpu"):
+                if getattr(self, name) is None:
+                    raise ValueError(
+                        f"{name} is unset but images_per_s_per_core is set; allowed: a "
+                        f"positive integer for {name}, or images_per_s_per_core: null"
+                    )
+        return self
+
+
 class SystemEnergyConfig(ArchsimModel):
     """Energy per bit moved over each kind of interconnect, pJ/bit."""
 
@@ -272,6 +310,7 @@ class SystemConfig(ArchsimModel):
     ddp: DdpConfig = DdpConfig()
     training: TrainingConfig = TrainingConfig()
     step: StepConfig = StepConfig()
+    host: HostConfig = HostConfig()
     energy: SystemEnergyConfig
 
     @property

@@ -9,12 +9,14 @@ order, on one NCCL stream as soon as every gradient in it is ready. The NCCL ker
 (one CTA per channel), so compute that overlaps an all-reduce runs at ``(SMs - channels) / SMs``
 of its speed (the compute process is re-rated whenever a collective starts or ends). After the
 backward pass and the last all-reduce, the optimizer updates every parameter (memory-bound).
+Where the system sets ``host.images_per_s_per_core``, the host's loader workers bound the step
+from below (they prefetch, so the GPU waits only for what they cannot keep up with).
 With more than one GPU, DDP's autograd hook copies each gradient into its bucket (a
 memory-bound kernel after the layer's weight gradient) and, once every all-reduce is done, the
 buckets are copied back into the gradients before the optimizer (``ddp.gradient_copies``).
 
-Step results: compute, exposed and overlapped communication, optimizer, images per second,
-scaling efficiency against one GPU of the same system, energy per step.
+Step results: compute, exposed and overlapped communication, optimizer, input stall, images per
+second, scaling efficiency against one GPU of the same system, energy per step.
 """
 
 from __future__ import annotations
@@ -392,7 +394,11 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
     opt_start = env.now
     env.run(env.timeout(work.opt_s))
     st.events.append(("compute", "optimizer", opt_start, env.now))
-    step_s = env.now
+    gpu_step_s = env.now
+    # the host's loader workers, prefetching, bound the step from below (``host``)
+    step_s = max(gpu_step_s, _loader_step_s(sysn, opts.batch_per_gpu))
+    if step_s > gpu_step_s:
+        st.events.append(("compute", "input_stall", gpu_step_s, step_s))
     compute_s = marks["backward_end"]
     comm_total = sum(c.time_s for c in comms if c is not None)
     exposed = max(0.0, marks["comm_end"] - compute_s)
@@ -411,6 +417,7 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
         "exposed_communication_s": exposed,
         "overlapped_communication_s": comm_total - exposed,
         "optimizer_s": work.opt_s,
+        "input_stall_s": step_s - gpu_step_s,  # waiting for the host's loader workers
         "ddp_copy_s": sum(copy_s) + copy_back_s,  # in compute_s, except the copy back:
         "ddp_copy_back_s": copy_back_s,
         "samples_per_s": opts.batch_per_gpu * sysn.gpus / step_s,
@@ -418,6 +425,18 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
         "timeline": st.events,
     }
     return summary, _comm_rows(sysn, work, comms, buckets)
+
+
+def _loader_step_s(sysn: SystemConfig, batch_per_gpu: int) -> float:
+    """Seconds the node's loader workers take to prepare one batch for every GPU (0: the
+    input pipeline is not modelled): the workers run on at most ``host.cpu_cores`` cores and
+    share them equally among the node's GPUs."""
+    h = sysn.host
+    if h.images_per_s_per_core is None or h.cpu_cores is None or h.loader_workers_per_gpu is None:
+        return 0.0
+    workers = h.loader_workers_per_gpu * sysn.gpus_per_node
+    per_gpu = min(workers, h.cpu_cores) * h.images_per_s_per_core / sysn.gpus_per_node
+    return batch_per_gpu / per_gpu
 
 
 def _comm_rows(sysn, work, comms, buckets) -> list[LayerResult]:

@@ -155,6 +155,11 @@ def test_collective_table_and_sizes() -> None:
         ({"nodes": 0}, "greater than 0"),
         ({"step.gpus": 12}, "step.gpus is 12 but the system has 8 GPUs"),
         ({"step.memory_format": "chwn"}, "'nhwc' or 'nchw'"),
+        ({"host.images_per_s_per_core": 0}, "greater than 0"),
+        (
+            {"host.images_per_s_per_core": 150.0, "host.cpu_cores": None},
+            "host.cpu_cores: cpu_cores is unset but images_per_s_per_core is set; allowed",
+        ),
     ],
 )
 def test_bad_systems_are_one_line_config_errors(change: dict, needle: str) -> None:
@@ -223,6 +228,42 @@ def test_faster_links_and_compression_shrink_exposed_communication(tmp_path) -> 
     assert fast_s["exposed_communication_s"] < slow_s["exposed_communication_s"]
     assert fast_s["scaling_efficiency"] > slow_s["scaling_efficiency"]
     assert topk.metadata["train_step"]["communication_s"] < slow_s["communication_s"]
+
+
+def test_host_loader_workers_bound_the_step(tmp_path, capsys) -> None:
+    """host: a node's loader workers, at most one per core, feed its GPUs equally."""
+    wl = _tiny_workload(tmp_path)
+    opts = StepOptions(gpus=8, batch_per_gpu=64)
+    dgx1 = load_system("dgx1_v100")
+    assert (dgx1.host.cpu_cores, dgx1.host.loader_workers_per_gpu) == (40, 8)
+    base = run_step(dgx1, wl, opts).metadata["train_step"]
+    assert base["input_stall_s"] == 0.0  # the presets leave the per-core rate unset
+    slow = dgx1.with_overrides({"host.images_per_s_per_core": 100.0})
+    s = run_step(slow, wl, opts).metadata["train_step"]
+    # 8 GPUs: 64 workers on 40 cores, 4000 img/s, 500 per GPU; 1 GPU: 8 workers, 800 img/s
+    assert s["step_s"] == pytest.approx(64 / 500, rel=1e-12)
+    assert s["samples_per_s"] == pytest.approx(4000.0, rel=1e-12)
+    assert s["single_gpu_samples_per_s"] == pytest.approx(800.0, rel=1e-12)
+    assert s["speedup_vs_1_gpu"] == pytest.approx(5.0, rel=1e-12)
+    assert s["input_stall_s"] == pytest.approx(s["step_s"] - base["step_s"], rel=1e-9)
+    assert s["step_s"] == pytest.approx(s["compute_s"] + s["exposed_communication_s"]
+                                        + s["ddp_copy_back_s"] + s["optimizer_s"]
+                                        + s["input_stall_s"], rel=1e-9)  # fmt: skip
+    assert s["timeline"][-1][1] == "input_stall"
+    # DGX A100 as DLE runs it: 16 workers x 8 GPUs = 128 = its cores, so every worker has a
+    # core at 1 and at 8 GPUs and no per-core rate costs the 8-GPU step more than the 1-GPU one
+    a100 = load_system("dgx_a100").with_overrides({"host.images_per_s_per_core": 100.0})
+    a = run_step(a100, wl, opts).metadata["train_step"]
+    assert a["samples_per_s"] == pytest.approx(12800.0, rel=1e-12)
+    assert a["speedup_vs_1_gpu"] == pytest.approx(8.0, rel=1e-12)
+    fast = dgx1.with_overrides({"host.images_per_s_per_core": 1e12})
+    f = run_step(fast, wl, opts).metadata["train_step"]
+    assert f["input_stall_s"] == 0.0 and f["step_s"] == base["step_s"]
+    bad = ["train", "dgx_a100", wl, "--gpus", "8", "--batch", "8", "-o", str(tmp_path / "h"),
+           "--set", "host.images_per_s_per_core=-5"]  # fmt: skip
+    assert main(bad) == 2
+    err = capsys.readouterr().err
+    assert "host.images_per_s_per_core" in err and "greater than 0" in err
 
 
 def test_ddp_buckets_follow_pytorch_caps(tmp_path) -> None:
