@@ -122,3 +122,24 @@ def test_run_without_report_skips_matplotlib_and_pandas_and_report_rebuilds_it(t
 
     assert main(["report", str(out)]) == 0
     assert (out / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_systolic_run_imports_only_the_systolic_model(tmp_path):
+    """A SCALE-Sim case loads the systolic model and its kernels only (lazy registry and
+    ``archsim.datapath``): no EIE/SCNN/GPU models, no EIE kernels."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "scalesim"
+    cfg, topo = fixtures / "small_gemm_os_4x4_user.cfg", fixtures / "small_gemm_os_4x4_user.csv"
+    code = (
+        "import sys, json; from archsim.cli import main; "
+        f"rc = main(['run', '--from-scalesim', {str(cfg)!r}, {str(topo)!r}, '-q', "
+        f"'--no-report', '-o', {str(tmp_path / 'o')!r}]); "
+        "print(json.dumps([rc, sorted(m for m in sys.modules if m.startswith("
+        "('archsim.accelerators.', 'archsim.datapath.')))]))"
+    )
+    rc, modules = json.loads(_python(code))
+    assert rc == 0
+    assert modules == [
+        "archsim.accelerators.base",
+        "archsim.accelerators.systolic",
+        "archsim.datapath.systolic_kernels",
+    ]
