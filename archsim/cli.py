@@ -145,16 +145,18 @@ def _display_width(text: str) -> int:
 
 def format_layer_table(result: RunResult) -> str:
     """Per-layer table; layer names are never cut (ResNet's res2a_branch2a/b/c stay distinct)."""
-    df = result.to_dataframe()
+    from archsim.csv_rows import frame_records  # the frame's rows without importing pandas
+
+    columns, records = frame_records(lr.row() for lr in result.layers)
     # one accelerator-specific column: (column, header, scale)
-    speedups = [c for c in df.columns if c.startswith("speedup_vs_")]
+    speedups = [c for c in columns if c.startswith("speedup_vs_")]
     candidates = [(c, f"vs {c[11:]} x", 1.0) for c in speedups] + [
         ("eie_load_balance", "balance %", 100.0),
         ("scnn_barrier_idle", "barrier %", 100.0),
         ("tc_peak_fraction", "peak %", 100.0),
     ]
-    extra = next(((c, h, k) for c, h, k in candidates if c in df.columns), None)
-    names = [str(n) for n in df["layer"]]
+    extra = next(((c, h, k) for c, h, k in candidates if c in columns), None)
+    names = [str(r["layer"]) for r in records]
     width = max([5, *(_display_width(n) for n in names)]) + 1
     head = (
         f"{'layer':<{width}}{'cycles':>12}{'time us':>10}{'util %':>8}{'energy uJ':>11}"
@@ -162,7 +164,7 @@ def format_layer_table(result: RunResult) -> str:
     )
     head += f"{extra[1]:>11}" if extra else ""
     lines = [head, "-" * len(head)]
-    for name, (_, r) in zip(names, df.iterrows(), strict=True):
+    for name, r in zip(names, records, strict=True):
         pad = " " * (width - _display_width(name))
         line = (
             f"{name}{pad}{int(r['cycles']):>12,}{r['time_s'] * 1e6:>10.2f}"
@@ -178,12 +180,10 @@ def format_layer_table(result: RunResult) -> str:
         f"total {s['total_cycles']:,} cycles, {s['total_time_s'] * 1e6:.2f} us, "
         f"{s['total_energy_pj'] * 1e-6:.3f} uJ, {s['average_power_w'] * 1e3:.1f} mW"
     )
-    exposed = s["total_cycles"] - int(df["cycles"].sum()) if len(df) else 0
+    in_layers = sum(int(r["cycles"]) for r in records)
+    exposed = s["total_cycles"] - in_layers if records else 0
     if exposed > 0:
-        lines.append(
-            f"      = {int(df['cycles'].sum()):,} in layers + {exposed:,} of DRAM transfers "
-            "not hidden"
-        )
+        lines.append(f"      = {in_layers:,} in layers + {exposed:,} of DRAM transfers not hidden")
     area = (
         f"area {s['total_area_mm2']:.2f} mm^2" if s["total_area_mm2"] > 0 else ("area not modelled")
     )
@@ -205,7 +205,7 @@ def _write_outputs(
         result.to_json(tmp / "results.json")
         names = ["results.csv", "results.json"]
         if report:
-            from archsim.report import write_run_report  # matplotlib: imported only when drawn
+            from archsim.report.html import write_run_report  # SVG written directly
 
             write_run_report(result, tmp / "report.html")
             names.append("report.html")
@@ -342,7 +342,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
             path = rebuild_sweep_report(folder)
         else:
-            from archsim.report import write_run_report
+            from archsim.report.html import write_run_report
 
             path = write_run_report(RunResult.from_json(folder / "results.json"), folder)
     except OSError as exc:

@@ -124,6 +124,24 @@ def test_run_without_report_skips_matplotlib_and_pandas_and_report_rebuilds_it(t
     assert (out / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
+def test_run_with_report_loads_neither_matplotlib_nor_pandas(tmp_path):
+    """The run report's figures are SVG written directly; the printed table needs no pandas."""
+    wl, out = tmp_path / "wl.yaml", tmp_path / "o"
+    layer = (
+        "{name: a, kind: fc, inputs: 64, outputs: 32, weight_density: 0.2, activation_density: 0.5}"
+    )
+    wl.write_text(f"schema_version: 1\nname: r\nsource: test\nlayers:\n  - {layer}\n", "utf-8")
+    code = (
+        "import contextlib, io, sys; from archsim.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as table:\n"
+        f"    rc = main(['run', 'tiny_eie', {str(wl)!r}, '-o', {str(out)!r}])\n"
+        "print(rc, 'matplotlib' in sys.modules, 'pandas' in sys.modules, 'a ' in table.getvalue())"
+    )
+    assert _python(code).split() == ["0", "False", "False", "True"]
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert html.count("<svg") == 4
+
+
 def test_systolic_run_imports_only_the_systolic_model(tmp_path):
     """A SCALE-Sim case loads the systolic model and its kernels only (lazy registry and
     ``archsim.datapath``): no EIE/SCNN/GPU models, no EIE kernels."""
