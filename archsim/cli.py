@@ -94,8 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--no-report",
         action="store_true",
-        help="skip report.html (saves matplotlib's import and drawing, about 1.5 s; "
-        "`archsim report DIR` builds it later from results.json)",
+        help="skip report.html (`archsim report DIR` builds it later from results.json)",
     )
     run.add_argument("--batch", type=int, help="run every conv/fc/lstm layer at this batch size")
     run.add_argument(

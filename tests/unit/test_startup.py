@@ -143,8 +143,9 @@ def test_run_with_report_loads_neither_matplotlib_nor_pandas(tmp_path):
 
 
 def test_systolic_run_imports_only_the_systolic_model(tmp_path):
-    """A SCALE-Sim case loads the systolic model and its kernels only (lazy registry and
-    ``archsim.datapath``): no EIE/SCNN/GPU models, no EIE kernels."""
+    """A SCALE-Sim case loads the systolic model, its kernels and its config model only (lazy
+    registry, ``archsim.datapath`` and ``archsim.config``): no EIE/SCNN/GPU models, kernels or
+    pydantic configs."""
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "scalesim"
     cfg, topo = fixtures / "small_gemm_os_4x4_user.cfg", fixtures / "small_gemm_os_4x4_user.csv"
     code = (
@@ -152,12 +153,15 @@ def test_systolic_run_imports_only_the_systolic_model(tmp_path):
         f"rc = main(['run', '--from-scalesim', {str(cfg)!r}, {str(topo)!r}, '-q', "
         f"'--no-report', '-o', {str(tmp_path / 'o')!r}]); "
         "print(json.dumps([rc, sorted(m for m in sys.modules if m.startswith("
-        "('archsim.accelerators.', 'archsim.datapath.')))]))"
+        "('archsim.accelerators.', 'archsim.datapath.', 'archsim.config.')))]))"
     )
     rc, modules = json.loads(_python(code))
     assert rc == 0
-    assert modules == [
+    assert [m for m in modules if not m.startswith("archsim.config.")] == [
         "archsim.accelerators.base",
         "archsim.accelerators.systolic",
         "archsim.datapath.systolic_kernels",
     ]
+    configs = {m.rsplit(".", 1)[1] for m in modules if m.startswith("archsim.config.")}
+    assert "systolic" in configs and "workload" in configs
+    assert not configs & {"eie", "scnn", "gpu", "system", "sweep"}
