@@ -43,6 +43,9 @@ class _Registry(Mapping[str, Callable]):
     def __getitem__(self, name: str) -> Callable:
         return __getattr__(_SIMULATORS[name])
 
+    def __contains__(self, name: object) -> bool:  # without importing the model
+        return name in _SIMULATORS
+
     def __iter__(self) -> Iterator[str]:
         return iter(_SIMULATORS)
 

@@ -55,6 +55,9 @@ class _Models(MutableMapping[str, type[ArchsimModel]]):
         del self._where[name]
         self._models.pop(name, None)
 
+    def __contains__(self, name: object) -> bool:  # without importing the model
+        return name in self._where
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._where)
 

@@ -165,3 +165,35 @@ def test_systolic_run_imports_only_the_systolic_model(tmp_path):
     configs = {m.rsplit(".", 1)[1] for m in modules if m.startswith("archsim.config.")}
     assert "systolic" in configs and "workload" in configs
     assert not configs & {"eie", "scnn", "gpu", "system", "sweep"}
+
+
+def test_lazy_registries_import_a_model_only_when_looked_up():
+    code = (
+        "import sys, json; from archsim.accelerators import REGISTRY; "
+        "from archsim.config.io import HARDWARE_MODELS as M; "
+        "a = ['eie' in REGISTRY, 'nope' in REGISTRY, 'gpu' in M, 'eie' in M, sorted(REGISTRY), "
+        "sorted(M)]; "
+        "b = [m for m in ('archsim.accelerators.eie', 'archsim.config.eie') if m in sys.modules]; "
+        "f = REGISTRY['systolic'].__name__; c = M['systolic'].__name__; "
+        "print(json.dumps([a, b, f, c, 'archsim.accelerators.eie' in sys.modules]))"
+    )
+    looked, loaded, fn, model, eie_loaded = json.loads(_python(code))
+    assert looked == [
+        True,
+        False,
+        False,
+        True,
+        ["dcnn", "eie", "scnn", "systolic", "tensor_core"],
+        ["dcnn", "eie", "scnn", "system", "systolic", "tensor_core"],
+    ]
+    assert loaded == [] and not eie_loaded
+    assert (fn, model) == ("simulate_systolic", "SystolicConfig")
+    from archsim.config.io import HARDWARE_MODELS
+    from archsim.config.systolic import SystolicConfig
+
+    HARDWARE_MODELS["mine"] = SystolicConfig  # new accelerators still register here
+    try:
+        assert HARDWARE_MODELS["mine"] is SystolicConfig and "mine" in HARDWARE_MODELS
+    finally:
+        del HARDWARE_MODELS["mine"]
+    assert "mine" not in HARDWARE_MODELS
