@@ -217,10 +217,12 @@ def run_archsim(name: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
-    """Wall seconds of one whole process (its output discarded; a failure raises)."""
+def _timed(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> float:
+    """Wall seconds of one whole process (its output discarded; a failure raises). Run it
+    from a neutral ``cwd``: from the repository root ``python -m archsim`` would import the
+    checkout ahead of the installed archsim and of ``PYTHONPATH`` (``--older``)."""
     t = time.perf_counter()
-    subprocess.run(cmd, capture_output=True, check=True, env=env)
+    subprocess.run(cmd, capture_output=True, check=True, env=env, cwd=cwd)
     return time.perf_counter() - t
 
 
@@ -242,10 +244,10 @@ def side_by_side(names: list[str], venv: Path, rounds: int, older: str | None = 
                       str(csv), "--no-report", "-q", "-o", str(Path(tmp) / "archsim")]  # fmt: skip
             old_env = {**os.environ, "PYTHONPATH": older} if older else None
             for _ in range(rounds):
-                ss_times.append(_timed(ss_cmd))
-                as_times.append(_timed(as_cmd))
+                ss_times.append(_timed(ss_cmd, cwd=tmp))
+                as_times.append(_timed(as_cmd, cwd=tmp))
                 if old_env is not None:
-                    old_times.append(_timed(as_cmd, old_env))
+                    old_times.append(_timed(as_cmd, old_env, cwd=tmp))
         ss_min, ss_med = min(ss_times), statistics.median(ss_times)
         as_min, as_med = min(as_times), statistics.median(as_times)
         print(
