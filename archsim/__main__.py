@@ -2,6 +2,6 @@
 
 import sys
 
-from archsim.cli import main
+from archsim.cli import entry_point
 
-sys.exit(main())
+sys.exit(entry_point())

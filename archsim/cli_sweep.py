@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.background import import_in_background
 from archsim.errors import ArchsimError
+from archsim.limits import DEFAULT_MAX_POINTS
 
 if TYPE_CHECKING:  # pandas and the sweep engine load when a sweep runs, not for `--help`
     import pandas as pd
-from archsim.explore.plan import DEFAULT_MAX_POINTS
 
 #: exit codes besides 0 and the CLI's 2 for bad input
 EXIT_POINTS_FAILED = 1

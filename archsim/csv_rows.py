@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["rows_to_csv"]
+__all__ = ["frame_records", "rows_to_csv"]
 
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -80,3 +80,32 @@ def rows_to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
     writer.writerow(list(names))
     writer.writerows(zip(*columns, strict=True) if columns else [])
     return buf.getvalue()
+
+
+def frame_records(rows: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """(columns, records) of ``pandas.DataFrame(rows).to_dict(orient="records")`` without
+    pandas (``archsim run`` prints its table and draws its report from these): columns in
+    first-seen order, a missing cell NaN, a numeric column with a gap or a float all floats,
+    integers, floats and bools as Python numbers."""
+    rows = list(rows)
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    records: list[dict[str, Any]] = [{} for _ in rows]
+    nan = float("nan")
+    for col in columns:
+        values = [row.get(col) for row in rows]
+        kinds = {_kind(v) for v in values}
+        if kinds <= {"int", "float", "na"} and kinds & {"float", "na"} and kinds != {"na"}:
+            values = [nan if v is None else float(v) for v in values]
+        elif kinds == {"int"}:
+            values = [int(v) for v in values]
+        elif kinds == {"float"}:
+            values = [float(v) for v in values]
+        elif kinds == {"bool"}:
+            values = [bool(v) for v in values]
+        else:
+            values = [nan if v is None else v for v in values]
+        for rec, v in zip(records, values, strict=True):
+            rec[col] = v
+    return list(columns), records

@@ -41,6 +41,10 @@ LIMITS: dict[str, tuple[float, str]] = {
 
 # bytes per materialised element: float64 values plus the integer/quantised copies the
 # datapaths keep (an upper-bound estimate, not an exact count)
+#: most points a sweep may have unless the caller raises the limit (``--max-points``); a
+#: planned point costs about 1 ms and a few kB before it runs (here, not in ``explore.plan``,
+#: so that building the CLI's parser does not import the sweep planner)
+DEFAULT_MAX_POINTS = 100_000
 _BYTES_PER_SPARSE_ENTRY = 32  # row, column (int64), code, value and a sort permutation
 _BYTES_PER_DENSE_ELEMENT = 24  # float64 value, fixed-point copy, mask/im2col copy
 

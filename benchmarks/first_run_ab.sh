@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # First `archsim run` (empty numba cache), warm run and `--no-report` run: an older archsim
-# against the installed one, alternating, whole processes, from /tmp.
+# against the installed one, alternating, whole processes, from /tmp; wall (CPU) seconds.
 #
 #   git archive <old-commit> | tar -x -C /tmp/old-src
 #   pip install --no-deps --target /tmp/oldpkg /tmp/old-src
@@ -15,7 +15,12 @@ ROUNDS=${ROUNDS:-3}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
-t() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1; e=$(date +%s.%N); echo "$e - $s" | bc; }
+# wall seconds, and CPU seconds (user + sys) in parentheses: on a shared machine the CPU time
+# moves much less with the load than the wall time does
+t() {
+  /usr/bin/time -f "%e %U %S" -o "$WORK/time" "$@" >/dev/null 2>&1
+  awk '{ printf "%.2f (%.2f)", $1, $2 + $3 }' "$WORK/time"
+}
 run() {  # run TREE(old|new) CACHE OUT [extra args]
   local tree=$1 cache=$2 out=$3; shift 3
   if [ "$tree" = old ]; then

@@ -5,6 +5,7 @@ Usage::
     python benchmarks/scalesim_compare.py            # archsim vs the stored SCALE-Sim goldens
     python benchmarks/scalesim_compare.py --regen [--only CASE ...] [--scalesim-venv DIR]
     python benchmarks/scalesim_compare.py --side-by-side 3 --only gemm256_os_32x32_user
+    python benchmarks/scalesim_compare.py --side-by-side 3 --older /tmp/oldpkg --only ...
 
 ``--side-by-side N`` times whole processes, as a user runs them, alternately (SCALE-Sim, archsim,
 SCALE-Sim, ...; N rounds each): SCALE-Sim's own run from its virtual environment against
@@ -216,20 +217,24 @@ def run_archsim(name: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
-    """Wall seconds of one whole process (its output discarded; a failure raises)."""
+def _timed(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> float:
+    """Wall seconds of one whole process (its output discarded; a failure raises). Run it
+    from a neutral ``cwd``: from the repository root ``python -m archsim`` would import the
+    checkout ahead of the installed archsim and of ``PYTHONPATH`` (``--older``)."""
     t = time.perf_counter()
-    subprocess.run(cmd, capture_output=True, check=True, env=env)
+    subprocess.run(cmd, capture_output=True, check=True, env=env, cwd=cwd)
     return time.perf_counter() - t
 
 
-def side_by_side(names: list[str], venv: Path, rounds: int) -> int:
-    """SCALE-Sim and ``archsim run --from-scalesim`` alternately, whole processes."""
+def side_by_side(names: list[str], venv: Path, rounds: int, older: str | None = None) -> int:
+    """SCALE-Sim and ``archsim run --from-scalesim`` alternately, whole processes; with
+    ``older`` (a folder holding another archsim, e.g. ``pip install --no-deps --target``) that
+    one runs too, in the same rounds, from ``PYTHONPATH``."""
     print(f"load average {os.getloadavg()[0]:.2f}; {rounds} rounds, alternating")
     print(f"{'case':<24}{'SCALE-Sim min/med s':>21}{'archsim min/med s':>19}{'ratio min/med':>15}")
     for name in names:
         cfg, csv, kind = write_inputs(name, CASES[name])  # the same files as the goldens'
-        ss_times, as_times = [], []
+        ss_times, as_times, old_times = [], [], []
         with tempfile.TemporaryDirectory(prefix="ss-sbs-") as tmp:
             layout = Path(tmp) / "layout.csv"
             layout.write_text("Layer name,\n")
@@ -237,14 +242,29 @@ def side_by_side(names: list[str], venv: Path, rounds: int) -> int:
                       tmp, kind]  # fmt: skip
             as_cmd = [sys.executable, "-m", "archsim", "run", "--from-scalesim", str(cfg),
                       str(csv), "--no-report", "-q", "-o", str(Path(tmp) / "archsim")]  # fmt: skip
+            old_env = {**os.environ, "PYTHONPATH": older} if older else None
             for _ in range(rounds):
-                ss_times.append(_timed(ss_cmd))
-                as_times.append(_timed(as_cmd))
+                ss_times.append(_timed(ss_cmd, cwd=tmp))
+                as_times.append(_timed(as_cmd, cwd=tmp))
+                if old_env is not None:
+                    old_times.append(_timed(as_cmd, old_env, cwd=tmp))
         ss_min, ss_med = min(ss_times), statistics.median(ss_times)
         as_min, as_med = min(as_times), statistics.median(as_times)
         print(
             f"{name[:23]:<24}{ss_min:>10.2f} / {ss_med:<8.2f}{as_min:>8.2f} / {as_med:<8.2f}"
             f"{ss_min / as_min:>6.1f}x / {ss_med / as_med:.1f}x"
+        )
+        if old_times:
+            o_min, o_med = min(old_times), statistics.median(old_times)
+            print(
+                f"{'  (older archsim)':<24}{'':>21}{o_min:>8.2f} / {o_med:<8.2f}"
+                f"{ss_min / o_min:>6.1f}x / {ss_med / o_med:.1f}x"
+            )
+        rounds_text = ", ".join(f"{t:.2f}" for t in ss_times)
+        print(
+            f"{'':<4}rounds: SCALE-Sim {rounds_text}; archsim "
+            + ", ".join(f"{t:.2f}" for t in as_times)
+            + ("; older " + ", ".join(f"{t:.2f}" for t in old_times) if old_times else "")
         )
     print(f"load average {os.getloadavg()[0]:.2f} (ratio = SCALE-Sim time / archsim time)")
     return 0
@@ -260,6 +280,11 @@ def main() -> int:
     )  # fmt: skip
     default_venv = os.environ.get("SCALESIM_VENV", "/work/scalesim-venv")
     ap.add_argument("--scalesim-venv", default=default_venv, help="SCALE-Sim's virtualenv")
+    ap.add_argument(
+        "--older", metavar="DIR",
+        help="with --side-by-side: also time the archsim installed in DIR (PYTHONPATH), "
+        "e.g. `pip install --no-deps --target DIR <old checkout>`",
+    )  # fmt: skip
     args = ap.parse_args()
     names = args.only or list(CASES)
     if args.side_by_side:
@@ -267,7 +292,7 @@ def main() -> int:
         if not (venv / "bin" / "python").exists():
             print(f"no SCALE-Sim venv at {venv}; see the module docstring", file=sys.stderr)
             return 2
-        return side_by_side(names, venv, args.side_by_side)
+        return side_by_side(names, venv, args.side_by_side, args.older)
     if args.regen:
         venv = Path(args.scalesim_venv)
         if not (venv / "bin" / "python").exists():

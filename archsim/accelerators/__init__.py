@@ -1,36 +1,70 @@
-"""Accelerator models and their registry (accelerator name -> simulate function)."""
+"""Accelerator models and their registry (accelerator name -> simulate function).
 
-from collections.abc import Callable
+Everything loads on first use (PEP 562, and a registry that imports a model when it is looked
+up): a systolic run then never imports the EIE, SCNN or GPU models, nor the EIE kernels'
+module-level numba machinery it does not need.
+"""
 
-from archsim.accelerators.base import LayerOutcome
-from archsim.accelerators.dcnn import simulate_dcnn
-from archsim.accelerators.eie import EieLayerRun, run_eie_layer, simulate_eie
-from archsim.accelerators.gpu_power import simulate_gpu
-from archsim.accelerators.gpu_run import simulate_tensor_core
-from archsim.accelerators.scnn import run_scnn_conv, simulate_scnn
-from archsim.accelerators.systolic import simulate_systolic
-from archsim.accelerators.tensor_core import run_gemm
+from __future__ import annotations
 
-#: accelerator name -> function(config, workload, seed) -> (outcomes, SimContext)
-REGISTRY: dict[str, Callable] = {
-    "eie": simulate_eie,
-    "scnn": simulate_scnn,
-    "dcnn": simulate_dcnn,
-    "tensor_core": simulate_gpu,  # simulate_tensor_core at each layer's power-limited clock
-    "systolic": simulate_systolic,
+from collections.abc import Callable, Iterator, Mapping
+from importlib import import_module
+from typing import Any
+
+#: public name -> module that defines it
+_WHERE = {
+    "EieLayerRun": "archsim.accelerators.eie",
+    "LayerOutcome": "archsim.accelerators.base",
+    "run_eie_layer": "archsim.accelerators.eie",
+    "run_gemm": "archsim.accelerators.tensor_core",
+    "run_scnn_conv": "archsim.accelerators.scnn",
+    "simulate_dcnn": "archsim.accelerators.dcnn",
+    "simulate_eie": "archsim.accelerators.eie",
+    "simulate_scnn": "archsim.accelerators.scnn",
+    "simulate_gpu": "archsim.accelerators.gpu_power",
+    "simulate_tensor_core": "archsim.accelerators.gpu_run",
+    "simulate_systolic": "archsim.accelerators.systolic",
 }
 
-__all__ = [
-    "REGISTRY",
-    "EieLayerRun",
-    "LayerOutcome",
-    "run_eie_layer",
-    "run_gemm",
-    "run_scnn_conv",
-    "simulate_dcnn",
-    "simulate_eie",
-    "simulate_scnn",
-    "simulate_gpu",
-    "simulate_tensor_core",
-    "simulate_systolic",
-]
+#: accelerator name -> the public name of its simulate function(config, workload, seed)
+_SIMULATORS = {
+    "eie": "simulate_eie",
+    "scnn": "simulate_scnn",
+    "dcnn": "simulate_dcnn",
+    "tensor_core": "simulate_gpu",  # simulate_tensor_core at each layer's power-limited clock
+    "systolic": "simulate_systolic",
+}
+
+
+class _Registry(Mapping[str, Callable]):
+    """Accelerator name -> function(config, workload, seed) -> (outcomes, SimContext); the
+    model's module is imported when its name is looked up."""
+
+    def __getitem__(self, name: str) -> Callable:
+        return __getattr__(_SIMULATORS[name])
+
+    def __contains__(self, name: object) -> bool:  # without importing the model
+        return name in _SIMULATORS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_SIMULATORS)
+
+    def __len__(self) -> int:
+        return len(_SIMULATORS)
+
+
+REGISTRY: Mapping[str, Callable] = _Registry()
+
+__all__ = ["REGISTRY", *sorted(_WHERE)]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'archsim.accelerators' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

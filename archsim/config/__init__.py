@@ -1,77 +1,61 @@
-"""Validated, frozen configuration models and their YAML io."""
+"""Validated, frozen configuration models and their YAML io.
 
-from archsim.config.base import ArchsimModel
-from archsim.config.components import (
-    ArithmeticConfig,
-    ClockConfig,
-    CrossbarConfig,
-    DramConfig,
-    FifoConfig,
-    MmaUnitConfig,
-    PeArrayConfig,
-    SramConfig,
-    TechnologyConfig,
-)
-from archsim.config.eie import EieConfig
-from archsim.config.gpu import GpuConfig
-from archsim.config.io import (
-    HARDWARE_MODELS,
-    hardware_from_dict,
-    json_schema,
-    list_presets,
-    load_hardware,
-    load_workload,
-    preset_dirs,
-)
-from archsim.config.scnn import (
-    AccumulatorConfig,
-    DcnnConfig,
-    MultiplierArrayConfig,
-    PeGridConfig,
-    ScnnConfig,
-)
-from archsim.config.systolic import ScalesimCompatConfig, SystolicArrayConfig, SystolicConfig
-from archsim.config.workload import (
-    ConvLayer,
-    FcLayer,
-    GemmLayer,
-    LayerSpec,
-    LstmLayer,
-    WorkloadSpec,
-)
+The names below load on first use (PEP 562): a run builds the pydantic models of its own
+accelerator and of workloads only, not those of every accelerator, sweep and system.
+"""
 
-__all__ = [
-    "AccumulatorConfig",
-    "DcnnConfig",
-    "MultiplierArrayConfig",
-    "PeGridConfig",
-    "ScnnConfig",
-    "ArchsimModel",
-    "ArithmeticConfig",
-    "ClockConfig",
-    "ConvLayer",
-    "CrossbarConfig",
-    "DramConfig",
-    "EieConfig",
-    "FcLayer",
-    "GpuConfig",
-    "FifoConfig",
-    "GemmLayer",
-    "HARDWARE_MODELS",
-    "LayerSpec",
-    "LstmLayer",
-    "MmaUnitConfig",
-    "PeArrayConfig",
-    "SramConfig",
-    "ScalesimCompatConfig",
-    "SystolicArrayConfig",
-    "SystolicConfig",
-    "TechnologyConfig",
-    "WorkloadSpec",
-    "hardware_from_dict",
-    "json_schema",
-    "list_presets",
-    "load_hardware",
-    "load_workload",
-    "preset_dirs",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+#: public name -> module that defines it
+_WHERE = {
+    "AccumulatorConfig": "archsim.config.scnn",
+    "DcnnConfig": "archsim.config.scnn",
+    "MultiplierArrayConfig": "archsim.config.scnn",
+    "PeGridConfig": "archsim.config.scnn",
+    "ScnnConfig": "archsim.config.scnn",
+    "ArchsimModel": "archsim.config.base",
+    "ArithmeticConfig": "archsim.config.components",
+    "ClockConfig": "archsim.config.components",
+    "ConvLayer": "archsim.config.workload",
+    "CrossbarConfig": "archsim.config.components",
+    "DramConfig": "archsim.config.components",
+    "EieConfig": "archsim.config.eie",
+    "FcLayer": "archsim.config.workload",
+    "GpuConfig": "archsim.config.gpu",
+    "FifoConfig": "archsim.config.components",
+    "GemmLayer": "archsim.config.workload",
+    "HARDWARE_MODELS": "archsim.config.io",
+    "LayerSpec": "archsim.config.workload",
+    "LstmLayer": "archsim.config.workload",
+    "MmaUnitConfig": "archsim.config.components",
+    "PeArrayConfig": "archsim.config.components",
+    "SramConfig": "archsim.config.components",
+    "ScalesimCompatConfig": "archsim.config.systolic",
+    "SystolicArrayConfig": "archsim.config.systolic",
+    "SystolicConfig": "archsim.config.systolic",
+    "TechnologyConfig": "archsim.config.components",
+    "WorkloadSpec": "archsim.config.workload",
+    "hardware_from_dict": "archsim.config.io",
+    "json_schema": "archsim.config.io",
+    "list_presets": "archsim.config.io",
+    "load_hardware": "archsim.config.io",
+    "load_workload": "archsim.config.io",
+    "preset_dirs": "archsim.config.io",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'archsim.config' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

@@ -1,25 +1,39 @@
-"""Numba kernels (pure functions on arrays) and their slow literal reference twins."""
+"""Numba kernels (pure functions on arrays) and their slow literal reference twins.
 
-from archsim.datapath.eie_encode import EieEncoded, encode_eie
-from archsim.datapath.eie_kernels import TIMING_FIELDS, eie_functional, eie_timing
-from archsim.datapath.eie_prepare import (
-    EieFixedPoint,
-    broadcast_items,
-    choose_fixed_point,
-    padded_activations,
-)
-from archsim.datapath.reference import EieReferenceResult, eie_reference
+The names below load on first use (PEP 562): importing one kernel module (the systolic one,
+say) does not import the EIE kernels and their numba dispatchers.
+"""
 
-__all__ = [
-    "EieEncoded",
-    "EieFixedPoint",
-    "EieReferenceResult",
-    "TIMING_FIELDS",
-    "broadcast_items",
-    "choose_fixed_point",
-    "eie_functional",
-    "eie_reference",
-    "eie_timing",
-    "encode_eie",
-    "padded_activations",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+#: public name -> module that defines it
+_WHERE = {
+    "EieEncoded": "archsim.datapath.eie_encode",
+    "EieFixedPoint": "archsim.datapath.eie_prepare",
+    "EieReferenceResult": "archsim.datapath.reference",
+    "TIMING_FIELDS": "archsim.datapath.eie_kernels",
+    "broadcast_items": "archsim.datapath.eie_prepare",
+    "choose_fixed_point": "archsim.datapath.eie_prepare",
+    "eie_functional": "archsim.datapath.eie_kernels",
+    "eie_reference": "archsim.datapath.reference",
+    "eie_timing": "archsim.datapath.eie_kernels",
+    "encode_eie": "archsim.datapath.eie_encode",
+    "padded_activations": "archsim.datapath.eie_prepare",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'archsim.datapath' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

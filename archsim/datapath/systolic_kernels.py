@@ -120,7 +120,14 @@ def paper_fold_cycles(rows: int, cols: int, t: int) -> int:
 def _ifmap_addr(mi, ki, g):
     """IFMAP im2col address of (ofmap pixel mi, window index ki), -1 outside the image.
 
-    g = (ifmap_h, ifmap_w, filt_h, filt_w, channels, stride, ofmap_w, num_filters, window)."""
+    g = (ifmap_h, ifmap_w, filt_h, filt_w, channels, stride, ofmap_w, num_filters, window).
+    A GEMM (one output column, one channel, one filter row: ``ki`` is the column) skips the
+    general form's three divisions; both give the same address."""
+    if g[6] == 1 and g[4] == 1 and g[2] == 1 and ki < g[3]:
+        irow = mi * g[5]
+        if irow >= g[0] or ki >= g[1]:
+            return -1
+        return irow * g[1] + ki
     orow = mi // g[6]
     ocol = mi - orow * g[6]
     irow = orow * g[5]
@@ -285,31 +292,6 @@ def _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g):
 
 
 @nb.njit(cache=True)
-def _estimate(last_set, a, st):  # pragma: no cover - compiled
-    """SCALE-Sim's CALC-mode read buffer for one requested address ``a``.
-
-    New addresses fill sets of ``st[4]`` words; one is a hit while the set that last took it
-    lies in the active window ``[st[2], min(st[0], st[3] + 1))``, which moves on by ``st[5]``
-    sets each time the set after it fills. Every inserted address is prefetched once:
-    ``st[6]`` counts the DRAM reads. ``st`` = (current set, words in it, window start, window
-    end, words per set, prefetch sets, reads, first request cycle); ``last_set[a]``: the set
-    that last took ``a``.
-    """
-    s = last_set[a]
-    if st[2] <= s < min(st[0], st[3] + 1) or s == st[0]:
-        return
-    last_set[a] = st[0]
-    st[1] += 1
-    st[6] += 1
-    if st[1] == st[4]:
-        st[0] += 1
-        st[1] = 0
-        if st[0] == st[3] + 1:
-            st[2] += st[5]
-            st[3] += st[5]
-
-
-@nb.njit(cache=True)
 def _estimate_start(st):  # pragma: no cover - compiled
     """First DRAM read cycle of a CALC-mode buffer: its first prefetch, at 10 words per cycle
     and a 1-cycle DRAM latency, ends just before the first request (cycle ``st[7]``). It holds
@@ -325,19 +307,43 @@ def _estimate_start(st):  # pragma: no cover - compiled
 def _estimate_row(
     df, op, fr, fc, r, width, R, C, M, N, K, T, g, last_set, st, cycle
 ):  # pragma: no cover
-    """Every request of operand ``op`` in one demand row through :func:`_estimate`; records
-    the cycle of the window's last move in ``st[8]``; returns the row's request count."""
+    """Every request of operand ``op`` in one demand row through SCALE-Sim's CALC-mode read
+    buffer; records the cycle of the window's last move in ``st[8]``; returns the row's
+    request count.
+
+    New addresses fill sets of ``st[4]`` words; one is a hit while the set that last took it
+    lies in the active window ``[st[2], min(st[0], st[3] + 1))``, which moves on by ``st[5]``
+    sets each time the set after it fills. Every inserted address is prefetched once:
+    ``st[6]`` counts the DRAM reads. ``st`` = (current set, words in it, window start, window
+    end, words per set, prefetch sets, reads, first request cycle, last move cycle);
+    ``last_set[a]``: the set that last took ``a``. The state lives in locals for the row: the
+    compiler cannot prove that ``st`` and ``last_set`` do not overlap, so it would otherwise
+    load and store it once per request.
+    """
+    cur, words, w0, w1, per_set, step, reads = st[0], st[1], st[2], st[3], st[4], st[5], st[6]
+    first, moved = st[7], st[8]
     n = 0
     for c in range(width):
         a = _demand(df, op, fr, fc, r, c, R, C, M, N, K, T, g)
-        if a >= 0:
-            n += 1
-            if st[7] < 0:
-                st[7] = cycle
-            start = st[2]
-            _estimate(last_set, a, st)
-            if st[2] != start:
-                st[8] = cycle
+        if a < 0:
+            continue
+        n += 1
+        if first < 0:
+            first = cycle
+        s = last_set[a]
+        if w0 <= s < min(cur, w1 + 1) or s == cur:
+            continue
+        last_set[a] = cur
+        words += 1
+        reads += 1
+        if words == per_set:
+            cur += 1
+            words = 0
+            if cur == w1 + 1:
+                w0 += step
+                w1 += step
+                moved = cycle
+    st[0], st[1], st[2], st[3], st[6], st[7], st[8] = cur, words, w0, w1, reads, first, moved
     return n
 
 
@@ -452,8 +458,12 @@ def _kernel(
     eps_r = (rd_size[0] + 99) // 100
     eps_f = (rd_size[1] + 99) // 100
     # read buffers: [starts, sets] per operand
-    st_i, sets_i, ns_i, tot_i = _build_sets(df, 0, R, C, M, N, K, g, n_ifmap_addr, eps_r)
-    st_f, sets_f, ns_f, tot_f = _build_sets(df, 1, R, C, M, N, K, g, n_filter_addr, eps_f)
+    if user_bw:
+        st_i, sets_i, ns_i, tot_i = _build_sets(df, 0, R, C, M, N, K, g, n_ifmap_addr, eps_r)
+        st_f, sets_f, ns_f, tot_f = _build_sets(df, 1, R, C, M, N, K, g, n_filter_addr, eps_f)
+    else:  # CALC mode reads through the estimate buffers only: no prefetch-order sets
+        st_i = sets_i = st_f = sets_f = np.zeros(1, np.int64)
+        ns_i = ns_f = tot_i = tot_f = 1
     out = np.zeros(len(SCALESIM_FIELDS), np.int64)
     out[14:] = -1  # SRAM start/stop cycles: none yet
     # per read operand: active sets A, prefetch sets P, window, last prefetch cycle, lines
@@ -609,13 +619,13 @@ def scalesim_memory(
     num_filters) in SCALE-Sim's terms (a GEMM is ifmap M x K, filter 1 x K, 1 channel, N
     filters); SRAM sizes are in words (SCALE-Sim: 1 byte per word, ``kB * 1024``). DRAM read
     bandwidths only matter with ``user_bandwidth``; without it (CALC mode) reads never stall, are
-    counted by SCALE-Sim's set-based estimate buffer (``_estimate``; DRAM start cycles are left
+    counted by SCALE-Sim's set-based estimate buffer (``_estimate_row``; DRAM start cycles are left
     at 0) and the OFMAP drains at ``cols`` words per cycle (pass ``ofmap_words_per_cycle=cols``).
     """
     ih, iw, fh, fw, ch, stride, oh, ow, nf = (int(x) for x in geometry)
     window = fh * fw * ch
     m, n, k = oh * ow, nf, window
-    g = np.array([ih, iw, fh, fw, ch, stride, ow, nf, window], dtype=np.int64)
+    g = (ih, iw, fh, fw, ch, stride, ow, nf, window)  # a tuple: in registers, never reloaded
     res = _kernel(
         {"os": 0, "ws": 1, "is": 2}[dataflow], int(rows), int(cols), m, n, k, g,
         ih * iw * ch, window * nf, bool(user_bandwidth),
@@ -648,7 +658,7 @@ def fold_demands(dataflow: str, rows: int, cols: int, geometry: tuple[int, ...])
     ih, iw, fh, fw, ch, stride, oh, ow, nf = (int(x) for x in geometry)
     window = fh * fw * ch
     m, n, k = oh * ow, nf, window
-    g = np.array([ih, iw, fh, fw, ch, stride, ow, nf, window], dtype=np.int64)
+    g = (ih, iw, fh, fw, ch, stride, ow, nf, window)  # a tuple: in registers, never reloaded
     df = _DF_CODE[dataflow]
     rf, cf = fold_counts(dataflow, rows, cols, m, n, k)
     w_i = cols if dataflow == "is" else rows

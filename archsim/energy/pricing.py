@@ -7,9 +7,9 @@ configured node) unless the hardware YAML overrides it on the component.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from archsim.config.components import DramConfig, SramConfig
-from archsim.config.eie import EieConfig
 from archsim.energy.ops import (
     dram_energy_pj_per_bit,
     int_add_energy_pj,
@@ -19,6 +19,9 @@ from archsim.energy.ops import (
 from archsim.energy.scaling import area_scale, energy_scale
 from archsim.energy.sram import sram_area_mm2, sram_read_energy_pj, sram_write_energy_pj
 from archsim.energy.tables import EnergyTables, load_tables
+
+if TYPE_CHECKING:  # annotations only: a run imports its own config model
+    from archsim.config.eie import EieConfig
 
 __all__ = [
     "PriceList",

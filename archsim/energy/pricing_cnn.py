@@ -12,8 +12,9 @@ its own Table 4, so those two appear only when overridden.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from archsim.config.components import ArithmeticConfig, CrossbarConfig
-from archsim.config.scnn import DcnnConfig, ScnnConfig
 from archsim.energy.ops import (
     int_add_energy_pj,
     int_mult_energy_pj,
@@ -23,6 +24,9 @@ from archsim.energy.pricing import PriceList, dram_pj_per_byte, sram_access_pj, 
 from archsim.energy.scaling import area_scale, energy_scale
 from archsim.energy.sram import sram_area_mm2
 from archsim.energy.tables import EnergyTables, load_tables
+
+if TYPE_CHECKING:  # annotations only: a run imports its own config model
+    from archsim.config.scnn import DcnnConfig, ScnnConfig
 
 __all__ = ["dcnn_price_list", "scnn_price_list"]
 

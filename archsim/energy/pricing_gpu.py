@@ -16,12 +16,16 @@ energies, all named, cited fields of the preset at the max-clock voltage; the cl
 
 from __future__ import annotations
 
-from archsim.config.gpu import GpuConfig
+from typing import TYPE_CHECKING
+
 from archsim.config.gpu_power import OPERAND_BITS
 from archsim.energy.ops import fp_add_energy_pj, fp_mult_energy_pj
 from archsim.energy.pricing import PriceList, dram_pj_per_byte
 from archsim.energy.scaling import energy_scale
 from archsim.energy.tables import EnergyTables, load_tables
+
+if TYPE_CHECKING:  # annotations only: a run imports its own config model
+    from archsim.config.gpu import GpuConfig
 
 __all__ = ["board_price_list", "gpu_price_list"]
 

@@ -35,6 +35,7 @@ from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
 from archsim.explore.compressed import check_compress_values, compress_axis, compressed_workload
 from archsim.explore.expression import Expression, ExpressionError, derived_quantities
+from archsim.limits import DEFAULT_MAX_POINTS
 from archsim.simulate import archsim_version, model_fingerprint
 
 __all__ = [
@@ -46,10 +47,6 @@ __all__ = [
     "count_points",
     "point_key",
 ]
-
-#: most points a sweep may have unless the caller raises the limit (``--max-points``); a
-#: planned point costs about 1 ms and a few kB before it runs
-DEFAULT_MAX_POINTS = 100_000
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,45 +1,48 @@
-"""Reports of runs, sweeps and validations: matplotlib figures and self-contained HTML pages."""
+"""Reports of runs, sweeps and validations: matplotlib figures and self-contained HTML pages.
+
+The public names load on first use (PEP 562): ``archsim.report.html`` (the run report, SVG
+written directly) is imported by every ``archsim run`` and must not pull in matplotlib or
+pandas, which the sweep report and the ``plot_*`` functions need.
+"""
 
 from __future__ import annotations
 
-from archsim.report.accel_plots import (
-    plot_eie_load_balance,
-    plot_roofline,
-    plot_scnn_barrier,
-    plot_speedup,
-    plot_time_per_layer,
-)
-from archsim.report.html import render_run_report, write_run_report
-from archsim.report.pareto import pareto_mask
-from archsim.report.plots import (
-    figure_to_png,
-    figure_to_svg,
-    plot_cycles_per_layer,
-    plot_energy_breakdown,
-    plot_utilization,
-)
-from archsim.report.sweep import render_sweep_report, write_sweep_report
-from archsim.report.sweep_plots import plot_metric_grid, plot_pareto
-from archsim.report.validation import render_validation_report, write_validation_report
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "render_run_report",
-    "write_run_report",
-    "render_sweep_report",
-    "write_sweep_report",
-    "render_validation_report",
-    "write_validation_report",
-    "pareto_mask",
-    "plot_time_per_layer",
-    "plot_eie_load_balance",
-    "plot_scnn_barrier",
-    "plot_speedup",
-    "plot_roofline",
-    "plot_metric_grid",
-    "plot_pareto",
-    "plot_cycles_per_layer",
-    "plot_energy_breakdown",
-    "plot_utilization",
-    "figure_to_svg",
-    "figure_to_png",
-]
+#: public name -> module that defines it
+_WHERE = {
+    "render_run_report": "archsim.report.html",
+    "write_run_report": "archsim.report.html",
+    "render_sweep_report": "archsim.report.sweep",
+    "write_sweep_report": "archsim.report.sweep",
+    "render_validation_report": "archsim.report.validation",
+    "write_validation_report": "archsim.report.validation",
+    "pareto_mask": "archsim.report.pareto",
+    "plot_time_per_layer": "archsim.report.accel_plots",
+    "plot_eie_load_balance": "archsim.report.accel_plots",
+    "plot_scnn_barrier": "archsim.report.accel_plots",
+    "plot_speedup": "archsim.report.accel_plots",
+    "plot_roofline": "archsim.report.accel_plots",
+    "plot_metric_grid": "archsim.report.sweep_plots",
+    "plot_pareto": "archsim.report.sweep_plots",
+    "plot_cycles_per_layer": "archsim.report.plots",
+    "plot_energy_breakdown": "archsim.report.plots",
+    "plot_utilization": "archsim.report.plots",
+    "figure_to_svg": "archsim.report.plots",
+    "figure_to_png": "archsim.report.plots",
+}
+
+__all__ = list(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'archsim.report' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

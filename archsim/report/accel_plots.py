@@ -25,6 +25,7 @@ from archsim.report.plots import (
     new_figure,
     si_format,
 )
+from archsim.report.run_figures import CAPTIONS
 
 __all__ = [
     "plot_time_per_layer",
@@ -209,31 +210,20 @@ def plot_roofline(df: pd.DataFrame) -> Figure:
 _SPECIFIC: tuple[tuple[str, str, Callable[[pd.DataFrame], Figure], Callable[..., bool]], ...] = (
     (
         "eie-balance",
-        "Top: share of each layer's cycles the average PE spends on its entries (busy) or "
-        "waiting for activations (starved); the black mark is the busiest PE, which sets the "
-        "layer's time (the axis may start above 0 % to show the starved part). Bottom: padding "
-        "zeros among the stored entries (1 \u2212 eie_real_work).",
+        CAPTIONS["eie-balance"],
         plot_eie_load_balance,
         lambda acc, df: "eie_load_balance" in df and "eie_real_work" in df,
     ),
     (
         "scnn-barrier",
-        "Multiplier utilization and the share of PE time spent idle at output-channel group "
-        "barriers (scnn_barrier_idle), per layer.",
+        CAPTIONS["scnn-barrier"],
         plot_scnn_barrier,
         lambda acc, df: "scnn_barrier_idle" in df,
     ),
-    (
-        "speedup",
-        "Speed-up (baseline time / this time) and energy ratio (baseline energy / this energy) "
-        "per layer; above the dashed line this accelerator wins.",
-        plot_speedup,
-        lambda acc, df: bool(speedup_columns(df)),
-    ),
+    ("speedup", CAPTIONS["speedup"], plot_speedup, lambda acc, df: bool(speedup_columns(df))),
     (
         "roofline",
-        "Each GEMM at its arithmetic intensity and achieved throughput, under the roofs "
-        "min(peak, intensity \u00d7 HBM bandwidth); the dotted line is the ridge point.",
+        CAPTIONS["roofline"],
         plot_roofline,
         lambda acc, df: acc == "tensor_core" or "tc_arithmetic_intensity" in df,
     ),

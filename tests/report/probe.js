@@ -31,7 +31,8 @@
         var box = svg ? svg.getBBox() : {width: 0, height: 0};
         out.figures.push({id: fig.id, width: r.width, height: r.height,
                           drawn_width: box.width, drawn_height: box.height,
-                          shapes: svg ? svg.querySelectorAll("path, use").length : 0});
+                          shapes: svg ? svg.querySelectorAll(
+                            "path, use, rect, line, polyline, circle, text").length : 0});
       });
       document.querySelectorAll("table[id]").forEach(function (t) {
         out.tables[t.id] = t.tBodies[0].rows.length;

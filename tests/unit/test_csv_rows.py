@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import archsim
-from archsim.csv_rows import rows_to_csv
+from archsim.csv_rows import frame_records, rows_to_csv
 from archsim.results import RunResult
 
 SMALL_FC = """\
@@ -75,3 +75,32 @@ def test_column_types_follow_pandas():
 def test_a_column_of_lists_is_left_to_pandas():
     rows = [{"a": 1, "m": [1, 2]}, {"a": 2, "m": {"x": 1}}]
     assert rows_to_csv(rows) == _pandas(rows)
+
+
+def _same_cell(ours: object, theirs: object) -> bool:
+    if isinstance(theirs, float) and theirs != theirs:  # NaN
+        return isinstance(ours, float) and ours != ours
+    return ours == theirs and type(ours) is type(theirs)
+
+
+@pytest.mark.parametrize("with_objects", [False, True])
+def test_frame_records_equal_pandas_records(with_objects):
+    """``archsim run`` prints its table and draws its report from ``frame_records``: the same
+    columns, values and Python types as ``DataFrame(rows).to_dict(orient="records")``."""
+    rows = [
+        {"a": 1, "b": 0.1 + 0.2, "c": True, "d": "x,y", "e": 1e16, "g": np.int64(3)},
+        {"a": 2, "b": 1, "c": False, "d": "q", "e": -0.0, "f": float("nan"), "k": 5},
+        {"a": 3, "b": None, "c": True, "d": "", "e": float("inf"), "l": True},
+        {"a": 4, "b": np.float32(0.5), "c": False, "o": "s", "l": 1, "n": np.float64(1e-5)},
+    ]
+    if with_objects:
+        rows[0]["m"] = 2**70
+        rows[1]["m"] = [1, 2]
+    columns, records = frame_records(rows)
+    frame = pd.DataFrame(rows)
+    assert columns == list(frame.columns)
+    for ours, theirs in zip(records, frame.to_dict(orient="records"), strict=True):
+        assert list(ours) == list(theirs)
+        for key in theirs:
+            assert _same_cell(ours[key], theirs[key]), (key, ours[key], theirs[key])
+    assert frame_records([]) == ([], [])

@@ -150,7 +150,10 @@ def test_default_showcase_size() -> None:
     assert len(html.encode("utf-8")) < 2 * 1024 * 1024
     assert _table_body(html, "layers-table").count("<tr") == 9
     assert html.count("<svg") == N_PLOTS
-    assert "imbalance-free" not in html  # legend text is drawn as paths, not as text
+    # the figures are SVG written directly (no matplotlib): legends and labels are <text>
+    figures = re.findall(r"<svg.*?</svg>", html, re.S)
+    assert any(">imbalance-free</text>" in f for f in figures)
+    assert all(">Alex-6</text>" in f for f in figures)  # the layer axis of every figure
 
 
 @pytest.mark.parametrize("plot", [plot_cycles_per_layer, plot_energy_breakdown, plot_utilization])
