@@ -46,8 +46,12 @@ def _csc_from_positions(pos: np.ndarray, n_rows: int, n_cols: int) -> tuple[np.n
     """(indptr int64, row indices int32) of rising column-major positions ``col * n_rows + row``."""
     starts = np.arange(n_cols + 1, dtype=np.int64) * n_rows
     indptr = np.searchsorted(pos, starts).astype(np.int64, copy=False)
-    cols = np.repeat(np.arange(n_cols, dtype=np.int64), np.diff(indptr))
-    rows = (pos - cols * n_rows).astype(np.int32)
+    # the row is the position modulo n_rows, written straight into int32 (exact: < n_rows): no
+    # temporary, where repeating each column index and subtracting took three int64 arrays
+    # (VGG-16 FC6's 4.1 M weights: 100 MB)
+    rows = np.empty(pos.size, dtype=np.int32)
+    if pos.size:
+        np.remainder(pos, n_rows, out=rows, casting="unsafe")
     return indptr, rows
 
 
