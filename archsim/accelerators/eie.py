@@ -82,9 +82,17 @@ def functional_error_bound(run: EieLayerRun) -> np.ndarray:
     lay, fp = run.layer, run.fixed_point
     lsb_o, lsb_w, lsb_a = 2.0**-fp.out_frac, 2.0**-fp.weight_frac, 2.0**-fp.act_frac
     idx, cols = lay.live_entries()
-    a = np.abs(lay.activations.astype(np.float64))[cols]
+    # 0.5 lsb_o + 0.5 lsb_w a + 0.5 lsb_a w + 0.25 lsb_w lsb_a, the same IEEE operations
+    # in place (+ and * commute exactly): two live-entry arrays of float64, not five
+    per = np.abs(lay.activations.astype(np.float64))[cols]
+    del cols
+    per *= 0.5 * lsb_w
+    per += 0.5 * lsb_o
     w = np.abs(lay.codebook.astype(np.float64))[lay.codes[idx]]
-    per = 0.5 * lsb_o + 0.5 * lsb_w * a + 0.5 * lsb_a * w + 0.25 * lsb_w * lsb_a
+    w *= 0.5 * lsb_a
+    per += w
+    del w
+    per += 0.25 * lsb_w * lsb_a
     bound = np.bincount(lay.row_idx[idx], weights=per, minlength=lay.n_rows)
     bias_w = np.abs(lay.codebook.astype(np.float64))[lay.bias_codes]
     return bound + (lay.bias_codes > 0) * (0.5 * lsb_o + 0.5 * lsb_w + 0.5 * lsb_a * bias_w)
