@@ -89,52 +89,16 @@ INT32_MAX = 2**31 - 1
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _pointers(
-    n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, col_ptr, last, base
-):  # pragma: no cover - compiled
-    """Fill ``col_ptr[c, pe]`` (zeros on entry): the local address where column ``c``'s
-    entries start in PE ``pe`` (the entry count of every column, padding entries included,
-    summed in column order), and ``base`` (PE ``pe`` owns ``base[pe]:base[pe + 1]``). False
-    when a PE would hold more than ``INT32_MAX`` entries. ``last``: int64 scratch, num_pes."""
-    for pe in range(num_pes):
-        last[pe] = -1
-    for col in range(n_cols + 1):  # the last one is the bias column
-        if col < n_cols:
-            rows, lo, hi, out = row_idx, indptr[col], indptr[col + 1], col + 1
-        else:
-            rows, lo, hi, out = bias_rows, 0, bias_rows.size, cols_padded + 1
-        counts = col_ptr[out]
-        for i in range(lo, hi):
-            r = rows[i]
-            pe = r % num_pes
-            lr = r // num_pes
-            counts[pe] += (lr - last[pe] - 1) // max_jump + 1
-            last[pe] = lr
-        for i in range(lo, hi):
-            last[rows[i] % num_pes] = -1
-    for pe in range(num_pes):  # running sums in int64 (an overflow shows) in ``last``
-        last[pe] = 0
-    for c in range(1, cols_padded + 2):
-        row = col_ptr[c]
-        for pe in range(num_pes):
-            last[pe] += row[pe]
-            row[pe] = last[pe]
-    base[0] = 0
-    for pe in range(num_pes):  # the last pointer is each PE's largest
-        if last[pe] > INT32_MAX:
-            return False
-        base[pe + 1] = base[pe] + last[pe]
-    return True
-
-
-@nb.njit(cache=True, error_model="numpy")
 def _pointer_rows(
     n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, wanted, out, last, run, base
 ):  # pragma: no cover - compiled
-    """``_pointers`` without the table: the same pointers, summed column by column in
-    ``run`` (int64 scratch, num_pes), and only rows ``wanted`` (sorted, distinct, within
-    ``[0, cols_padded + 2)``) written, to ``out`` (len(wanted), num_pes); ``base`` as there.
-    False when a PE would hold more than ``INT32_MAX`` entries."""
+    """Rows ``wanted`` (sorted, distinct, within ``[0, cols_padded + 2)``) of the pointer
+    table, written to ``out`` (len(wanted), num_pes): row ``c``, PE ``pe`` is the local
+    address where column ``c``'s entries start in that PE, i.e. the entries (padding
+    included) of the columns before ``c``, summed column by column in ``run`` (int64
+    scratch, num_pes); the bias column comes after the padded ones. ``base``: PE ``pe`` owns
+    ``base[pe]:base[pe + 1]``. False when a PE would hold more than ``INT32_MAX`` entries.
+    ``last``: int64 scratch, num_pes."""
     for pe in range(num_pes):
         last[pe] = -1
         run[pe] = 0
@@ -286,18 +250,17 @@ def _encode(
     base = np.zeros(num_pes + 1, dtype=np.int64)
     last = np.empty(num_pes, dtype=np.int64)
     args = (n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump)
-    if wanted is None:
-        col_ptr = table = np.zeros((cols_padded + 2, num_pes), dtype=np.int32)
-        fits = _pointers(*args, col_ptr, last, base)
+    if wanted is None:  # the whole table
+        rows = np.arange(cols_padded + 2, dtype=np.int64)
     else:
-        col_ptr = np.empty((0, num_pes), dtype=np.int32)
-        wanted = np.ascontiguousarray(wanted, dtype=np.int64)
-        if wanted.size and (
-            wanted[0] < 0 or wanted[-1] >= cols_padded + 2 or bool((np.diff(wanted) <= 0).any())
+        rows = np.ascontiguousarray(wanted, dtype=np.int64)
+        if rows.size and (
+            rows[0] < 0 or rows[-1] >= cols_padded + 2 or bool((np.diff(rows) <= 0).any())
         ):
             raise ValueError(f"pointer rows must rise strictly within [0, {cols_padded + 2})")
-        table = np.empty((wanted.size, num_pes), dtype=np.int32)
-        fits = _pointer_rows(*args, wanted, table, last, np.empty_like(last), base)
+    table = np.empty((rows.size, num_pes), dtype=np.int32)
+    fits = _pointer_rows(*args, rows, table, last, np.empty_like(last), base)
+    col_ptr = table if wanted is None else np.empty((0, num_pes), dtype=np.int32)
     if not fits:
         raise OverflowError(f"more than {INT32_MAX} entries in one PE")
     total = int(base[-1])
