@@ -9,7 +9,7 @@ is a few per layer, independent of cycles.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import numpy as np
 from archsim.accelerators.base import LayerOutcome
 from archsim.config.eie import EieConfig
 from archsim.config.workload import FcLayer, LstmLayer, WorkloadSpec
-from archsim.datapath.eie_encode import EieEncoded, encode_eie
+from archsim.datapath.eie_encode import EieEncoded, encode_eie, encode_eie_rows
 from archsim.datapath.eie_kernels import (
     TIMING_FIELDS,
     eie_functional_counts,
@@ -82,9 +82,17 @@ def functional_error_bound(run: EieLayerRun) -> np.ndarray:
     lay, fp = run.layer, run.fixed_point
     lsb_o, lsb_w, lsb_a = 2.0**-fp.out_frac, 2.0**-fp.weight_frac, 2.0**-fp.act_frac
     idx, cols = lay.live_entries()
-    a = np.abs(lay.activations.astype(np.float64))[cols]
+    # 0.5 lsb_o + 0.5 lsb_w a + 0.5 lsb_a w + 0.25 lsb_w lsb_a, the same IEEE operations
+    # in place (+ and * commute exactly): two live-entry arrays of float64, not five
+    per = np.abs(lay.activations.astype(np.float64))[cols]
+    del cols
+    per *= 0.5 * lsb_w
+    per += 0.5 * lsb_o
     w = np.abs(lay.codebook.astype(np.float64))[lay.codes[idx]]
-    per = 0.5 * lsb_o + 0.5 * lsb_w * a + 0.5 * lsb_a * w + 0.25 * lsb_w * lsb_a
+    w *= 0.5 * lsb_a
+    per += w
+    del w
+    per += 0.25 * lsb_w * lsb_a
     bound = np.bincount(lay.row_idx[idx], weights=per, minlength=lay.n_rows)
     bias_w = np.abs(lay.codebook.astype(np.float64))[lay.bias_codes]
     return bound + (lay.bias_codes > 0) * (0.5 * lsb_o + 0.5 * lsb_w + 0.5 * lsb_a * bias_w)
@@ -98,7 +106,7 @@ class EiePrepared:
     arithmetic widths only, so a sweep over the other fields reuses it (see ``archsim.memo``).
     """
 
-    layer: QuantizedMatVec
+    layer: QuantizedMatVec = field(metadata={"memo": "shared"})  # memoised on its own
     encoded: EieEncoded
     fixed_point: EieFixedPoint
     cols: np.ndarray  # broadcast items: column, LNZD group, lane (int64)
@@ -108,21 +116,32 @@ class EiePrepared:
     output_q: np.ndarray  # int64 accumulator values (before ReLU)
     counts: np.ndarray  # entries, real entries, empty columns per PE (eie_functional_counts)
     bypass_candidates: np.ndarray  # bool (items, PEs)
+    # the timing kernels' pointer table: item k's column starts at row ``ptr_row[k]`` of
+    # ``ptr_rows`` and ends at the next row. ``encoded.col_ptr`` and ``cols`` in a full
+    # preparation; only the rows the broadcast columns use in a kept one (``_prepared_to_keep``)
+    ptr_rows: np.ndarray  # int32 (rows, PEs); uint16 in a kept one where the pointers fit
+    ptr_row: np.ndarray  # int64 (items)
 
 
 def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
     """Encode ``layer`` for ``config``, choose its fixed point and run the functional kernel."""
+    return _prepare(config, layer, keep=False)
+
+
+def _prepared_to_keep(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
+    """``prepare_eie_layer`` with only what timing and the memory fill read: what
+    ``simulate_eie`` memoises. No per-entry arrays, and of the pointer table only the rows of
+    the broadcast columns and of the next ones (adjacent, so ``ptr_row[k] + 1`` is item
+    ``k``'s column end), which are all the kernels read; the whole table is never built
+    (``encode_eie_rows``), in 16 bits where they fit. A sweep worker holds one PE count's
+    nine layers this way: at 512 PEs 29 MB of pointers instead of 112 MB (the benchmark layers
+    broadcast 18-100 % of their columns, and their pointers fit), and no entries (about 200
+    MB); building one costs 40-60 MB less at its peak."""
+    return _prepare(config, layer, keep=True)
+
+
+def _prepare(config: EieConfig, layer: QuantizedMatVec, keep: bool) -> EiePrepared:
     n = config.pe_array.num_pes
-    enc = encode_eie(
-        layer.n_rows,
-        layer.n_cols,
-        layer.indptr,
-        layer.row_idx,
-        layer.codes,
-        layer.bias_codes,
-        n,
-        config.encoding.relative_index_bits,
-    )
     bound = float(layer.abs_bound().max(initial=0.0))
     fp = choose_fixed_point(
         layer.codebook,
@@ -135,12 +154,22 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
     cols, groups, lanes, vals, n_groups = broadcast_items(
         fp.act_q, layer.has_bias, fp.bias_act_q, n
     )
-    # the functional walk also counts what the timing does not depend on
+    shape = (layer.n_rows, layer.n_cols, layer.indptr, layer.row_idx, layer.codes)
+    weights = (*shape, layer.bias_codes, n, config.encoding.relative_index_bits)
+    if keep:
+        rows = np.union1d(cols, cols + 1)  # sorted: c + 1 follows c
+        enc, ptr_rows = encode_eie_rows(*weights, rows)
+        ptr_row = np.searchsorted(rows, cols)
+    else:
+        enc = encode_eie(*weights)
+        ptr_rows, ptr_row = enc.col_ptr, cols
+    # the functional walk also counts what the timing does not depend on (it reads an
+    # item's column only to index the pointer table)
     out, counts, cand = eie_functional_counts(
-        cols,
+        ptr_row,
         vals,
         n,
-        enc.col_ptr,
+        ptr_rows,
         enc.base,
         enc.local_row,
         enc.code,
@@ -149,26 +178,24 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
         config.arithmetic.accumulator_bits,
         layer.n_rows,
     )
-    return EiePrepared(layer, enc, fp, cols, groups, lanes, int(n_groups), out, counts, cand)
-
-
-def _prepared_to_keep(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
-    """``prepare_eie_layer`` without the per-entry arrays, which nothing after the functional
-    pass reads: what ``simulate_eie`` memoises (a sweep worker holds one PE count's nine
-    layers; at 64 PEs 17 MB of pointers instead of about 200 MB with the entries)."""
-    prep = prepare_eie_layer(config, layer)
-    return replace(prep, encoded=prep.encoded.pointers_only())
+    if keep:
+        enc = enc.sizes_only()
+        if ptr_rows.size and int(ptr_rows[-1].max()) <= np.iinfo(np.uint16).max:
+            ptr_rows = ptr_rows.astype(np.uint16)  # 16-bit, as EIE's own pointers: half
+    return EiePrepared(
+        layer, enc, fp, cols, groups, lanes, int(n_groups), out, counts, cand, ptr_rows, ptr_row
+    )
 
 
 def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]:
     cycles, stall, scheduled = eie_schedule(
-        prep.cols,
+        prep.ptr_row,  # the kernel reads an item's column only to index the pointer table
         prep.groups,
         prep.lanes,
         prep.n_groups,
         config.pe_array.num_pes,
         config.activation_fifo.depth,
-        prep.encoded.col_ptr,
+        prep.ptr_rows,
         prep.bypass_candidates,
         config.entries_per_line,
         config.pipeline_stages - 1,
@@ -191,10 +218,10 @@ def time_eie_layer(
         depth, drain = config.activation_fifo.depth, config.pipeline_stages - 1
         timing_key = ("eie.timing", memo_key, depth, drain)
         cycles, stalls, per_pe = memoized(timing_key, partial(_timing, config, prep))
-        per_line, ptrs = config.entries_per_line, prep.encoded.col_ptr
+        per_line, ptrs = config.entries_per_line, prep.ptr_rows
         lines = memoized(
             ("eie.line_reads", memo_key, per_line),
-            partial(eie_line_reads, prep.cols, config.pe_array.num_pes, ptrs, per_line),
+            partial(eie_line_reads, prep.ptr_row, config.pe_array.num_pes, ptrs, per_line),
         )
         per_pe = per_pe.copy()  # the memoised array is shared
         per_pe[TIMING_FIELDS.index("line_reads")] = lines
@@ -265,7 +292,7 @@ def _capacity(config: EieConfig, run: EieLayerRun) -> tuple[dict[str, float], li
     ptr_fill = ptr_bytes / config.pointer_sram.size_bytes
     act_words = -(-lay.n_cols // n) + -(-lay.n_rows // n)
     act_fill = act_words * config.arithmetic.data_bits / 8 / config.activation_sram.size_bytes
-    max_ptr_value = int(enc.col_ptr[-1].max(initial=0))  # pointers rise within a PE
+    max_ptr_value = int(enc.entries_per_pe.max(initial=0))  # a PE's last pointer
     fills = {"eie_spmat_fill": spmat, "eie_pointer_fill": ptr_fill, "eie_activation_fill": act_fill}
     warnings = [
         f"layer {lay.name}: {key[4:-5]} memory needs {v:.2f}x its capacity"
@@ -367,14 +394,14 @@ def simulate_eie(
         cb = config.encoding.codebook_entries
         lkey = _layer_key(spec, seed, workload.base_dir, cb)
         build = partial(materialize_matvec, spec, seed, workload.base_dir, cb)
-        layer = memoized(lkey, build, keep)
+        layer = memoized(lkey, build, keep, lasting=True)
         widths = (config.arithmetic.data_bits, config.arithmetic.accumulator_bits)
         pkey = (lkey, config.pe_array.num_pes, config.encoding.relative_index_bits, *widths)
         prep = memoized(("eie.prepared", pkey), partial(_prepared_to_keep, config, layer), keep)
         run = time_eie_layer(config, prep, ("eie.prepared", pkey))
         # the bound depends on the layer and its fixed-point formats, not on the PE count
         bkey = ("eie.error_bound", lkey, *widths)
-        bound = memoized(bkey, partial(_largest_error_bound, run), keep)
+        bound = memoized(bkey, partial(_largest_error_bound, run), keep, lasting=True)
         errors = memoized(("eie.errors", pkey), partial(functional_errors, run, bound), keep)
         outcomes.append(_outcome(config, spec, run, errors))
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))

@@ -14,7 +14,7 @@ import numpy as np
 
 from archsim.numba_cache import nb
 
-__all__ = ["EieEncoded", "encode_eie"]
+__all__ = ["EieEncoded", "encode_eie", "encode_eie_rows"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +57,13 @@ class EieEncoded:
         empty_u8, empty_i32 = np.empty(0, np.uint8), np.empty(0, np.int32)
         return replace(self, code=empty_u8, z=empty_u8, local_row=empty_i32, real_cum=empty_i32)
 
+    def sizes_only(self) -> EieEncoded:
+        """This encoding without its pointer table and per-entry arrays: the sizes (``base``,
+        ``cols_padded``) that memory fill reads. ``simulate_eie`` keeps the pointer rows that
+        timing reads apart (``EiePrepared.ptr_rows``)."""
+        empty_ptr = np.empty((0, self.num_pes), np.int32)
+        return replace(self.pointers_only(), col_ptr=empty_ptr)
+
     @property
     def has_entries(self) -> bool:
         """Whether the per-entry arrays are here (not a ``pointers_only`` copy)."""
@@ -82,41 +89,45 @@ INT32_MAX = 2**31 - 1
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _pointers(
-    n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, col_ptr, last, base
+def _pointer_rows(
+    n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, wanted, out, last, run, base
 ):  # pragma: no cover - compiled
-    """Fill ``col_ptr[c, pe]`` (zeros on entry): the local address where column ``c``'s
-    entries start in PE ``pe`` (the entry count of every column, padding entries included,
-    summed in column order), and ``base`` (PE ``pe`` owns ``base[pe]:base[pe + 1]``). False
-    when a PE would hold more than ``INT32_MAX`` entries. ``last``: int64 scratch, num_pes."""
+    """Rows ``wanted`` (sorted, distinct, within ``[0, cols_padded + 2)``) of the pointer
+    table, written to ``out`` (len(wanted), num_pes): row ``c``, PE ``pe`` is the local
+    address where column ``c``'s entries start in that PE, i.e. the entries (padding
+    included) of the columns before ``c``, summed column by column in ``run`` (int64
+    scratch, num_pes); the bias column comes after the padded ones. ``base``: PE ``pe`` owns
+    ``base[pe]:base[pe + 1]``. False when a PE would hold more than ``INT32_MAX`` entries.
+    ``last``: int64 scratch, num_pes."""
     for pe in range(num_pes):
         last[pe] = -1
-    for col in range(n_cols + 1):  # the last one is the bias column
-        if col < n_cols:
-            rows, lo, hi, out = row_idx, indptr[col], indptr[col + 1], col + 1
-        else:
-            rows, lo, hi, out = bias_rows, 0, bias_rows.size, cols_padded + 1
-        counts = col_ptr[out]
+        run[pe] = 0
+    w = 0
+    for c in range(cols_padded + 2):  # row c: the entries of the columns before c
+        if w < wanted.size and wanted[w] == c:
+            row = out[w]
+            for pe in range(num_pes):
+                row[pe] = run[pe]
+            w += 1
+        if c < n_cols:
+            rows, lo, hi = row_idx, indptr[c], indptr[c + 1]
+        elif c == cols_padded:  # the bias column
+            rows, lo, hi = bias_rows, 0, bias_rows.size
+        else:  # a padding column, or past the bias column
+            continue
         for i in range(lo, hi):
             r = rows[i]
             pe = r % num_pes
             lr = r // num_pes
-            counts[pe] += (lr - last[pe] - 1) // max_jump + 1
+            run[pe] += (lr - last[pe] - 1) // max_jump + 1
             last[pe] = lr
         for i in range(lo, hi):
             last[rows[i] % num_pes] = -1
-    for pe in range(num_pes):  # running sums in int64 (an overflow shows) in ``last``
-        last[pe] = 0
-    for c in range(1, cols_padded + 2):
-        row = col_ptr[c]
-        for pe in range(num_pes):
-            last[pe] += row[pe]
-            row[pe] = last[pe]
     base[0] = 0
-    for pe in range(num_pes):  # the last pointer is each PE's largest
-        if last[pe] > INT32_MAX:
+    for pe in range(num_pes):  # int64 sums: an overflow of the int32 rows shows here
+        if run[pe] > INT32_MAX:
             return False
-        base[pe + 1] = base[pe] + last[pe]
+        base[pe + 1] = base[pe] + run[pe]
     return True
 
 
@@ -172,12 +183,33 @@ def _fill(
             last[pe] = lr
         for i in range(lo, hi):
             last[rows[i] % num_pes] = -1
+    if real_cum.size == 0:  # not wanted (``encode_eie_rows``)
+        return
     run = 0
     real_cum[0] = 0
     for e in range(code.size):
         if code[e] != 0:
             run += 1
         real_cum[e + 1] = run
+
+
+def encode_eie_rows(
+    n_rows: int,
+    n_cols: int,
+    indptr: np.ndarray,
+    row_idx: np.ndarray,
+    codes: np.ndarray,
+    bias_codes: np.ndarray,
+    num_pes: int,
+    relative_index_bits: int,
+    rows: np.ndarray,
+) -> tuple[EieEncoded, np.ndarray]:
+    """``encode_eie`` that keeps only rows ``rows`` (sorted, distinct) of the pointer table:
+    (the encoding with an empty ``col_ptr`` and ``real_cum``, ``col_ptr[rows]``), for the
+    functional and timing kernels, which read nothing else. The whole table is never built:
+    at 512 PEs VGG-16 FC6's is 49 MB, where the rows its broadcast columns use are 18."""
+    args = (n_rows, n_cols, indptr, row_idx, codes, bias_codes, num_pes, relative_index_bits)
+    return _encode(*args, rows)
 
 
 def encode_eie(
@@ -191,6 +223,22 @@ def encode_eie(
     relative_index_bits: int,
 ) -> EieEncoded:
     """Encode a CSC weight matrix (rows ascending per column) for ``num_pes`` PEs."""
+    args = (n_rows, n_cols, indptr, row_idx, codes, bias_codes, num_pes, relative_index_bits)
+    return _encode(*args, None)[0]
+
+
+def _encode(
+    n_rows: int,
+    n_cols: int,
+    indptr: np.ndarray,
+    row_idx: np.ndarray,
+    codes: np.ndarray,
+    bias_codes: np.ndarray,
+    num_pes: int,
+    relative_index_bits: int,
+    wanted: np.ndarray | None,
+) -> tuple[EieEncoded, np.ndarray]:
+    """``encode_eie`` (``wanted`` None), or ``encode_eie_rows`` (``rows`` = ``wanted``)."""
     max_jump = 1 << relative_index_bits
     cols_padded = -(-n_cols // num_pes) * num_pes
     if n_rows > INT32_MAX:
@@ -199,18 +247,28 @@ def encode_eie(
     bias_vals = bias_codes[bias_rows].astype(np.uint8)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
     row_idx = np.ascontiguousarray(row_idx, dtype=np.int32)  # the layers' own dtype: no copy
-    col_ptr = np.zeros((cols_padded + 2, num_pes), dtype=np.int32)
     base = np.zeros(num_pes + 1, dtype=np.int64)
     last = np.empty(num_pes, dtype=np.int64)
-    if not _pointers(
-        n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, col_ptr, last, base
-    ):
+    args = (n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump)
+    if wanted is None:  # the whole table
+        rows = np.arange(cols_padded + 2, dtype=np.int64)
+    else:
+        rows = np.ascontiguousarray(wanted, dtype=np.int64)
+        if rows.size and (
+            rows[0] < 0 or rows[-1] >= cols_padded + 2 or bool((np.diff(rows) <= 0).any())
+        ):
+            raise ValueError(f"pointer rows must rise strictly within [0, {cols_padded + 2})")
+    table = np.empty((rows.size, num_pes), dtype=np.int32)
+    fits = _pointer_rows(*args, rows, table, last, np.empty_like(last), base)
+    col_ptr = table if wanted is None else np.empty((0, num_pes), dtype=np.int32)
+    if not fits:
         raise OverflowError(f"more than {INT32_MAX} entries in one PE")
     total = int(base[-1])
     code = np.zeros(total, dtype=np.uint8)
     z = np.empty(total, dtype=np.uint8)
     local_row = np.zeros(total, dtype=np.int32)
-    real_cum = np.empty(total + 1, np.int64 if total > INT32_MAX else np.int32)
+    cum_size = total + 1 if wanted is None else 0  # nothing after encoding reads it there
+    real_cum = np.empty(cum_size, np.int64 if total > INT32_MAX else np.int32)
     _fill(
         n_cols,
         indptr,
@@ -228,7 +286,7 @@ def encode_eie(
         local_row,
         real_cum,
     )
-    return EieEncoded(
+    enc = EieEncoded(
         num_pes=num_pes,
         relative_index_bits=relative_index_bits,
         n_cols=n_cols,
@@ -240,3 +298,4 @@ def encode_eie(
         local_row=local_row,
         real_cum=real_cum,
     )
+    return enc, table

@@ -141,8 +141,8 @@ def _schedule(
             if push + 1 > p:
                 p = push + 1
             pops[i] = p
-            a0 = start[i]
-            n = stop[i] - a0
+            a0 = np.int64(start[i])  # int64 arithmetic whatever the table's dtype (uint16)
+            n = np.int64(stop[i]) - a0
             if n == 0:
                 last_cycle[i] = p + 1
                 if p + 1 > busy[i]:
@@ -250,8 +250,8 @@ def _line_reads(
         start = col_ptr[col]
         stop = col_ptr[col + 1]
         for i in range(num_pes):
-            a0 = start[i]
-            n = stop[i] - a0
+            a0 = np.int64(start[i])  # int64 arithmetic whatever the table's dtype (uint16)
+            n = np.int64(stop[i]) - a0
             if n == 0:
                 continue
             l0 = a0 // entries_per_line

@@ -35,7 +35,7 @@ from archsim import memo
 from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
-from archsim.explore.schedule import WorkerDied, run_scheduled
+from archsim.explore.schedule import WorkerDied, group_starts, run_scheduled, units
 
 if TYPE_CHECKING:  # workers never import pyarrow (see the module docstring)
     import pyarrow as pa
@@ -61,11 +61,13 @@ Record = dict[str, Any]
 DASK_CONNECT_TIMEOUT_S = 5
 
 #: memo budget of a sweep worker (and of a serial sweep). The planner keeps the points that
-#: share a preparation together, so a worker needs one group's entries at a time: one EIE PE
-#: count's nine benchmark layers take 230-306 MB by the memo's count (``memo._nbytes``, which
-#: counts a layer's arrays once more inside its preparation). Least recently used entries
-#: are dropped first, which are those of the group before.
-WORKER_MEMO_BYTES = 384 << 20
+#: share a preparation together, and a worker forgets a group's entries when it starts the
+#: next (``memo.new_group``), so it needs one group's at a time: the nine EIE benchmark
+#: layers (61 MB) and their preparations for one PE count (about 40 MB at 512 PEs, see
+#: ``eie._prepared_to_keep``). Least recently used entries are dropped first. A group that
+#: did not fit would be prepared again at every point: 192 MB leaves room for PE counts up
+#: to about 1,500 (a random-order sweep mixes groups: its LRU holds as many as fit).
+WORKER_MEMO_BYTES = 192 << 20
 
 
 def local_cluster_config() -> dict[str, Any]:
@@ -137,12 +139,17 @@ def run_task(task: Task) -> Record:
     }
 
 
-def run_chunk(tasks: Sequence[Task]) -> list[Record]:
+def run_chunk(tasks: Sequence[Task], new_group: bool = False) -> list[Record]:
     """Run consecutive points in one worker, with the per-process memo switched on: one record
-    per point (``store.records_to_table`` makes the table the parent saves)."""
+    per point (``store.records_to_table`` makes the table the parent saves). ``new_group``:
+    the chunk starts another group of points (``memo.new_group``)."""
     if not memo.enabled():
         memo.enable(WORKER_MEMO_BYTES)
-    return [run_task(t) for t in tasks]
+    if new_group:
+        memo.new_group()
+    records = [run_task(t) for t in tasks]
+    memo.release_free_memory()
+    return records
 
 
 def died_record(task: Task, detail: str) -> list[Record]:
@@ -189,14 +196,19 @@ def chunk_size(n: int, workers: int) -> int:
     return max(1, min(MAX_CHUNK_POINTS, math.ceil(n / (workers * 4))))
 
 
-def _serial(tasks: Sequence[Task]) -> Iterator[list[Record]]:
+def _serial(tasks: Sequence[Task], levels: Sequence[int] | None) -> Iterator[list[Record]]:
+    """In plan order, chunk by chunk, a chunk never across two memo groups (see
+    ``schedule.units``), as a worker of the pool runs them."""
     was_on = memo.enabled()
     if not was_on:
         memo.enable(WORKER_MEMO_BYTES)
     try:
         size = chunk_size(len(tasks), 1)
-        for i in range(0, len(tasks), size):
-            yield run_chunk(tasks[i : i + size])
+        found = units(len(tasks), 0, size, levels)  # no worker to share with: no cut
+        starts = group_starts(found, levels)
+        for lo, hi in found:
+            for i in range(lo, hi, size):
+                yield run_chunk(tasks[i : min(i + size, hi)], i in starts)
     finally:
         if not was_on:
             memo.disable()
@@ -297,9 +309,9 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
 
     owner: dict[Any, list[Any]] = {}  # future -> the worker process it went to
 
-    def submit(chunk: list[Task], w: int) -> Any:
+    def submit(chunk: list[Task], w: int, new_group: bool) -> Any:
         with _sigint_blocked():  # a worker started here inherits the mask
-            fut = pools[w].submit(run_chunk, chunk)
+            fut = pools[w].submit(run_chunk, chunk, new_group)
         owner[fut] = _processes(pools[w])  # before a restart shuts the pool down
         return fut
 
@@ -436,10 +448,15 @@ def _dask(
         workers = sorted(client.scheduler_info()["workers"])
         finished = as_completed()  # fed as chunks are submitted: no wait() call per chunk
 
-        def submit(chunk: list[Task], w: int) -> Any:
+        def submit(chunk: list[Task], w: int, new_group: bool) -> Any:
             # a loose restriction: the chosen worker, or another one if it has gone
             fut = client.submit(
-                run_chunk, chunk, pure=False, workers=[workers[w]], allow_other_workers=True
+                run_chunk,
+                chunk,
+                new_group,
+                pure=False,
+                workers=[workers[w]],
+                allow_other_workers=True,
             )
             finished.add(fut)
             return fut
@@ -489,7 +506,7 @@ def execute(
     if dask:
         stream = _dask(tasks, dask, jobs, levels)
     elif jobs == 1 or len(tasks) == 1:
-        stream = _serial(tasks)
+        stream = _serial(tasks, levels)
     else:
         stream = _pool(tasks, min(jobs, len(tasks)), levels)
     from archsim.explore.store import records_to_table

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["GroupScheduler", "WorkerDied", "run_scheduled", "units"]
+__all__ = ["GroupScheduler", "WorkerDied", "group_starts", "run_scheduled", "units"]
 
 F = TypeVar("F")
 
@@ -64,6 +64,16 @@ def units(n: int, workers: int, chunk: int, levels: Sequence[int] | None = None)
     return cut
 
 
+def group_starts(found: list[list[int]], levels: Sequence[int] | None) -> set[int]:
+    """The starts of the ``units`` that hold (part of) one memo group, not several small
+    groups merged: a worker that starts one has no use for what it memoised for the group
+    before (``memo.new_group``)."""
+    if levels is None:
+        return set()
+    strong = min(levels[1:], default=0)
+    return {lo for lo, hi in found if all(levels[i] > strong for i in range(lo + 1, hi))}
+
+
 class GroupScheduler:
     """Hands out ``(start, stop)`` chunks of ``[0, n)`` to ``workers`` workers, one unit (see
     :func:`units`) at a time per worker, largest unit first; ``next`` returns None when nothing
@@ -74,6 +84,7 @@ class GroupScheduler:
     ) -> None:
         self.chunk = max(1, chunk)
         found = units(n, workers, self.chunk, levels)
+        self.group_starts = group_starts(found, levels)
         # largest first; among equals, from the end of the plan: a sweep's slowest axis
         # usually ascends in cost (PE counts, array sizes, batches), so cheap units end it
         self.queue: deque[list[int]] = deque(sorted(found, key=lambda u: (u[0] - u[1], -u[0])))
@@ -99,7 +110,7 @@ def run_scheduled(
     tasks: list[Any],
     workers: int,
     chunk: int,
-    submit: Callable[[list[Any], int], F],
+    submit: Callable[[list[Any], int, bool], F],
     wait_first: Callable[[list[F]], list[F]],
     result: Callable[[F], Any],
     levels: Sequence[int] | None = None,
@@ -109,7 +120,9 @@ def run_scheduled(
 ) -> Iterator[Any]:
     """Run ``tasks`` in chunks on ``workers`` workers; yields each chunk's result as it ends.
 
-    ``submit(chunk, worker)`` starts a chunk on one worker and returns a future;
+    ``submit(chunk, worker, new_group)`` starts a chunk on one worker and returns a future
+    (``new_group``: the chunk starts a unit of one memo group, see
+    ``GroupScheduler.group_starts``);
     ``wait_first(futures)`` blocks until some are done and returns those; ``result(future)``
     returns a chunk's result or raises ``WorkerDied``. ``levels``: see :func:`units`.
 
@@ -125,6 +138,7 @@ def run_scheduled(
     def dispatch(worker: int) -> None:
         """Fill ``worker``'s queue: points to run alone first, then its next chunks."""
         while sum(w == worker for w, _, _ in in_flight.values()) < IN_FLIGHT_PER_WORKER:
+            fresh = False
             if alone:
                 part = [alone.popleft()]
             else:
@@ -132,7 +146,8 @@ def run_scheduled(
                 if span is None:
                     return
                 part = tasks[span[0] : span[1]]
-            in_flight[submit(part, worker)] = (worker, generation[worker], part)
+                fresh = span[0] in sched.group_starts
+            in_flight[submit(part, worker, fresh)] = (worker, generation[worker], part)
 
     for w in range(workers):
         dispatch(w)

@@ -77,7 +77,9 @@ class QuantizedMatVec:
     def _reference_output(self) -> np.ndarray:
         idx, cols = self.live_entries()
         cb = self.codebook.astype(np.float64)
-        contrib = cb[self.codes[idx]] * self.activations.astype(np.float64)[cols]
+        contrib = cb[self.codes[idx]]
+        contrib *= self.activations.astype(np.float64)[cols]  # in place: one array less
+        del cols
         out = np.bincount(self.row_idx[idx], weights=contrib, minlength=self.n_rows)
         return out + cb[self.bias_codes]
 
@@ -85,7 +87,9 @@ class QuantizedMatVec:
     def _abs_bound(self) -> np.ndarray:
         idx, cols = self.live_entries()
         cb = np.abs(self.codebook.astype(np.float64))
-        contrib = cb[self.codes[idx]] * np.abs(self.activations.astype(np.float64))[cols]
+        contrib = cb[self.codes[idx]]
+        contrib *= np.abs(self.activations.astype(np.float64))[cols]  # in place: one less
+        del cols
         out = np.bincount(self.row_idx[idx], weights=contrib, minlength=self.n_rows)
         return out + cb[self.bias_codes]
 

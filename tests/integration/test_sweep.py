@@ -285,12 +285,12 @@ def test_a_second_sweep_into_a_busy_folder_fails_at_once(tmp_path, capsys):
     assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
 
 
-def _die_at_fifo_2(tasks):  # stands in for run_chunk in a worker: one point kills its worker
+def _die_at_fifo_2(tasks, new_group=False):  # run_chunk's stand-in: one point kills its worker
     from archsim.explore.executor import run_chunk
 
     if any(t[1].pe_array.num_pes == 3 and t[1].activation_fifo.depth == 2 for t in tasks):
         os.kill(os.getpid(), signal.SIGKILL)
-    return run_chunk(tasks)
+    return run_chunk(tasks, new_group)
 
 
 def test_a_point_that_kills_its_worker_is_run_alone_and_recorded(tmp_path, monkeypatch):

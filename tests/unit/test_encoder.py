@@ -89,3 +89,32 @@ def test_pointer_table_is_one_int32_column_major_array():
     assert np.array_equal(enc.ptr[:, -1], enc.entries_per_pe)  # last pointer: the PE's entries
     assert enc.real_cum.dtype == np.int32
     assert np.array_equal(enc.real_cum, np.r_[0, np.cumsum(enc.code != 0)])
+
+
+@pytest.mark.parametrize(("n", "bits", "bias"), [(1, 4, True), (7, 2, True), (16, 4, False)])
+def test_rows_of_the_pointer_table_without_the_table(n, bits, bias):
+    """``encode_eie_rows``: the chosen rows of ``encode_eie``'s pointer table, the same base
+    and entries, and no whole table; rows that do not rise within the table are refused."""
+    from archsim.datapath.eie_encode import encode_eie_rows
+
+    layer = synthetic_matvec("rows", 97, 45, 0.2, 0.5, bias, seed=3)
+    full = _encode(layer, n, bits)
+    last = full.cols_padded + 1
+    rng = np.random.default_rng(n)
+    args = (layer.n_rows, layer.n_cols, layer.indptr, layer.row_idx, layer.codes)
+    weights = (*args, layer.bias_codes, n, bits)
+    for rows in (
+        np.arange(last + 1),
+        np.array([0, last]),
+        np.unique(rng.integers(0, last + 1, 20)),
+        np.zeros(0, np.int64),
+    ):
+        enc, table = encode_eie_rows(*weights, rows)
+        assert table.dtype == np.int32 and table.shape == (rows.size, n)
+        assert np.array_equal(table, full.col_ptr[rows])
+        assert enc.col_ptr.shape == (0, n) and enc.real_cum.size == 0
+        for name in ("base", "code", "z", "local_row"):
+            assert np.array_equal(getattr(enc, name), getattr(full, name)), name
+    for bad in ([3, 3], [2, 1], [-1], [last + 1]):
+        with pytest.raises(ValueError, match="pointer rows"):
+            encode_eie_rows(*weights, np.array(bad))

@@ -77,7 +77,8 @@ def test_doctor_reports_cache_dir_and_which_kernels_are_warm(tmp_path):
     assert before["numba_cache_dir"] == str(cache)
     assert before["numba_cache_from"] == "$NUMBA_CACHE_DIR"
     assert before["kernels"]["eie"]["compiled"] == 0
-    # the encoder's two kernels, the schedule, the functional model, the line reads
+    # the encoder's two kernels (pointer rows, entries), the schedule, the functional model,
+    # the line reads
     assert before["kernels"]["eie"]["total"] == 5
     compile_one = (  # the smallest kernel: compiling it takes about a second
         "import numpy as np; from archsim.datapath.eie_kernels import eie_line_reads as f; "

@@ -453,3 +453,46 @@ def test_constraints_that_skip_every_point_are_an_error(tmp_path):
         f"{spec}: constraints: every one of the 2 points is skipped, 2 by 'constraint: "
         "num_pes > 100'; allowed: axes and constraints that leave at least one point to run"
     )
+
+
+def test_memo_counts_a_shared_field_once():
+    """A dataclass field marked ``metadata={"memo": "shared"}`` (memoised on its own, as an EIE
+    preparation's layer) is not counted again in the value that holds it."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Held:
+        shared: np.ndarray = dataclasses.field(metadata={"memo": "shared"})
+        own: np.ndarray
+
+    value = Held(np.zeros(10_000), np.zeros(100))
+    assert memo._nbytes(value) < 2_000  # the 800 B of ``own`` and a little
+
+
+def test_memo_new_group_keeps_only_lasting_entries():
+    memo.enable(limit_bytes=1 << 20)
+    memo.clear()
+    try:
+        memo.memoized(("layer", 0), lambda: np.zeros(10), lasting=True)
+        memo.memoized(("prepared", 0), lambda: np.zeros(10))
+        memo.new_group()
+        assert memo.stats()["entries"] == 1
+        memo.memoized(("layer", 0), lambda: pytest.fail("a lasting entry was dropped"))
+        memo.memoized(("prepared", 0), lambda: np.ones(10))
+        assert memo.stats()["computed"] == {"layer": 1, "prepared": 2}
+        assert memo.stats()["bytes"] == 2 * memo._nbytes(np.zeros(10))
+    finally:
+        memo.disable()
+        memo.clear()
+
+
+def test_group_starts_are_the_units_of_one_group():
+    """A worker forgets the group before (``memo.new_group``) only where a unit holds one
+    group or part of one, never at a unit of small groups merged (random order)."""
+    from archsim.explore.schedule import GroupScheduler, group_starts, units
+
+    levels = [0 if i % 25 == 0 else 1 if i % 5 == 0 else 2 for i in range(100)]
+    assert GroupScheduler(100, 2, 8, levels).group_starts == {0, 25, 50, 75}
+    assert GroupScheduler(100, 3, 8, levels).group_starts == {0, 10, 25, 35, 50, 75}  # cut
+    merged = units(12, 1, 4, [0] * 12)
+    assert group_starts(merged, [0] * 12) == set() and group_starts(merged, None) == set()
