@@ -529,9 +529,7 @@ def scnn_layer(
     use_sum = fast and f <= 7  # the no-saturation path, phase by phase
     n_lists = n_groups * n_channels if use_sum else 0
     w_row, w_ok, c_ptr, c_op = _weight_rows(f, n_lists, w_ptr, w_op)
-    unique, amax, wsum, wcnt = _sum_bounds(
-        n_groups, kc, n_channels, n_pes, a_ptr, a_x, a_y, a_v, w_ptr, w_k, w_v
-    )
+    unique, amax = _sum_bounds(n_channels, n_pes, a_ptr, a_x, a_y, a_v)
     for g0 in range(0, n_groups, batch):
         n_items = min(batch, n_groups - g0) * n_pes
         acc[:, :] = 0
@@ -545,7 +543,7 @@ def scnn_layer(
             if (
                 use_sum
                 and unique
-                and _cannot_saturate(g, p, kc, n_channels, n_pes, shift, hi, amax, wsum, wcnt)
+                and _cannot_saturate(g, p, kc, n_channels, n_pes, shift, hi, amax, w_ptr, w_k, w_v)
             ):
                 _pe_phase_sum(g, p, dims, a_ptr, a_op, w_ptr, w_op, w_row, w_ok, st[it])
                 _phase_sums(g, p, dims, a_ptr, a_op, w_ptr, c_ptr, c_op, acc[it])

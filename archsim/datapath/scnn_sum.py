@@ -294,10 +294,10 @@ def _weight_rows(f, n_lists, w_ptr, w_op):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def _sum_bounds(n_groups, kc, n_channels, n_pes, a_ptr, a_x, a_y, a_v, w_ptr, w_k, w_v):
-    """Bounds for :func:`_cannot_saturate` (``ok`` False unless each (channel, PE) list holds
-    each coordinate at most once): ``amax[c * P + p]`` = max |activation|,
-    ``wsum[(g * kc + k) * C + c]`` = sum |weight| and ``wcnt`` = non-zero weights."""
+def _sum_bounds(n_channels, n_pes, a_ptr, a_x, a_y, a_v):  # pragma: no cover - compiled
+    """``amax[c * P + p]`` = max |activation| of PE p's channel-c list, and whether every list
+    holds each coordinate at most once (row-major strictly increasing), which
+    :func:`_cannot_saturate` relies on."""
     amax = np.zeros(n_channels * n_pes, dtype=np.int64)
     ok = True
     for cp in range(n_channels * n_pes):
@@ -308,32 +308,27 @@ def _sum_bounds(n_groups, kc, n_channels, n_pes, a_ptr, a_x, a_y, a_v, w_ptr, w_
                 if a_y[ia] < py or (a_y[ia] == py and a_x[ia] <= px):
                     ok = False
                 py, px = a_y[ia], a_x[ia]
-    wsum = np.zeros(n_groups * kc * n_channels, dtype=np.int64)
-    wcnt = np.zeros(n_groups * kc * n_channels, dtype=np.int64)
-    for g in range(n_groups):
-        for c in range(n_channels):
-            for iw in range(w_ptr[g * n_channels + c], w_ptr[g * n_channels + c + 1]):
-                if w_v[iw] != 0:
-                    t = (g * kc + w_k[iw]) * n_channels + c
-                    wsum[t] += abs(w_v[iw])
-                    wcnt[t] += 1
-    return ok, amax, wsum, wcnt
+    return ok, amax
 
 
-@nb.njit(cache=True, inline="always")
-def _cannot_saturate(g, p, kc, n_channels, n_pes, shift, hi, amax, wsum, wcnt):
+@nb.njit(cache=True, inline="never")
+def _cannot_saturate(
+    g, p, kc, n_channels, n_pes, shift, hi, amax, w_ptr, w_k, w_v
+):  # pragma: no cover - compiled
     """Whether every partial sum of group g on PE p stays within the accumulator's range.
 
     An output of channel k collects, per input channel c, at most one product per weight (the
     activations of a tile are distinct coordinates), each of magnitude at most
-    ``(|w| * amax >> shift) + 1`` (exactly ``|w| * amax << -shift`` when shift <= 0).
+    ``(|w| * amax >> shift) + 1`` (exactly ``|w| * amax << -shift`` when shift <= 0); the
+    bound sums that over the group's weights of each k.
     """
-    for kl in range(kc):
-        bound = 0
-        for c in range(n_channels):
-            t = (g * kc + kl) * n_channels + c
-            m = amax[c * n_pes + p] * wsum[t]
-            bound += (m >> shift) + wcnt[t] if shift > 0 else m << -shift
-        if bound > hi:
-            return False
-    return True
+    bound = np.zeros(kc, dtype=np.int64)
+    for c in range(n_channels):
+        am = amax[c * n_pes + p]
+        if am == 0:
+            continue  # no activation: no product
+        for iw in range(w_ptr[g * n_channels + c], w_ptr[g * n_channels + c + 1]):
+            if w_v[iw] != 0:
+                m = abs(w_v[iw]) * am
+                bound[w_k[iw]] += (m >> shift) + 1 if shift > 0 else m << -shift
+    return bound.max() <= hi
