@@ -1,8 +1,9 @@
 """SCNN phase without saturation: counters as ``_pe_phase_fast``, products summed apart.
 
 When no partial sum of a (group, PE) phase can leave the accumulator's range (checked per phase
-by :func:`_cannot_saturate` from per-channel magnitude bounds), the order in which products
-reach the accumulators cannot change any sum. The phase then splits in two:
+by :func:`_cannot_saturate`: per weight, |w| times the tile's largest activation of its
+channel), the order in which products reach the accumulators cannot change any sum. The phase
+then splits in two:
 
 * ``_pe_phase_sum``: the crossbar timing alone. A FIFO entry is just its bank (one byte per
   multiplier input, a 64-bit word per multiplier row), an issue builds a row's F banks with one
