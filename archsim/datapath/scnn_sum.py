@@ -14,6 +14,9 @@ then splits in two:
 
 ``scnn_kernels.scnn_layer`` picks this path per phase; otherwise ``_pe_phase_fast`` keeps the
 product values in the FIFOs and saturates at every accumulation as before.
+
+numba keys a cached ``scnn_layer`` on ``scnn_kernels.py`` alone, while its machine code embeds
+these functions: after editing this module, touch ``scnn_kernels.py`` (or clear the cache).
 """
 
 from __future__ import annotations
