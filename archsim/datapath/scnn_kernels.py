@@ -19,10 +19,11 @@ Micro-architecture (the reference twin in ``scnn_reference.py`` steps the same m
 * A phase (one group on one PE) lasts until its last issue or last accumulation, whichever is
   later (an issue at the end of cycle t is arbitrated from cycle t+1).
 
-Two implementations of a phase give identical counters and outputs: ``_pe_phase_fast`` (bit-mask
-FIFO state; stride 1, F*I <= 64, A <= 64, FIFO depth <= 2, i.e. the published SCNN and most
-sweeps) and ``_pe_phase`` (any shape). ``tests/integration/test_scnn_reference.py`` checks both
-against the per-cycle twin.
+Three implementations of a phase give identical counters and outputs: ``_pe_phase`` (any
+shape), ``_pe_phase_fast`` (bit-mask FIFO state; stride 1, F*I <= 64, A <= 64, FIFO depth <= 2,
+i.e. the published SCNN and most sweeps) and, for those shapes with F <= 7 when no partial sum
+can saturate, ``scnn_sum._pe_phase_sum`` (timing) plus ``scnn_sum._phase_sums`` (sums).
+``tests/integration/test_scnn_reference.py`` checks them against the per-cycle twin.
 """
 
 from __future__ import annotations
@@ -30,14 +31,23 @@ from __future__ import annotations
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from archsim.datapath.scnn_sum import (
+    _FAR,
+    _INSIDE,
+    _cannot_saturate,
+    _next_channel,
+    _pe_phase_sum,
+    _phase_sums,
+    _sum_bounds,
+    _u,
+    _weight_rows,
+)
 from archsim.numba_cache import nb
 
 __all__ = ["scnn_layer", "SCNN_PE_FIELDS", "ADDR_BITS"]
 
-_FAR = 1 << 40  # a coordinate that misses every output grid (placeholder zeros)
-_u = np.uint64  # an index cast to unsigned: numba skips its negative-index wraparound
-_INSIDE = -1  # y + pad of an activation whose products all land on the output grid
 _SCRAMBLE = 37  # a prime: idx -> idx * 37 mod P is a permutation unless 37 divides P
+_ACC_BUDGET = 1 << 21  # accumulator entries of one batch of phases (16 MB)
 
 #: bits of an accumulator address inside a packed FIFO slot (windows up to 2**24 entries)
 ADDR_BITS = 24
@@ -51,18 +61,6 @@ SCNN_PE_FIELDS = (
     "issue_stalls",  # cycles a ready vector pair waited for FIFO space
     "conflicts",  # product-cycles spent waiting at a FIFO head that lost arbitration
 )
-
-
-@nb.njit(cache=True, inline="always")
-def _next_channel(c, g, p, n_channels, n_pes, a_ptr, w_ptr):  # pragma: no cover - compiled
-    """First channel >= c in which PE p holds activations and group g weights (else n_channels)."""
-    while c < n_channels:
-        if a_ptr[c * n_pes + p + 1] > a_ptr[c * n_pes + p] and (
-            w_ptr[g * n_channels + c + 1] > w_ptr[g * n_channels + c]
-        ):
-            break
-        c += 1
-    return c
 
 
 @nb.njit(cache=True, inline="never")
@@ -488,17 +486,19 @@ def scnn_layer(
 
     ``a_ptr[c * n_pes + p]`` bounds PE p's non-zero activations of channel c (global x, y);
     ``w_ptr[g * n_channels + c]`` bounds group g's non-zero weights of channel c (local k).
-    PEs of one group run in parallel threads (they share nothing until the halo sum).
+    Phases run in parallel threads, a batch of groups at a time (they share nothing until
+    the halo sums); a phase takes ``_pe_phase_sum`` when no partial sum can saturate.
     Returns counters of shape (len(SCNN_PE_FIELDS), n_groups, n_pes).
     """
     stats = np.zeros((6, n_groups, n_pes), dtype=np.int64)
     win = kc * wh * ww
-    acc = np.zeros((n_pes, win), dtype=np.int64)
-    st = np.zeros((n_pes, 6), dtype=np.int64)
+    # groups run in batches whose accumulators fit _ACC_BUDGET entries: one parallel loop over
+    # a batch's (group, PE) phases, then its halo sums (no barrier per group)
+    batch = max(1, min(n_groups, _ACC_BUDGET // (n_pes * max(win, 1))))
+    acc = np.zeros((batch * n_pes, win), dtype=np.int64)
+    st = np.zeros((batch * n_pes, 6), dtype=np.int64)
     lo = -(1 << (acc_bits - 1))
     hi = (1 << (acc_bits - 1)) - 1
-    # threads take contiguous chunks of the loop; visiting PEs in a fixed scrambled order
-    # spreads the idle edge tiles over them (results do not depend on the order)
     order = np.empty(n_pes, dtype=np.int64)
     for idx in range(n_pes):
         order[idx] = (idx * _SCRAMBLE) % n_pes if n_pes % _SCRAMBLE else idx
@@ -526,12 +526,30 @@ def scnn_layer(
     )
     a_op, w_op = terms
     dims = (n_channels, n_pes, out_w, out_h, f, i_vec, banks, fifo_depth, shift, lo, hi)
-    for g in range(n_groups):
+    use_sum = fast and f <= 7  # the no-saturation path, phase by phase
+    n_lists = n_groups * n_channels if use_sum else 0
+    w_row, w_ok, c_ptr, c_op = _weight_rows(f, n_lists, w_ptr, w_op)
+    unique, amax = _sum_bounds(n_channels, n_pes, a_ptr, a_x, a_y, a_v)
+    for g0 in range(0, n_groups, batch):
+        n_items = min(batch, n_groups - g0) * n_pes
         acc[:, :] = 0
-        for idx in nb.prange(n_pes):
-            p = order[idx]
+        # threads take contiguous chunks of the loop: group by group (a group's weights stay
+        # in cache), PEs in a fixed scrambled order that spreads the idle edge tiles over
+        # the threads (results do not depend on the order)
+        for idx in nb.prange(n_items):
+            p = order[idx % n_pes]
+            g = g0 + idx // n_pes
+            it = (g - g0) * n_pes + p
+            if (
+                use_sum
+                and unique
+                and _cannot_saturate(g, p, kc, n_channels, n_pes, shift, hi, amax, w_ptr, w_k, w_v)
+            ):
+                _pe_phase_sum(g, p, dims, a_ptr, a_op, w_ptr, w_op, w_row, w_ok, st[it])
+                _phase_sums(g, p, dims, a_ptr, a_op, w_ptr, c_ptr, c_op, acc[it])
+                continue
             if fast:
-                _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc[p], st[p])
+                _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc[it], st[it])
                 continue
             _pe_phase(
                 g,
@@ -562,12 +580,14 @@ def scnn_layer(
                 shift,
                 lo,
                 hi,
-                acc[p],
-                st[p],
+                acc[it],
+                st[it],
             )
-        for p in range(n_pes):
+        for it in range(n_items):
+            g = g0 + it // n_pes
+            p = it % n_pes
             for t in range(6):
-                stats[t, g, p] = st[p, t]
+                stats[t, g, p] = st[it, t]
             # halo exchange: every PE's window adds into the shared output
             for kl in range(kc):
                 k = g * kc + kl
@@ -581,5 +601,5 @@ def scnn_layer(
                         ox = win_x0[p] + xx
                         if ox >= out_w:
                             break
-                        out[k, oy, ox] += acc[p, (kl * wh + yy) * ww + xx]
+                        out[k, oy, ox] += acc[it, (kl * wh + yy) * ww + xx]
     return stats

@@ -113,13 +113,16 @@ def compress_activations(
     decomposed channels) run lengths count positions of the phase's sub-grid. Returns
     (a_ptr[C * P + 1], x, y, value) with coordinates in the whole plane.
     """
-    c_n = act_q.shape[0]
+    c_n, h, w = act_q.shape
     p_n = tiling.n_pes
-    cc, yy, xx = np.nonzero(act_q)
-    pe = (yy // tiling.tile_h) * tiling.px + xx // tiling.tile_w
-    key = cc * p_n + pe
-    order = np.lexsort((xx, yy, key))  # by (channel, PE), then row-major
-    cc, yy, xx, key = cc[order], yy[order], xx[order], key[order]
+    th, tw, px, py = tiling.tile_h, tiling.tile_w, tiling.px, tiling.py
+    # np.nonzero walks a (channel, tile row, tile column, y, x) view in the stream's order
+    # (by channel and PE, then row-major within the tile): no sort
+    tiled = np.zeros((c_n, py * th, px * tw), dtype=act_q.dtype)
+    tiled[:, :h, :w] = act_q
+    cc, ty, tx, yt, xt = np.nonzero(tiled.reshape(c_n, py, th, px, tw).transpose(0, 1, 3, 2, 4))
+    yy, xx = ty * th + yt, tx * tw + xt
+    key = cc * p_n + ty * px + tx
     sub_w = -(-tiling.tile_w // phase)
     pos = ((yy % tiling.tile_h) // phase) * sub_w + (xx % tiling.tile_w) // phase
     ptr, src, real = _placeholders(key, pos, c_n * p_n, index_bits)
