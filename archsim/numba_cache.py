@@ -4,10 +4,16 @@ Every kernel module imports numba as ``from archsim.numba_cache import nb``, so 
 directory is chosen before numba compiles anything: ``$NUMBA_CACHE_DIR`` when set, else the
 user cache directory (``platformdirs``; e.g. ``~/.cache/archsim/numba`` on Linux). Compiled
 code is therefore never written into a source checkout or site-packages.
+
+Kernels live in a subfolder named after a digest of the kernel sources (``src-<digest>``).
+numba checks only the timestamp of the file that defines a cached function, not of the modules
+it calls (``scnn_kernels.scnn_layer`` calls ``scnn_sum``), so without the digest an edit or an
+upgrade that changes only a callee's file would run stale machine code.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from importlib import import_module
@@ -39,22 +45,35 @@ KERNEL_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+def _source_digest() -> str:
+    """12 hex digits of SHA-1 over every ``archsim/datapath/*.py`` file (names and bytes)."""
+    h = hashlib.sha1()
+    for path in sorted((Path(__file__).parent / "datapath").glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+_LEAF = f"src-{_source_digest()}"
+
+
 def cache_dir() -> Path:
-    """The directory numba caches compiled kernels in (not created here)."""
+    """The directory numba caches compiled kernels in (not created here): the ``src-<digest>``
+    subfolder of ``$NUMBA_CACHE_DIR`` or of the user cache directory."""
     env = os.environ.get(ENV_VAR)
     if env:
-        return Path(env)
+        root = Path(env)
+        return root if root.name == _LEAF else root / _LEAF  # a child process inherits the leaf
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir("archsim", appauthor=False)) / "numba"
+    return Path(platformdirs.user_cache_dir("archsim", appauthor=False)) / "numba" / _LEAF
 
 
 def _configure() -> None:
     """Point numba at ``cache_dir()``; also works when numba was imported before archsim."""
     path = str(cache_dir())
-    os.environ.setdefault(ENV_VAR, path)
+    os.environ[ENV_VAR] = path
     numba_config = sys.modules.get("numba.core.config")
-    if numba_config is not None and not numba_config.CACHE_DIR:
+    if numba_config is not None:
         numba_config.CACHE_DIR = path
 
 

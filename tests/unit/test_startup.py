@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +51,11 @@ def test_public_names_resolve_lazily():
 
 def test_numba_cache_dir_honours_env_and_defaults_outside_the_package(tmp_path):
     code = "import numba, archsim.numba_cache as c; print(numba.config.CACHE_DIR, c.cache_dir())"
-    assert _python(code, NUMBA_CACHE_DIR=str(tmp_path)).split() == [str(tmp_path)] * 2
+    numba_dir, ours = _python(code, NUMBA_CACHE_DIR=str(tmp_path)).split()
+    assert numba_dir == ours and Path(ours).parent == tmp_path
+    assert re.fullmatch(r"src-[0-9a-f]{12}", Path(ours).name)
+    # a child process that inherits the subfolder keeps it (no src-x/src-x nesting)
+    assert _python(code, NUMBA_CACHE_DIR=ours).split() == [ours, ours]
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     numba_dir, ours = p.stdout.split()
@@ -74,7 +79,7 @@ def test_doctor_reports_cache_dir_and_which_kernels_are_warm(tmp_path):
     cache = tmp_path / "cache"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     before = _doctor(env)
-    assert before["numba_cache_dir"] == str(cache)
+    assert Path(before["numba_cache_dir"]).parent == cache  # cache/src-<digest of the kernels>
     assert before["numba_cache_from"] == "$NUMBA_CACHE_DIR"
     assert before["kernels"]["eie"]["compiled"] == 0
     # the encoder's two kernels (pointer rows, entries), the schedule, the functional model,
