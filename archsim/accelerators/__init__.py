@@ -8,8 +8,8 @@ module-level numba machinery it does not need.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from importlib import import_module
-from typing import Any
+
+from archsim.lazy import lazy_names
 
 #: public name -> module that defines it
 _WHERE = {
@@ -58,13 +58,4 @@ REGISTRY: Mapping[str, Callable] = _Registry()
 __all__ = ["REGISTRY", *sorted(_WHERE)]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'archsim.accelerators' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

@@ -6,8 +6,7 @@ accelerator and of workloads only, not those of every accelerator, sweep and sys
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from archsim.lazy import lazy_names
 
 #: public name -> module that defines it
 _WHERE = {
@@ -49,13 +48,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'archsim.config' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 import types
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from archsim.lazy import lazy_names
 
 #: public name -> module that defines it
 _WHERE = {
@@ -58,17 +59,7 @@ if TYPE_CHECKING:
     from archsim.explore.sweep import DETERMINISM, plan_sweep, run_plan, sweep
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module the first time the name is used."""
-    if name not in _WHERE:
-        raise AttributeError(f"module 'archsim.explore' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())
 
 
 class _Package(types.ModuleType):
