@@ -34,10 +34,12 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from archsim.datapath.scnn_sum import (
     _FAR,
     _INSIDE,
+    _advance,
     _cannot_saturate,
     _next_channel,
     _pe_phase_sum,
     _phase_sums,
+    _store_counts,
     _sum_bounds,
     _u,
     _weight_rows,
@@ -218,27 +220,14 @@ def _pe_phase(
                         if n_in == fifo_depth:
                             full += 1
                         pending += 1
-                wbase = wend
-                if wend >= w_hi:
-                    wbase = w_lo
-                    abase = aend
-                    if aend >= a_hi:
-                        c = _next_channel(c + 1, g, p, n_channels, n_pes, a_ptr, w_ptr)
-                        have_work = c < n_channels
-                        if have_work:
-                            a_lo, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
-                            w_lo, w_hi = w_ptr[wbase_g + c], w_ptr[wbase_g + c + 1]
-                            abase, wbase = a_lo, w_lo
+                abase, wbase, a_hi, w_lo, w_hi, c, have_work = _advance(
+                    wend, aend, abase, a_hi, w_lo, w_hi, c, g, p, n_channels, n_pes, a_ptr, w_ptr
+                )
         cycle += 1
         rot += 1
         if rot == nfi:
             rot = 0
-    st[0] = max(last_delivery, last_issue) + 1
-    st[1] = issues
-    st[2] = mults
-    st[3] = prods
-    st[4] = stalls
-    st[5] = conflicts
+    _store_counts(st, last_delivery, last_issue, issues, mults, prods, stalls, conflicts)
 
 
 @nb.njit(cache=True, inline="never")
@@ -364,27 +353,14 @@ def _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc, st):  # pragma: no
                         q[_u(sl + 1)] = ((w_op[_u(4 * iw + 3)] * aval + half) >> sh_r) << sh_l
                         occm |= 1 << j
                         two |= n_in << j
-                wbase = wend
-                if wend >= w_hi:
-                    wbase = w_lo
-                    abase = aend
-                    if aend >= a_hi:
-                        c = _next_channel(c + 1, g, p, n_channels, n_pes, a_ptr, w_ptr)
-                        have_work = c < n_channels
-                        if have_work:
-                            abase, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
-                            w_lo, w_hi = w_ptr[wbase_g + c], w_ptr[wbase_g + c + 1]
-                            wbase = w_lo
+                abase, wbase, a_hi, w_lo, w_hi, c, have_work = _advance(
+                    wend, aend, abase, a_hi, w_lo, w_hi, c, g, p, n_channels, n_pes, a_ptr, w_ptr
+                )
         cycle += 1
         rot += 1
         if rot == nfi:
             rot = 0
-    st[0] = max(last_delivery, last_issue) + 1
-    st[1] = issues
-    st[2] = mults
-    st[3] = prods
-    st[4] = stalls
-    st[5] = conflicts
+    _store_counts(st, last_delivery, last_issue, issues, mults, prods, stalls, conflicts)
 
 
 @nb.njit(cache=True)

@@ -16,7 +16,8 @@ then splits in two:
 product values in the FIFOs and saturates at every accumulation as before.
 
 numba keys a cached ``scnn_layer`` on ``scnn_kernels.py`` alone, while its machine code embeds
-these functions: after editing this module, touch ``scnn_kernels.py`` (or clear the cache).
+these functions; ``archsim.numba_cache`` therefore caches kernels under a digest of every
+``datapath`` source, so an edit here recompiles ``scnn_layer`` too.
 """
 
 from __future__ import annotations
@@ -43,6 +44,43 @@ def _next_channel(c, g, p, n_channels, n_pes, a_ptr, w_ptr):  # pragma: no cover
             break
         c += 1
     return c
+
+
+@nb.njit(cache=True, inline="always")
+def _advance(  # pragma: no cover - compiled
+    wend, aend, abase, a_hi, w_lo, w_hi, c, g, p, n_channels, n_pes, a_ptr, w_ptr
+):
+    """The operand pair after an issue that used weights up to ``wend`` and activations up to
+    ``aend``: the next weight slice, else the next activation slice, else the next channel with
+    work. Returns (abase, wbase, a_hi, w_lo, w_hi, c, have_work)."""
+    wbase = wend
+    have_work = True
+    if wend >= w_hi:
+        wbase = w_lo
+        abase = aend
+        if aend >= a_hi:
+            c = _next_channel(c + 1, g, p, n_channels, n_pes, a_ptr, w_ptr)
+            have_work = c < n_channels
+            if have_work:
+                abase, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
+                wc = g * n_channels + c
+                w_lo, w_hi = w_ptr[wc], w_ptr[wc + 1]
+                wbase = w_lo
+    return abase, wbase, a_hi, w_lo, w_hi, c, have_work
+
+
+@nb.njit(cache=True, inline="always")
+def _store_counts(  # pragma: no cover - compiled
+    st, last_delivery, last_issue, issues, mults, prods, stalls, conflicts
+):
+    """A phase's six counters into ``st``: cycles, issues, multiplies, products, stalls,
+    bank conflicts."""
+    st[0] = max(last_delivery, last_issue) + 1
+    st[1] = issues
+    st[2] = mults
+    st[3] = prods
+    st[4] = stalls
+    st[5] = conflicts
 
 
 @intrinsic
@@ -200,27 +238,14 @@ def _pe_phase_sum(
                     second[i] = (second[i] & ~mk) | (x & mk)
                     occm |= vb << sh
                     two |= (vb & occ) << sh
-                wbase = wend
-                if wend >= w_hi:
-                    wbase = w_lo
-                    abase = aend
-                    if aend >= a_hi:
-                        c = _next_channel(c + 1, g, p, n_channels, n_pes, a_ptr, w_ptr)
-                        have_work = c < n_channels
-                        if have_work:
-                            abase, a_hi = a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]
-                            w_lo, w_hi = w_ptr[wbase_g + c], w_ptr[wbase_g + c + 1]
-                            wbase = w_lo
+                abase, wbase, a_hi, w_lo, w_hi, c, have_work = _advance(
+                    wend, aend, abase, a_hi, w_lo, w_hi, c, g, p, n_channels, n_pes, a_ptr, w_ptr
+                )
         cycle += 1
         rot += 1
         if rot == nfi:
             rot = 0
-    st[0] = max(last_delivery, last_issue) + 1
-    st[1] = issues
-    st[2] = mults
-    st[3] = prods
-    st[4] = stalls
-    st[5] = conflicts
+    _store_counts(st, last_delivery, last_issue, issues, mults, prods, stalls, conflicts)
 
 
 @nb.njit(cache=True, inline="never")
