@@ -33,6 +33,7 @@ __all__ = [
     "leading_dimensions_bytes",
     "plans_for",
     "shared_read_bytes",
+    "widest_load_bytes",
 ]
 
 
@@ -99,6 +100,16 @@ def leading_dimensions_bytes(prob: GemmProblem) -> tuple[int, int, int]:
     lda = prob.m if prob.transpose_a else prob.k
     ldb = prob.k if prob.transpose_b else prob.n
     return lda * prob.in_bytes, ldb * prob.in_bytes, prob.n * prob.out_bytes
+
+
+def widest_load_bytes(prob: GemmProblem) -> int:
+    """Widest global load (bytes, a power of two up to 16) that every row of A and B allows:
+    the largest power of two dividing both leading dimensions in bytes. A library kernel
+    for alignment N loads N elements per access (CUTLASS: ``AlignedArray<Element, N>``;
+    ``cp.async`` copies 4, 8 or 16 bytes), so e.g. FP16 with an odd leading dimension loads one
+    2-byte element per instruction."""
+    lda, ldb, _ = leading_dimensions_bytes(prob)
+    return math.gcd(lda, ldb, 16)
 
 
 def _bytes_per_activation(pages: DramPageConfig, pitch: int, rows: int, piece: int) -> float:
@@ -261,6 +272,9 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
     fill = cfg.sm_memory.shared_bandwidth_bytes_per_clock
     if fam is not None and fam.fill_bytes_per_clock is not None:
         fill = fam.fill_bytes_per_clock
+        if fam.fill_access_bytes is not None:  # load-count bound: wider loads fill faster
+            scaled = fill * widest_load_bytes(prob) / fam.fill_access_bytes
+            fill = min(scaled, cfg.sm_memory.shared_bandwidth_bytes_per_clock)
     tiles = fam.tiles if fam is not None and fam.tiles else cfg.tiles
     stream_k = fam is not None and fam.stream_k
     fraction = fam.mma_rate_fraction if fam is not None else 1.0
@@ -320,17 +334,26 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
     return out
 
 
+#: Fewest k-steps (k tiles) one Stream-K CTA is given: CUTLASS 3's sm90 Stream-K scheduler
+#: (``PersistentTileSchedulerSm90StreamKParams::min_iters_per_sk_unit_ = 8``) uses fewer
+#: stream-K units rather than give one less, so small problems stay data-parallel.
+STREAM_K_MIN_ITERS = 8
+
+
 def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[KernelPlan]:
     """The Stream-K variant of data-parallel ``plan`` (split_k 1), when its tiles fill the
-    CTA slots unevenly and number fewer than four waves: ``min(slots, iterations)``
-    persistent CTAs each run an equal share of the ``tiles x k-steps`` iterations, then store
-    the tiles they finished plus one FP32 partial tile (written and read by the fix-up)."""
+    CTA slots unevenly and number fewer than four waves: ``min(slots, iterations /
+    STREAM_K_MIN_ITERS)`` persistent CTAs each run an equal share of the ``tiles x k-steps``
+    iterations, then store the tiles they finished plus one FP32 partial tile (written and read
+    by the fix-up)."""
     tiles = plan.grid_m * plan.grid_n * prob.batch
     slots = cfg.sms * plan.ctas_per_sm
     if plan.split_k != 1 or tiles % slots == 0 or tiles >= 4 * slots:
         return []
     steps = _cdiv(prob.k, plan.k_step)
-    ctas = min(slots, tiles * steps)
+    ctas = min(slots, tiles * steps // STREAM_K_MIN_ITERS)
+    if ctas < 1:
+        return []
     share = _cdiv(tiles * steps, ctas)
     t = plan.tile
     out_tiles = _cdiv(tiles, ctas)  # tiles one CTA completes (C read + D write), at most

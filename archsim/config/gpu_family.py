@@ -68,6 +68,15 @@ class KernelFamily(ArchsimModel):
         description="Global->shared fill rate of one SM, bytes per SM clock (None: "
         "sm_memory.shared_bandwidth_bytes_per_clock).",
     )
+    fill_access_bytes: Literal[1, 2, 4, 8, 16] | None = Field(
+        default=None,
+        description="Width in bytes of the global loads at which fill_bytes_per_clock was "
+        "measured. Set: the fill rate is taken to be limited by the number of loads in flight, "
+        "not by bytes, so it scales with the widest load the operands allow (the largest power "
+        "of two up to 16 B dividing the leading dimensions of A and B in bytes), up to "
+        "sm_memory.shared_bandwidth_bytes_per_clock. None: fill_bytes_per_clock for every "
+        "alignment.",
+    )
     multicast_ctas: PositiveInt = Field(
         default=1,
         description="CTAs of a thread-block cluster (along M) that receive each B tile from one "

@@ -358,12 +358,23 @@ def test_pipeline_bubble_and_tensor_split(tmp_path) -> None:
     assert _stages([1, 1, 1, 1, 4], 2) == [[0, 1, 2, 3], [4]]
     wl = _uniform(tmp_path)
     ideal = lambda p, m: (p - 1) / (m + p - 1)  # noqa: E731
+    from archsim.config.io import load_workload
+    from archsim.system.subsystem import subsystem
+    from archsim.system.topology import find_rings
+    from archsim.system.workload import PRECISIONS
+
     for p, m in ((4, 1), (4, 8), (8, 16)):
         s = parallel_step("dgx_h100", wl, gpus=p, pipeline=p, micro_batches=m, batch_per_replica=64)
-        # the sends between stages add a little idle time to the ideal GPipe bubble
-        assert ideal(p, m) <= s["bubble_fraction"] < ideal(p, m) + 0.08, (p, m, s)
+        # the sends between stages add idle time to the ideal GPipe bubble: at most one send per
+        # stage boundary on the way in (forward fill) and one on the way out (backward drain)
+        sysn = subsystem(load_system("dgx_h100"), p)
+        ring = find_rings(sysn)
+        nbytes = training_layers(load_workload(wl), 64 // m)[0].outputs * PRECISIONS["amp_fp16"][2]
+        hop = sysn.nccl.hw_latency_us[ring.kind]["ring"][2] * 1e-6
+        send = nbytes / ring.bandwidth_bytes_per_s + hop
+        extra = 2 * (p - 1) * send / s["pipeline_s"]
+        assert ideal(p, m) <= s["bubble_fraction"] <= ideal(p, m) + extra, (p, m, extra, s)
         assert len(s["stages"]) == p and all(len(st) == 8 // p for st in s["stages"])
-    from archsim.config.io import load_workload
     from archsim.system.workload import split_tensor
 
     layers = training_layers(load_workload(wl), 64)
