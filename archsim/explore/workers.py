@@ -14,9 +14,11 @@ program's sweeps reuse it.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import multiprocessing
 import os
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +26,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-__all__ = ["IMPORT_TIME_VARIABLES", "mp_context", "sigint_blocked", "stop_workers"]
+__all__ = ["IMPORT_TIME_VARIABLES", "PRELOAD", "mp_context", "sigint_blocked", "stop_workers"]
 
 #: the variables that the fork server's modules read as they are imported (numba's settings,
 #: the thread counts of the BLAS and OpenMP libraries): a worker forked by a server that
@@ -61,15 +63,62 @@ def mp_context() -> Any:
     if before is not None and _environ() != _server_environ:
         return get_context("spawn")  # a worker imports numba with the caller's settings
     ctx = get_context("forkserver")
-    ctx.set_forkserver_preload(["archsim.explore.preload"])
+    ctx.set_forkserver_preload(PRELOAD)
     with sigint_blocked():  # the server, and every worker it forks, never sees Ctrl-C
-        forkserver.ensure_running()
+        if before is None and os.name == "posix" and hasattr(os, "fork"):
+            _fork_server(server)
+        forkserver.ensure_running()  # (re)starts it when it is not running
     pid = getattr(server, "_forkserver_pid", None)
     if pid != before:  # (re)started now, with this environment
         _server_environ.clear()
         _server_environ.update(_environ())
         _started[:] = [pid]
     return ctx
+
+
+#: what the fork server imports before it forks any worker
+PRELOAD = ["archsim.explore.preload"]
+
+
+def _fork_server(server: Any) -> None:
+    """``ForkServer.ensure_running``, but with the server forked from this process rather than
+    started as a new interpreter: it starts with what this process has imported (the CLI's
+    pydantic configs, numpy: about 0.5 s of its 1.9 s of imports), which it would import
+    again. multiprocessing's own ``forkserver.main`` then serves the fork requests. Nothing
+    is done when this process runs threads of its own (a fork copies only the calling one)."""
+    from multiprocessing import connection, forkserver, resource_tracker, util
+
+    if (
+        threading.active_count() > 1
+        or getattr(server, "_forkserver_pid", 0) is not None
+        or "authkey_r" in inspect.signature(forkserver.main).parameters  # Python >= 3.13
+    ):
+        return
+    resource_tracker.ensure_running()
+    with socket.socket(socket.AF_UNIX) as listener:
+        address = connection.arbitrary_address("AF_UNIX")
+        listener.bind(address)
+        if not util.is_abstract_socket_namespace(address):
+            os.chmod(address, 0o600)
+        listener.listen()
+        alive_r, alive_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the server: until every client has closed the "alive" pipe
+            code = 0
+            try:
+                os.close(alive_w)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how stop_workers ends it
+                forkserver.main(listener.fileno(), alive_r, PRELOAD)
+            except SystemExit:
+                pass
+            except BaseException:  # noqa: BLE001 - the parent's requests then fail
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(alive_r)
+    server._forkserver_address = address
+    server._forkserver_alive_fd = alive_w
+    server._forkserver_pid = pid
 
 
 #: the fork server this process started (its pid), for ``stop_workers``

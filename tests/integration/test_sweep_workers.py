@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
 import sys
 from multiprocessing import forkserver
 from pathlib import Path
@@ -86,3 +87,24 @@ def test_the_cli_stops_the_server_it_started(tmp_path):
     assert getattr(forkserver._forkserver, "_forkserver_pid", None) is None
     assert len(pd.read_csv(tmp_path / "out" / "points.csv")) == 6
     assert sorted(os.listdir(tmp_path / "out" / "store")) == [".lock", "compacted.parquet"]
+
+
+def test_a_process_without_threads_forks_the_server_from_itself():
+    # the server then starts with this process's imports; its command line shows it
+    code = (
+        "import os\n"
+        "from multiprocessing import forkserver\n"
+        "from archsim.explore import executor, workers\n"
+        "executor.start_workers_early(2)\n"
+        "pid = forkserver._forkserver._forkserver_pid\n"
+        "same = open(f'/proc/{pid}/cmdline').read() == open('/proc/self/cmdline').read()\n"
+        "print('forked' if same else 'spawned')\n"
+        "workers.stop_workers()\n"
+        "print('stopped', forkserver._forkserver._forkserver_pid)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["forked", "stopped", "None"]
