@@ -264,10 +264,12 @@ def _first_done(futures: list[Any]) -> list[Any]:
 
 
 def start_workers_early(jobs: int | None = None) -> None:
-    """Start the process that forks the sweep's workers now (see ``_context``), so that its
-    imports overlap the caller's own work (planning the sweep); nothing for ``jobs`` 1."""
+    """Start the process that forks the sweep's workers now, forked from this one (see
+    ``workers.mp_context``), so that its imports overlap the caller's own work (planning the
+    sweep); nothing for ``jobs`` 1. For a process that is still small: ``archsim sweep``
+    calls it as it starts."""
     if (default_jobs() if jobs is None else jobs) > 1:
-        mp_context()
+        mp_context(fork_self=True)
 
 
 def _new_pool(threads: int) -> ProcessPoolExecutor:

@@ -49,11 +49,13 @@ def _environ() -> dict[str, str]:
     return env
 
 
-def mp_context() -> Any:
+def mp_context(fork_self: bool = False) -> Any:
     """How workers start: forked by multiprocessing's ``forkserver``, which has imported
     ``explore.preload`` (the simulator, numba and its registries) once for all of them, where
     the platform has it and this process's environment is still the one the server started
-    with; else ``spawn`` (each worker imports what it needs itself)."""
+    with; else ``spawn`` (each worker imports what it needs itself). ``fork_self``: a server
+    started now is forked from this process (``_fork_server``), for a process that is still
+    small (the CLI as it starts): the server, and every worker, shares what it holds."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return get_context("spawn")  # pragma: no cover - Windows
     from multiprocessing import forkserver
@@ -65,7 +67,7 @@ def mp_context() -> Any:
     ctx = get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     with sigint_blocked():  # the server, and every worker it forks, never sees Ctrl-C
-        if before is None and os.name == "posix" and hasattr(os, "fork"):
+        if fork_self and before is None and hasattr(os, "fork"):
             _fork_server(server)
         forkserver.ensure_running()  # (re)starts it when it is not running
     pid = getattr(server, "_forkserver_pid", None)
@@ -84,8 +86,10 @@ def _fork_server(server: Any) -> None:
     """``ForkServer.ensure_running``, but with the server forked from this process rather than
     started as a new interpreter: it starts with what this process has imported (the CLI's
     pydantic configs, numpy: about 0.5 s of its 1.9 s of imports), which it would import
-    again. multiprocessing's own ``forkserver.main`` then serves the fork requests. Nothing
-    is done when this process runs threads of its own (a fork copies only the calling one)."""
+    again. Not for a large process (a program's data would be in every worker's address
+    space, and copied as the workers touch it): ``archsim sweep`` does it as it starts.
+    multiprocessing's own ``forkserver.main`` then serves the fork requests. Nothing is done
+    when this process runs threads of its own (a fork copies only the calling one)."""
     from multiprocessing import connection, forkserver, resource_tracker, util
 
     if (

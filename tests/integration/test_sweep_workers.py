@@ -89,13 +89,15 @@ def test_the_cli_stops_the_server_it_started(tmp_path):
     assert sorted(os.listdir(tmp_path / "out" / "store")) == [".lock", "compacted.parquet"]
 
 
-def test_a_process_without_threads_forks_the_server_from_itself():
-    # the server then starts with this process's imports; its command line shows it
+@pytest.mark.parametrize("early", [True, False])
+def test_the_cli_forks_the_server_from_itself_a_program_does_not(early):
+    # archsim sweep starts it as it starts (small); a program's sweep gets a new interpreter,
+    # which does not share the program's data. The server's command line tells which.
+    start = "executor.start_workers_early(2)" if early else "workers.mp_context()"
     code = (
-        "import os\n"
         "from multiprocessing import forkserver\n"
         "from archsim.explore import executor, workers\n"
-        "executor.start_workers_early(2)\n"
+        f"{start}\n"
         "pid = forkserver._forkserver._forkserver_pid\n"
         "same = open(f'/proc/{pid}/cmdline').read() == open('/proc/self/cmdline').read()\n"
         "print('forked' if same else 'spawned')\n"
@@ -107,4 +109,4 @@ def test_a_process_without_threads_forks_the_server_from_itself():
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
     assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["forked", "stopped", "None"]
+    assert res.stdout.split() == ["forked" if early else "spawned", "stopped", "None"]
