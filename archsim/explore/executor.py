@@ -8,6 +8,9 @@ point runs ``simulate(hardware, workload, seed)`` and nothing else, so results a
 whichever executor runs them. A point that raises becomes an ``error`` record; the sweep goes on.
 A point that kills its worker process is found by running its chunk again point by point
 (``schedule.run_scheduled``) and recorded as an ``error`` too.
+Local workers are forked by multiprocessing's ``forkserver`` (where the platform has it), which
+imports ``explore.preload`` (the simulator, numba and numba's registries) once for all of them;
+``start_workers_early`` starts it while the caller plans, ``stop_workers`` ends it.
 A worker sends back each chunk's records as plain Python values, and the parent turns them into
 one Arrow table (``store.records_to_table``) as it saves them: pyarrow imports pandas the first
 time it converts Python values, which would cost every worker about 0.8 s and 50 MB.
@@ -26,8 +29,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
-from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.explore.schedule import WorkerDied, group_starts, run_scheduled, units
+from archsim.explore.workers import mp_context, sigint_blocked, stop_workers
 
 if TYPE_CHECKING:  # workers never import pyarrow (see the module docstring)
     import pyarrow as pa
@@ -51,6 +53,8 @@ __all__ = [
     "check_dask",
     "check_main_guard",
     "WORKER_MEMO_BYTES",
+    "start_workers_early",
+    "stop_workers",
 ]
 
 #: (store key, hardware, workload, seed)
@@ -175,8 +179,11 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True, name="archsim-parent-watch").start()
 
 
-def _init_worker(numba_threads: int) -> None:
+def _init_worker(numba_threads: int, environ: dict[str, str] | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if environ is not None:  # the caller's, as now (a forked worker has its server's)
+        os.environ.clear()
+        os.environ.update(environ)
     _exit_with_parent()
     memo.enable(WORKER_MEMO_BYTES)
     import numba
@@ -256,41 +263,22 @@ def _first_done(futures: list[Any]) -> list[Any]:
     return list(wait(futures, return_when=FIRST_COMPLETED).done)
 
 
+def start_workers_early(jobs: int | None = None) -> None:
+    """Start the process that forks the sweep's workers now, forked from this one (see
+    ``workers.mp_context``), so that its imports overlap the caller's own work (planning the
+    sweep); nothing for ``jobs`` 1. For a process that is still small: ``archsim sweep``
+    calls it as it starts."""
+    if (default_jobs() if jobs is None else jobs) > 1:
+        mp_context(fork_self=True)
+
+
 def _new_pool(threads: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(
         max_workers=1,
-        mp_context=get_context("spawn"),
+        mp_context=mp_context(),
         initializer=_init_worker,
-        initargs=(threads,),
+        initargs=(threads, dict(os.environ)),
     )
-
-
-@contextmanager
-def _sigint_blocked() -> Iterator[None]:
-    """SIGINT held back meanwhile: a worker process started now inherits the mask, so it never
-    sees Ctrl-C (the parent's to handle), and a Ctrl-C that comes meanwhile is acted on
-    afterwards, not lost. The mask alone is not enough: the process-directed SIGINT may land on
-    another thread (pyarrow's, numba's) and Python then runs its handler in this one, in the
-    middle of writing the new worker's start-up data, which leaves the worker an empty pipe
-    (``EOFError`` traceback on the terminal). So the Python-level handler defers too."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        yield
-        return
-    caught: list[int] = []
-    main = threading.current_thread() is threading.main_thread()
-    handler = signal.signal(signal.SIGINT, lambda s, _f: caught.append(s)) if main else None
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        if main:
-            restored = signal.default_int_handler if handler is None else handler
-            signal.signal(signal.SIGINT, restored)
-            if caught and callable(restored):  # act on it now, without a second OS signal
-                restored(signal.SIGINT, None)
-            elif caught and restored == signal.SIG_DFL:
-                signal.raise_signal(signal.SIGINT)
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:
@@ -310,7 +298,7 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
     owner: dict[Any, list[Any]] = {}  # future -> the worker process it went to
 
     def submit(chunk: list[Task], w: int, new_group: bool) -> Any:
-        with _sigint_blocked():  # a worker started here inherits the mask
+        with sigint_blocked():  # a worker started here inherits the mask
             fut = pools[w].submit(run_chunk, chunk, new_group)
         owner[fut] = _processes(pools[w])  # before a restart shuts the pool down
         return fut
@@ -369,7 +357,7 @@ def check_dask(address: str) -> None:
 def check_main_guard() -> None:
     """Raise ``ArchsimError`` when the running script starts worker processes from its top
     level without ``if __name__ == "__main__":``: each worker would import the script again
-    and start the sweep again (``spawn`` start method)."""
+    and start the sweep again (``spawn`` and ``forkserver`` start methods)."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     spec_name = getattr(getattr(main, "__spec__", None), "name", None) or ""

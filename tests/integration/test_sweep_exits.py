@@ -200,7 +200,7 @@ class _Stop(Exception):
 def test_a_ctrl_c_while_a_worker_starts_is_acted_on_after_the_start():
     """A SIGINT that lands on another thread while the parent writes a new worker's start-up
     data (the CI failure: the worker read an empty pipe) is held until the start is done."""
-    from archsim.explore.executor import _sigint_blocked
+    from archsim.explore.workers import sigint_blocked
 
     def stop(_s, _f):
         raise _Stop
@@ -217,7 +217,7 @@ def test_a_ctrl_c_while_a_worker_starts_is_acted_on_after_the_start():
     try:
         events = []
         sender.start()
-        with pytest.raises(_Stop), _sigint_blocked():
+        with pytest.raises(_Stop), sigint_blocked():
             go.set()
             time.sleep(0.2)
             for _ in range(100_000):  # bytecode boundaries at which a handler would run

@@ -1,0 +1,176 @@
+"""How a local sweep starts its worker processes: forked by a server that has loaded the
+simulator once, or spawned.
+
+Where Python has the ``forkserver`` start method (Linux, macOS), the workers are forked by
+multiprocessing's fork server, which imports ``explore.preload`` (the simulator, every model,
+numba and numba's registries) before it forks anything: a worker then starts in milliseconds,
+with nothing to import. Spawned workers imported all of that themselves, about 1.5 s of CPU
+each before their first point, and two workers on two cores did it twice over.
+``archsim sweep`` starts the server first thing (``executor.start_workers_early``), so that its
+imports overlap the planning of the sweep, and stops it as it ends (``stop_workers``). A
+program's sweeps reuse it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import multiprocessing
+import os
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+__all__ = ["IMPORT_TIME_VARIABLES", "PRELOAD", "mp_context", "sigint_blocked", "stop_workers"]
+
+#: the variables that the fork server's modules read as they are imported (numba's settings,
+#: the thread counts of the BLAS and OpenMP libraries): a worker forked by a server that
+#: started with other values would not follow a change. Every other variable a worker gets
+#: from the caller as the worker starts (``_init_worker``).
+IMPORT_TIME_VARIABLES = ("NUMBA_", "OMP_", "OPENBLAS_", "MKL_", "PYTHON")
+
+#: those variables as they were when this process started the fork server
+_server_environ: dict[str, str] = {}
+
+
+def _environ() -> dict[str, str]:
+    """This process's ``IMPORT_TIME_VARIABLES``; ``$NUMBA_CACHE_DIR`` without the
+    ``src-<digest>`` folder that ``archsim.numba_cache`` adds to it on import (the same
+    directory either way)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith(IMPORT_TIME_VARIABLES)}
+    cache = env.get("NUMBA_CACHE_DIR")
+    if cache is not None and Path(cache).name.startswith("src-"):
+        env["NUMBA_CACHE_DIR"] = str(Path(cache).parent)
+    return env
+
+
+def mp_context(fork_self: bool = False) -> Any:
+    """How workers start: forked by multiprocessing's ``forkserver``, which has imported
+    ``explore.preload`` (the simulator, numba and its registries) once for all of them, where
+    the platform has it and this process's environment is still the one the server started
+    with; else ``spawn`` (each worker imports what it needs itself). ``fork_self``: a server
+    started now is forked from this process (``_fork_server``), for a process that is still
+    small (the CLI as it starts): the server, and every worker, shares what it holds."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return get_context("spawn")  # pragma: no cover - Windows
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    before = getattr(server, "_forkserver_pid", None)
+    if before is not None and _environ() != _server_environ:
+        return get_context("spawn")  # a worker imports numba with the caller's settings
+    ctx = get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    with sigint_blocked():  # the server, and every worker it forks, never sees Ctrl-C
+        if fork_self and before is None and hasattr(os, "fork"):
+            _fork_server(server)
+        forkserver.ensure_running()  # (re)starts it when it is not running
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid != before:  # (re)started now, with this environment
+        _server_environ.clear()
+        _server_environ.update(_environ())
+        _started[:] = [pid]
+    return ctx
+
+
+#: what the fork server imports before it forks any worker
+PRELOAD = ["archsim.explore.preload"]
+
+
+def _fork_server(server: Any) -> None:
+    """``ForkServer.ensure_running``, but with the server forked from this process rather than
+    started as a new interpreter: it starts with what this process has imported (the CLI's
+    pydantic configs, numpy: about 0.5 s of its 1.9 s of imports), which it would import
+    again. Not for a large process (a program's data would be in every worker's address
+    space, and copied as the workers touch it): ``archsim sweep`` does it as it starts.
+    multiprocessing's own ``forkserver.main`` then serves the fork requests. Nothing is done
+    when this process runs threads of its own (a fork copies only the calling one)."""
+    from multiprocessing import connection, forkserver, resource_tracker, util
+
+    if (
+        threading.active_count() > 1
+        or getattr(server, "_forkserver_pid", 0) is not None
+        or "authkey_r" in inspect.signature(forkserver.main).parameters  # Python >= 3.13
+    ):
+        return
+    resource_tracker.ensure_running()
+    with socket.socket(socket.AF_UNIX) as listener:
+        address = connection.arbitrary_address("AF_UNIX")
+        listener.bind(address)
+        if not util.is_abstract_socket_namespace(address):
+            os.chmod(address, 0o600)
+        listener.listen()
+        alive_r, alive_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the server: until every client has closed the "alive" pipe
+            code = 0
+            try:
+                os.close(alive_w)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how stop_workers ends it
+                forkserver.main(listener.fileno(), alive_r, PRELOAD)
+            except SystemExit:
+                pass
+            except BaseException:  # noqa: BLE001 - the parent's requests then fail
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(alive_r)
+    server._forkserver_address = address
+    server._forkserver_alive_fd = alive_w
+    server._forkserver_pid = pid
+
+
+#: the fork server this process started (its pid), for ``stop_workers``
+_started: list[int | None] = []
+
+
+def stop_workers() -> None:
+    """Stop the fork server that ``start_workers_early`` or a sweep started and wait for it,
+    so that no process outlives the command and its CPU time counts as this process's
+    children's (``archsim sweep`` calls it as it ends; a program may keep it for its next
+    sweep)."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None or _started != [pid] or not hasattr(server, "_stop"):
+        return
+    # it holds nothing: SIGTERM ends it at once, not after the interpreter's teardown of numba
+    # and LLVM (0.3-0.7 s) that closing its pipe alone would wait for
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    server._stop()  # closes its pipe and reaps it
+    _started.clear()
+
+
+@contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """SIGINT held back meanwhile: a worker process started now inherits the mask, so it never
+    sees Ctrl-C (the parent's to handle), and a Ctrl-C that comes meanwhile is acted on
+    afterwards, not lost. The mask alone is not enough: the process-directed SIGINT may land on
+    another thread (pyarrow's, numba's) and Python then runs its handler in this one, in the
+    middle of writing the new worker's start-up data, which leaves the worker an empty pipe
+    (``EOFError`` traceback on the terminal). So the Python-level handler defers too."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield
+        return
+    caught: list[int] = []
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.signal(signal.SIGINT, lambda s, _f: caught.append(s)) if main else None
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if main:
+            restored = signal.default_int_handler if handler is None else handler
+            signal.signal(signal.SIGINT, restored)
+            if caught and callable(restored):  # act on it now, without a second OS signal
+                restored(signal.SIGINT, None)
+            elif caught and restored == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
