@@ -401,15 +401,21 @@ def _in_window(starts, sets, a, w0, w1, n_sets):
 
 @nb.njit(cache=True)
 def _push(lines, nlines, dstart, fill):
-    """Append a line of ``fill`` words; drop drained lines / grow when the array is full."""
+    """Append a line of ``fill`` words; drop drained lines / grow when the array is full.
+
+    Element loops, not slice assignments: an array-to-slice assignment makes numba compile its
+    shape-mismatch error, whose message formats integers (numba's str/repr/unicode helpers),
+    about a fifth of the model's cold compile."""
     if nlines == lines.size:
         live = nlines - dstart
         if live * 2 > lines.size:
             grown = np.zeros(lines.size * 2, np.int64)
-            grown[:live] = lines[dstart:nlines]
+            for j in range(live):
+                grown[j] = lines[dstart + j]
             lines = grown
-        else:
-            lines[:live] = lines[dstart:nlines].copy()
+        else:  # forward copy onto the front: the source lies after each written slot
+            for j in range(live):
+                lines[j] = lines[dstart + j]
         nlines, dstart = live, 0
     lines[nlines] = fill
     return lines, nlines + 1, dstart
@@ -441,7 +447,15 @@ def _kernel(
     df, R, C, M, N, K, g, n_ifmap_addr, n_filter_addr,
     user_bw, rd_size, bw_i, bw_f, wr_size, bw_o,
 ):  # fmt: skip
-    """The demand-row loop (see ``scalesim_memory``). Returns int64[len(SCALESIM_FIELDS)]."""
+    """The demand-row loop (see ``scalesim_memory``). Returns int64[len(SCALESIM_FIELDS)].
+
+    The variables that start from a constant and reach a helper start from ``zero``, an
+    ``np.int64``: numba compiles a helper once per argument types, and a plain ``0`` is a
+    literal type of its own (one compile while the variable's type is still the literal, then
+    the int64 one). The operand codes stay literal on purpose for the per-request helpers: one
+    helper per operand, whose dead branches LLVM removes (30-40 % of a conv layer's kernel
+    time); ``_build_sets``, once per layer, gets them as int64: one compile for both."""
+    zero = np.int64(0)
     if df == 0:
         Sr, Sc, T = M, N, K
         per_fold = T + R + C - 2
@@ -459,8 +473,9 @@ def _kernel(
     eps_f = (rd_size[1] + 99) // 100
     # read buffers: [starts, sets] per operand
     if user_bw:
-        st_i, sets_i, ns_i, tot_i = _build_sets(df, 0, R, C, M, N, K, g, n_ifmap_addr, eps_r)
-        st_f, sets_f, ns_f, tot_f = _build_sets(df, 1, R, C, M, N, K, g, n_filter_addr, eps_f)
+        one = zero + 1
+        st_i, sets_i, ns_i, tot_i = _build_sets(df, zero, R, C, M, N, K, g, n_ifmap_addr, eps_r)
+        st_f, sets_f, ns_f, tot_f = _build_sets(df, one, R, C, M, N, K, g, n_filter_addr, eps_f)
     else:  # CALC mode reads through the estimate buffers only: no prefetch-order sets
         st_i = sets_i = st_f = sets_f = np.zeros(1, np.int64)
         ns_i = ns_f = tot_i = tot_f = 1
@@ -475,15 +490,15 @@ def _kernel(
     p_i = min((pre_i + eps_r - 1) // eps_r, ns_i - a_i)
     a_f = min((act_f + eps_f - 1) // eps_f, ns_f)
     p_f = min((pre_f + eps_f - 1) // eps_f, ns_f - a_f)
-    w0_i, w1_i, w0_f, w1_f = 0, a_i, 0, a_f
+    w0_i, w1_i, w0_f, w1_f = zero, a_i, zero, a_f
     nl_i = (pre_i + bw_i - 1) // bw_i
     nl_f = (pre_f + bw_f - 1) // bw_f
     rows_i = (tot_i + bw_i - 1) // bw_i
     rows_f = (tot_f + bw_f - 1) // bw_f
     nl0_i = min((act_i + bw_i - 1) // bw_i, rows_i)
     nl0_f = min((act_f + bw_f - 1) // bw_f, rows_f)
-    last_i = -1  # the initial prefetch (at the first demand row, cycle 0) ends at cycle -1
-    last_f = -1
+    last_i = np.int64(-1)  # the initial prefetch (at the first demand row, cycle 0) ends at -1
+    last_f = np.int64(-1)
     # CALC mode: set-based estimate buffers (half the sets active, half prefetch)
     est_i = np.array([0, 0, 0, 49, rd_size[0] // 100, 50, 0, -1, -2], np.int64)
     est_f = np.array([0, 0, 0, 49, rd_size[1] // 100, 50, 0, -1, -2], np.int64)
@@ -500,22 +515,22 @@ def _kernel(
     w_drain = w_total - w_active
     ld = (w_drain + bw_o - 1) // bw_o
     lines = np.zeros(1024, np.int64)  # fill counts of undrained lines (compacted as it goes)
-    nlines = 0
-    cur = 0
-    dstart = 0
+    nlines = zero
+    cur = zero
+    dstart = zero
     free = w_total
-    drain_end = 0
-    w_stop = 0
+    drain_end = zero
+    w_stop = zero
     w_first = -1
-    stalls = 0
-    i = 0
-    last_out = 0
+    stalls = zero
+    i = zero
+    last_out = zero
     for fc in range(col_fold):
         for fr in range(row_fold):
             for r in range(per_fold):
                 cycle = i + stalls
-                off_i = 1
-                off_f = 1
+                off_i = np.int64(1)
+                off_f = np.int64(1)
                 if user_bw:
                     w0_i, w1_i, last_i, off_i, fills, req_i = _refill_row(
                         df, 0, fr, fc, r, in_cols, R, C, M, N, K, T, g,
@@ -536,11 +551,11 @@ def _kernel(
                     req_f = _estimate_row(
                         df, 1, fr, fc, r, f_cols, R, C, M, N, K, T, g, seen_f, est_f, cycle
                     )
-                _sram_span(out, 14, req_i, cycle + off_i)
-                _sram_span(out, 16, req_f, cycle + off_f)
+                _sram_span(out, zero + 14, req_i, cycle + off_i)
+                _sram_span(out, zero + 16, req_f, cycle + off_f)
                 # OFMAP writes
                 now = cycle
-                req_o = 0
+                req_o = zero
                 for c in range(C):
                     a = _demand(df, 2, fr, fc, r, c, R, C, M, N, K, T, g)
                     if a < 0:
@@ -550,21 +565,21 @@ def _kernel(
                     free -= 1
                     if cur == bw_o:
                         lines, nlines, dstart = _push(lines, nlines, dstart, bw_o)
-                        cur = 0
+                        cur = zero
                     if now < drain_end:
                         if free <= 0:
                             now = drain_end
                     elif free < w_active:
                         if cur > 0:
                             lines, nlines, dstart = _push(lines, nlines, dstart, cur)
-                            cur = 0
+                            cur = zero
                         if w_first < 0:
                             w_first = now
                         nd, data, drain_end = _drain(lines, nlines, dstart, ld, bw_o, now, out)
                         w_stop = max(w_stop, drain_end)
                         free += data
                         dstart += nd
-                _sram_span(out, 18, req_o, now)
+                _sram_span(out, zero + 18, req_o, now)
                 st = max(off_i - 1, off_f - 1, now - cycle)
                 last_out = now
                 stalls += st
@@ -572,7 +587,7 @@ def _kernel(
     # final drain of everything left (empty_all_buffers at the last row's OFMAP cycle)
     if cur > 0:
         lines, nlines, dstart = _push(lines, nlines, dstart, cur)
-        cur = 0
+        cur = zero
     t = last_out
     while dstart < nlines:
         if w_first < 0:
