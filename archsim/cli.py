@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from archsim import cli_calibrate, cli_compress, cli_onnx, cli_probe
+from archsim import cli_calibrate, cli_compress, cli_onnx, cli_probe, compile_helper
 from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.cli_system import add_parsers as add_system_parsers
@@ -252,7 +252,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for line in [] if args.quiet else scalesim_unmodelled(args.from_scalesim[0]):
             print(f"archsim: warning: {line}", file=sys.stderr)
     else:
-        hw, wl = load_hardware(args.hw), _load_run_workload(args.workload)
+        hw = load_hardware(args.hw)
+        compile_helper.start(hw.accelerator)  # type: ignore[attr-defined]  # cold cache only
+        wl = _load_run_workload(args.workload)
     if args.overrides:
         overrides = parse_overrides(args.overrides)
         if "name" not in overrides:  # results must not call the changed design by its old name

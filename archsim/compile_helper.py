@@ -1,0 +1,104 @@
+"""Compile the kernels a run calls last in a helper process, while the run itself starts.
+
+On an empty numba cache ``archsim run`` compiles each kernel the first time it calls it, one
+after the other (EIE: the encoder's two kernels, then the functional model and the schedule;
+about 2 s of a 4-5 s first run). numba compiles in Python, holding the GIL, so a thread would
+not overlap it with anything; a second process does. Once the hardware is known, the CLI calls
+:func:`start`: when the accelerator's helper kernels are not in the cache yet, a helper process
+(``python -m archsim.compile_helper eie``) imports numba and compiles them, with the argument
+types the run uses, into the same cache while the run imports its models, builds the first
+layer and compiles the encoder. Before the run's first call of a helper kernel the kernel
+module calls :func:`wait`; numba then loads the compiled code from the cache. A warm cache
+starts no helper; neither does a library call of ``simulate`` (only the CLI calls
+:func:`start`), a machine with one CPU, nor ``ARCHSIM_COMPILE_HELPER=0``. Should the helper
+fail, the run compiles the kernels itself, as without it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib import import_module
+from pathlib import Path
+
+__all__ = ["ENV_VAR", "HELPER_KERNELS", "start", "wait"]
+
+#: ``0`` turns the helper off (every kernel compiles in the run's own process)
+ENV_VAR = "ARCHSIM_COMPILE_HELPER"
+
+_EIE_FUNCTIONAL = (
+    "(int64[::1], int64[::1], int64, int32[:, ::1], int64[::1], int32[::1], uint8[::1], "
+    "int64[::1], int64, int64, int64[::1], int64[:, ::1], boolean[:, ::1], int64[::1])"
+)
+_EIE_SCHEDULE = (
+    "(int64[::1], int64[::1], int64[::1], int64, int64, int64, int32[:, ::1], boolean[:, ::1], "
+    "int64, int64, int64[:, ::1], int64[:, ::1], int64[:, ::1])"
+)
+
+#: accelerator -> (module, kernel, argument types) the helper compiles: the kernels a run calls
+#: after others it compiles itself meanwhile (a test checks the types against a real run)
+HELPER_KERNELS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "eie": (
+        ("archsim.datapath.eie_kernels", "_functional", _EIE_FUNCTIONAL),
+        ("archsim.datapath.eie_kernels", "_schedule", _EIE_SCHEDULE),
+    ),
+}
+
+_running: list[subprocess.Popen] = []
+
+
+def _cached(folder: Path, module: str, kernel: str) -> bool:
+    """Whether numba's index of ``module.kernel`` exists in ``folder`` (imports no numba)."""
+    return any(folder.glob(f"*/{module.rsplit('.', 1)[1]}.{kernel}-*.nbi"))
+
+
+def start(accelerator: str) -> bool:
+    """Start the helper process for ``accelerator`` when some of its helper kernels are not in
+    the cache; returns whether it started one."""
+    kernels = HELPER_KERNELS.get(accelerator)
+    if not kernels or _running or os.environ.get(ENV_VAR) == "0" or (os.cpu_count() or 1) < 2:
+        return False
+    from archsim.numba_cache import cache_dir  # sets $NUMBA_CACHE_DIR, which the helper reads
+
+    folder = cache_dir()
+    if all(_cached(folder, module, kernel) for module, kernel, _ in kernels):
+        return False
+    root = str(Path(__file__).resolve().parents[1])  # the helper compiles this archsim's kernels
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "archsim.compile_helper", accelerator],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+    except OSError:  # no helper: the run compiles everything itself
+        return False
+    _running.append(proc)
+    return True
+
+
+def wait() -> None:
+    """Wait for the helper this process started, if any (a no-op otherwise): its kernels are
+    then in the cache, and numba loads them instead of compiling them again."""
+    while _running:
+        _running[-1].wait()
+        _running.pop()
+
+
+def compile_kernels(accelerator: str) -> None:
+    """Compile (or load from the cache) ``accelerator``'s helper kernels: the helper's work."""
+    from numba.core.sigutils import normalize_signature
+
+    for module, kernel, signature in HELPER_KERNELS[accelerator]:
+        args, _ = normalize_signature(signature)
+        # a tuple of types, as a call passes them: numba keys its cache on the signature as
+        # given, so the string itself would be a cache entry the run never finds
+        getattr(import_module(module), kernel).compile(tuple(args))
+
+
+if __name__ == "__main__":  # pragma: no cover - run by start() in a child process
+    compile_kernels(sys.argv[1])
