@@ -8,10 +8,13 @@ not overlap it with anything; a second process does. Once the hardware is known,
 (``python -m archsim.compile_helper eie``) imports numba and compiles them, with the argument
 types the run uses, into the same cache while the run imports its models, builds the first
 layer and compiles the encoder. Before the run's first call of a helper kernel the kernel
-module calls :func:`wait`; numba then loads the compiled code from the cache. A warm cache
-starts no helper; neither does a library call of ``simulate`` (only the CLI calls
-:func:`start`), a machine with one CPU, nor ``ARCHSIM_COMPILE_HELPER=0``. Should the helper
-fail, the run compiles the kernels itself, as without it.
+module calls :func:`wait`; numba then loads the compiled code from the cache.
+
+The helper costs CPU of its own (its interpreter, ``import numba`` and numba's first-compile
+set-up: ~0.8 s), so it starts only where a core is idle: a warm cache, a library call of
+``simulate`` (only the CLI calls :func:`start`), one CPU, or a 1-minute load average above
+(CPUs - 1) start none; ``ARCHSIM_COMPILE_HELPER=0`` never starts it, ``=1`` whatever the load.
+Should the helper fail, the run compiles the kernels itself, as without it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from pathlib import Path
 
 __all__ = ["ENV_VAR", "HELPER_KERNELS", "start", "wait"]
 
-#: ``0`` turns the helper off (every kernel compiles in the run's own process)
+#: ``0``: no helper (every kernel compiles in the run's own process); ``1``: a helper whatever
+#: the load; unset: a helper when a core is idle
 ENV_VAR = "ARCHSIM_COMPILE_HELPER"
 
 _EIE_FUNCTIONAL = (
@@ -53,11 +57,23 @@ def _cached(folder: Path, module: str, kernel: str) -> bool:
     return any(folder.glob(f"*/{module.rsplit('.', 1)[1]}.{kernel}-*.nbi"))
 
 
+def _idle_core() -> bool:
+    """Whether another core is likely free: 2+ CPUs and a 1-minute load average of at most
+    CPUs - 1 (where the platform reports none, the CPU count alone decides)."""
+    cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        load = 0.0
+    return cpus >= 2 and load <= cpus - 1
+
+
 def start(accelerator: str) -> bool:
     """Start the helper process for ``accelerator`` when some of its helper kernels are not in
     the cache; returns whether it started one."""
     kernels = HELPER_KERNELS.get(accelerator)
-    if not kernels or _running or os.environ.get(ENV_VAR) == "0" or (os.cpu_count() or 1) < 2:
+    choice = os.environ.get(ENV_VAR, "")
+    if not kernels or _running or choice == "0" or (choice != "1" and not _idle_core()):
         return False
     from archsim.numba_cache import cache_dir  # sets $NUMBA_CACHE_DIR, which the helper reads
 

@@ -49,7 +49,7 @@ def _run(tmp_path, name: str, **env: str) -> list:
 
 
 def test_first_run_compiles_the_last_eie_kernels_in_the_helper(tmp_path):
-    rc, compiled, same_types = _run(tmp_path, "helper")
+    rc, compiled, same_types = _run(tmp_path, "helper", ARCHSIM_COMPILE_HELPER="1")
     assert rc == 0 and same_types  # the run used the helper's compiled code, no other types
     assert sorted(compiled) == ["_fill", "_pointer_rows"]  # _functional, _schedule: helper
     rc, compiled, same_types = _run(tmp_path, "own", ARCHSIM_COMPILE_HELPER="0")
@@ -64,3 +64,6 @@ def test_warm_cache_or_other_models_start_no_helper(tmp_path, monkeypatch):
     compile_helper.wait()  # no helper: returns at once
     monkeypatch.setenv("ARCHSIM_COMPILE_HELPER", "0")
     assert not compile_helper.start("eie")
+    monkeypatch.delenv("ARCHSIM_COMPILE_HELPER")
+    monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 64.0, 64.0))
+    assert not compile_helper.start("eie")  # no idle core: the run compiles alone
