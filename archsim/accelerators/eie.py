@@ -187,15 +187,6 @@ def _prepare(config: EieConfig, layer: QuantizedMatVec, keep: bool) -> EiePrepar
     )
 
 
-def _int32_rows(prep: EiePrepared) -> np.ndarray:
-    """The pointer rows as int32, the one table dtype the timing and line-read kernels are
-    compiled for: a run whose layers keep 16-bit rows for some and 32-bit for others would
-    otherwise compile each kernel twice on a cold cache (0.4-0.6 s each). The copy lives for
-    one kernel call."""
-    rows = prep.ptr_rows
-    return rows if rows.dtype == np.int32 else rows.astype(np.int32)
-
-
 def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]:
     cycles, stall, scheduled = eie_schedule(
         prep.ptr_row,  # the kernel reads an item's column only to index the pointer table
@@ -204,7 +195,7 @@ def _timing(config: EieConfig, prep: EiePrepared) -> tuple[int, int, np.ndarray]
         prep.n_groups,
         config.pe_array.num_pes,
         config.activation_fifo.depth,
-        _int32_rows(prep),
+        prep.ptr_rows,
         prep.bypass_candidates,
         config.entries_per_line,
         config.pipeline_stages - 1,
@@ -227,10 +218,10 @@ def time_eie_layer(
         depth, drain = config.activation_fifo.depth, config.pipeline_stages - 1
         timing_key = ("eie.timing", memo_key, depth, drain)
         cycles, stalls, per_pe = memoized(timing_key, partial(_timing, config, prep))
-        per_line, n = config.entries_per_line, config.pe_array.num_pes
+        per_line, ptrs = config.entries_per_line, prep.ptr_rows
         lines = memoized(
             ("eie.line_reads", memo_key, per_line),
-            lambda: eie_line_reads(prep.ptr_row, n, _int32_rows(prep), per_line),
+            partial(eie_line_reads, prep.ptr_row, config.pe_array.num_pes, ptrs, per_line),
         )
         per_pe = per_pe.copy()  # the memoised array is shared
         per_pe[TIMING_FIELDS.index("line_reads")] = lines
