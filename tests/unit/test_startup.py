@@ -187,7 +187,9 @@ def test_systolic_run_imports_only_the_systolic_model(tmp_path):
     assert [m for m in modules if not m.startswith("archsim.config.")] == [
         "archsim.accelerators.base",
         "archsim.accelerators.systolic",
+        "archsim.datapath.systolic_folds",
         "archsim.datapath.systolic_kernels",
+        "archsim.datapath.systolic_prefetch",
     ]
     configs = {m.rsplit(".", 1)[1] for m in modules if m.startswith("archsim.config.")}
     assert "systolic" in configs and "workload" in configs
