@@ -11,9 +11,10 @@ layer and compiles the encoder. Before the run's first call of a helper kernel t
 module calls :func:`wait`; numba then loads the compiled code from the cache.
 
 The helper costs CPU of its own (its interpreter, ``import numba`` and numba's first-compile
-set-up: ~0.8 s), so it starts only where a core is idle: a warm cache, a library call of
-``simulate`` (only the CLI calls :func:`start`), one CPU, or a 1-minute load average above
-(CPUs - 1) start none; ``ARCHSIM_COMPILE_HELPER=0`` never starts it, ``=1`` whatever the load.
+set-up: ~0.9 s), so it starts only where a core is mostly idle: a warm cache, a library call
+of ``simulate`` (only the CLI calls :func:`start`), one CPU, or a 1-minute load average above
+CPUs - 0.5 start none (2 cores: at load 1.1-1.3 it took the run from 7.6 to 5.5 s median, at
+load 9 it only added CPU); ``ARCHSIM_COMPILE_HELPER=0`` never starts it, ``=1`` whatever the load.
 Should the helper fail, the run compiles the kernels itself, as without it.
 """
 
@@ -59,13 +60,13 @@ def _cached(folder: Path, module: str, kernel: str) -> bool:
 
 def _idle_core() -> bool:
     """Whether another core is likely free: 2+ CPUs and a 1-minute load average of at most
-    CPUs - 1 (where the platform reports none, the CPU count alone decides)."""
+    CPUs - 0.5 (where the platform reports none, the CPU count alone decides)."""
     cpus = os.cpu_count() or 1
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - Windows
         load = 0.0
-    return cpus >= 2 and load <= cpus - 1
+    return cpus >= 2 and load <= cpus - 0.5
 
 
 def start(accelerator: str) -> bool:
