@@ -7,9 +7,12 @@ import atexit
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError
+
+if TYPE_CHECKING:  # the config models load with a command, not for `archsim --help`
+    from archsim.config.workload import WorkloadSpec
 
 __all__ = ["add_parser", "cmd", "load_onnx_workload"]
 

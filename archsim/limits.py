@@ -101,7 +101,7 @@ def _macs_dense(layer: Any) -> int:
 
 def _folds(hw: Any, layer: Any) -> int:
     from archsim.accelerators.systolic import layer_gemms
-    from archsim.datapath.systolic_kernels import fold_counts
+    from archsim.datapath.systolic_folds import fold_counts
 
     g = layer_gemms(layer, hw.timing_model == "scalesim")
     rf, cf = fold_counts(hw.array.dataflow, hw.array.rows, hw.array.cols, g.m, g.n, g.k)

@@ -18,6 +18,7 @@ import os
 import sys
 from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ENV_VAR",
@@ -26,7 +27,7 @@ __all__ = [
     "cache_dir",
     "cold_kernels",
     "kernel_status",
-    "nb",
+    "nb",  # noqa: F822  (module __getattr__)
 ]
 
 #: the environment variable numba reads for its cache directory
@@ -79,18 +80,29 @@ def _configure() -> None:
 
 _configure()
 
-import numba as nb  # noqa: E402  (after the cache directory is set)
+
+def __getattr__(name: str) -> Any:
+    """``nb``, numba itself, imported on first use (after the cache directory is set): the
+    paths above serve ``archsim.compile_helper`` before the run has imported numba."""
+    if name == "nb":
+        import numba
+
+        globals()["nb"] = numba
+        return numba
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def kernel_status(accelerator: str) -> dict[str, bool]:
     """``module.function`` -> whether its compiled code is in the cache and matches the source,
     for every cached kernel of ``accelerator`` (imports the kernel modules, compiles nothing)."""
+    from numba.core.registry import CPUDispatcher
+
     status: dict[str, bool] = {}
     for mod_name in KERNEL_MODULES[accelerator]:
         module = import_module(mod_name)
         for name, obj in sorted(vars(module).items()):
             cache = getattr(obj, "_cache", None)
-            if not isinstance(obj, nb.core.registry.CPUDispatcher) or cache is None:
+            if not isinstance(obj, CPUDispatcher) or cache is None:
                 continue
             status[f"{mod_name.rsplit('.', 1)[-1]}.{name}"] = _is_warm(cache)
     return status

@@ -128,7 +128,9 @@ def prepare_eie_layer(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
     return _prepare(config, layer, keep=False)
 
 
-def _prepared_to_keep(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
+def _prepared_to_keep(
+    config: EieConfig, layer: QuantizedMatVec, narrow: bool = True
+) -> EiePrepared:
     """``prepare_eie_layer`` with only what timing and the memory fill read: what
     ``simulate_eie`` memoises. No per-entry arrays, and of the pointer table only the rows of
     the broadcast columns and of the next ones (adjacent, so ``ptr_row[k] + 1`` is item
@@ -136,11 +138,18 @@ def _prepared_to_keep(config: EieConfig, layer: QuantizedMatVec) -> EiePrepared:
     (``encode_eie_rows``), in 16 bits where they fit. A sweep worker holds one PE count's
     nine layers this way: at 512 PEs 29 MB of pointers instead of 112 MB (the benchmark layers
     broadcast 18-100 % of their columns, and their pointers fit), and no entries (about 200
-    MB); building one costs 40-60 MB less at its peak."""
-    return _prepare(config, layer, keep=True)
+    MB); building one costs 40-60 MB less at its peak.
+
+    ``narrow=False`` keeps the rows in 32 bits: for a preparation that is used once and not
+    stored (a single run's synthetic layers), where 16 bits save nothing and a run whose
+    layers have both widths would compile the timing kernel for each (0.4-0.6 s on a cold
+    cache)."""
+    return _prepare(config, layer, keep=True, narrow=narrow)
 
 
-def _prepare(config: EieConfig, layer: QuantizedMatVec, keep: bool) -> EiePrepared:
+def _prepare(
+    config: EieConfig, layer: QuantizedMatVec, keep: bool, narrow: bool = True
+) -> EiePrepared:
     n = config.pe_array.num_pes
     bound = float(layer.abs_bound().max(initial=0.0))
     fp = choose_fixed_point(
@@ -180,7 +189,7 @@ def _prepare(config: EieConfig, layer: QuantizedMatVec, keep: bool) -> EiePrepar
     )
     if keep:
         enc = enc.sizes_only()
-        if ptr_rows.size and int(ptr_rows[-1].max()) <= np.iinfo(np.uint16).max:
+        if narrow and ptr_rows.size and int(ptr_rows[-1].max()) <= np.iinfo(np.uint16).max:
             ptr_rows = ptr_rows.astype(np.uint16)  # 16-bit, as EIE's own pointers: half
     return EiePrepared(
         layer, enc, fp, cols, groups, lanes, int(n_groups), out, counts, cand, ptr_rows, ptr_row
@@ -397,7 +406,10 @@ def simulate_eie(
         layer = memoized(lkey, build, keep, lasting=True)
         widths = (config.arithmetic.data_bits, config.arithmetic.accumulator_bits)
         pkey = (lkey, config.pe_array.num_pes, config.encoding.relative_index_bits, *widths)
-        prep = memoized(("eie.prepared", pkey), partial(_prepared_to_keep, config, layer), keep)
+        # stored (memo on, or a kept layer): 16-bit pointer rows where they fit; else 32-bit
+        stored = keep or memo_enabled()
+        prepare = partial(_prepared_to_keep, config, layer, stored)
+        prep = memoized(("eie.prepared", pkey), prepare, keep)
         run = time_eie_layer(config, prep, ("eie.prepared", pkey))
         # the bound depends on the layer and its fixed-point formats, not on the PE count
         bkey = ("eie.error_bound", lkey, *widths)

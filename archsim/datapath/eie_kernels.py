@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from archsim import compile_helper
 from archsim.numba_cache import nb
 
 __all__ = [
@@ -72,6 +73,7 @@ def eie_schedule(
     # per PE: last processing cycle, last SpMat line, cycle of the last entry
     regs = np.empty((3, num_pes), dtype=np.int64)
     regs[0:2], regs[2] = -1, -2
+    compile_helper.wait()  # a first CLI run may be compiling the kernel in a helper process
     cycles, stall = _schedule(
         item_col,
         item_group,
@@ -307,6 +309,7 @@ def eie_functional_counts(
     cand = np.zeros((item_col.size, num_pes), dtype=np.bool_)
     last_row = np.full(num_pes, -1, dtype=np.int64)
     args = (item_col, item_act, num_pes, col_ptr, base, local_row, code, codebook_q)
+    compile_helper.wait()  # a first CLI run may be compiling the kernel in a helper process
     _functional(*args, shift, acc_bits, out, counts, cand, last_row)
     return out, counts, cand
 

@@ -40,6 +40,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from archsim.datapath.systolic_folds import (
+    _DF_CODE,
+    DATAFLOWS,
+    SCALESIM_FIELDS,
+    fold_counts,
+    paper_fold_cycles,
+    scalesim_rows_per_fold,
+    spatio_temporal,
+)
+from archsim.datapath.systolic_prefetch import _build_sets, _ifmap_addr
 from archsim.numba_cache import nb
 
 __all__ = [
@@ -52,193 +62,6 @@ __all__ = [
     "scalesim_memory",
     "fold_demands",
 ]
-
-DATAFLOWS = ("os", "ws", "is")
-_DF_CODE = {"os": 0, "ws": 1, "is": 2}
-
-#: What ``scalesim_memory`` returns, in this order.
-SCALESIM_FIELDS = (
-    "total_cycles",  # SCALE-Sim "Total Cycles" (cycle of the last OFMAP row, stalls included)
-    "stall_cycles",
-    "ifmap_dram_reads",  # words
-    "filter_dram_reads",
-    "ofmap_dram_writes",
-    "ifmap_dram_start",  # first cycle of the initial prefetch (negative: before cycle 0)
-    "filter_dram_start",
-    "ofmap_dram_stop",  # last cycle of the last OFMAP drain
-    "ifmap_prefetches",
-    "filter_prefetches",
-    "ofmap_drains",
-    # SCALE-Sim's DETAILED_ACCESS_REPORT cycles: DRAM = first/last cycle of its DRAM traces,
-    # SRAM = the serviced cycle of the first/last demand row holding a request (-1: none)
-    "ifmap_dram_stop",  # last response of the last IFMAP prefetch
-    "filter_dram_stop",
-    "ofmap_dram_start",  # first cycle of the first OFMAP drain
-    "ifmap_sram_start",
-    "ifmap_sram_stop",
-    "filter_sram_start",
-    "filter_sram_stop",
-    "ofmap_sram_start",
-    "ofmap_sram_stop",
-)
-
-
-def spatio_temporal(dataflow: str, m: int, n: int, k: int) -> tuple[int, int, int]:
-    """(Sr, Sc, T) of GEMM (M, N, K) under ``dataflow`` (see the module docstring)."""
-    if dataflow == "os":
-        return m, n, k
-    if dataflow == "ws":
-        return k, n, m
-    if dataflow == "is":
-        return k, m, n
-    raise ValueError(f"unknown dataflow {dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
-
-
-def fold_counts(dataflow: str, rows: int, cols: int, m: int, n: int, k: int) -> tuple[int, int]:
-    """(row folds, column folds) = (ceil(Sr/R), ceil(Sc/C))."""
-    sr, sc, _ = spatio_temporal(dataflow, m, n, k)
-    return -(-sr // rows), -(-sc // cols)
-
-
-def scalesim_rows_per_fold(dataflow: str, rows: int, cols: int, t: int) -> int:
-    """Demand rows (cycles) of one fold in SCALE-Sim 3.0.0: OS T+R+C-2, WS/IS 2R+C+T-2."""
-    if dataflow == "os":
-        return t + rows + cols - 2
-    return 2 * rows + cols + t - 2
-
-
-def paper_fold_cycles(rows: int, cols: int, t: int) -> int:
-    """Cycles of one fold in the SCALE-Sim paper's form ``2R + C + T - 2`` (all dataflows):
-    R + C - 2 cycles of operand skew (fill), T MAC steps, R cycles to drain the results."""
-    return 2 * rows + cols + t - 2
-
-
-# ------------------------------------------------------------------------------ address helpers
-
-
-@nb.njit(cache=True)
-def _ifmap_addr(mi, ki, g):
-    """IFMAP im2col address of (ofmap pixel mi, window index ki), -1 outside the image.
-
-    g = (ifmap_h, ifmap_w, filt_h, filt_w, channels, stride, ofmap_w, num_filters, window).
-    A GEMM (one output column, one channel, one filter row: ``ki`` is the column) skips the
-    general form's three divisions; both give the same address."""
-    if g[6] == 1 and g[4] == 1 and g[2] == 1 and ki < g[3]:
-        irow = mi * g[5]
-        if irow >= g[0] or ki >= g[1]:
-            return -1
-        return irow * g[1] + ki
-    orow = mi // g[6]
-    ocol = mi - orow * g[6]
-    irow = orow * g[5]
-    icol = ocol * g[5]
-    per_row = g[3] * g[4]
-    c_row = ki // per_row
-    rem = ki - c_row * per_row
-    c_col = rem // g[4]
-    c_ch = rem - c_col * g[4]
-    if c_row + irow >= g[0] or c_col + icol >= g[1]:
-        return -1
-    return (c_row * g[1] + c_col) * g[4] + c_ch + (irow * g[1] + icol) * g[4]
-
-
-@nb.njit(cache=True)
-def _operand(op, i, j, g):
-    """Address of element (i, j) of operand ``op`` (0 IFMAP M x K, 1 FILTER K x N, 2 OFMAP)."""
-    if op == 0:
-        return _ifmap_addr(i, j, g)
-    if op == 1:
-        return j * g[8] + i
-    return i * g[7] + j
-
-
-@nb.njit(cache=True)
-def _prefetch_elem(df, op, row, col, R, C, M, N, K):
-    """(operand row, operand col) of prefetch-matrix element (row, col), or (-1, -1) if null."""
-    if df == 0:  # OS
-        if op == 0:  # blocks of T=K rows per row fold: I[fr*R + c, t]
-            fr, t = row // K, row % K
-            m = fr * R + col
-            return (m, t) if m < M else (-1, -1)
-        fc, t = row // K, row % K  # filter: F[t, fc*C + c]
-        n = fc * C + col
-        return (t, n) if n < N else (-1, -1)
-    if df == 1:  # WS
-        if op == 0:  # I[t, fr*R + c], blocks of T=M rows
-            fr, t = row // M, row % M
-            kk = fr * R + col
-            return (t, kk) if kk < K else (-1, -1)
-        fc, kk = row // K, row % K  # F[k, fc*C + c], blocks of K rows
-        n = fc * C + col
-        return (kk, n) if n < N else (-1, -1)
-    if op == 0:  # IS: I^T[k, fc*C + c], blocks of K rows
-        fc, kk = row // K, row % K
-        m = fc * C + col
-        return (m, kk) if m < M else (-1, -1)
-    fr, t = row // N, row % N  # F[fr*R + c, t], blocks of T=N rows
-    kk = fr * R + col
-    return (kk, t) if kk < K else (-1, -1)
-
-
-@nb.njit(cache=True)
-def _prefetch_shape(df, op, R, C, M, N, K):
-    """(rows, cols, rolled) of the prefetch matrix; rolled = anti-diagonal roll-out."""
-    row_fold_os = (M + R - 1) // R
-    col_fold_n = (N + C - 1) // C
-    row_fold_k = (K + R - 1) // R
-    col_fold_m = (M + C - 1) // C
-    if df == 0:
-        if op == 0:
-            return row_fold_os * K, R, True
-        return col_fold_n * K, C, True
-    if df == 1:
-        if op == 0:
-            return row_fold_k * M, R, True
-        return col_fold_n * K, C, False
-    if op == 0:
-        return col_fold_m * K, C, False
-    return row_fold_k * N, R, True
-
-
-@nb.njit(cache=True)
-def _build_sets(df, op, R, C, M, N, K, g, n_addr, eps):
-    """Set ids of every occurrence of every address in the prefetch order, as CSR.
-
-    Returns (start[n_addr + 1], sets[total valid], n_sets, n_prefetch_elements)."""
-    pr, pc, rolled = _prefetch_shape(df, op, R, C, M, N, K)
-    counts = np.zeros(n_addr + 1, np.int64)
-    total = pr * pc
-    addrs = np.empty(total, np.int64)
-    q = 0
-    if rolled:
-        for d in range(pr + pc):
-            hi = min(d, pr - 1)
-            lo = max(0, d - pc + 1)
-            for row in range(hi, lo - 1, -1):
-                i, j = _prefetch_elem(df, op, row, d - row, R, C, M, N, K)
-                a = -1 if i < 0 else _operand(op, i, j, g)
-                if a >= 0:
-                    addrs[q] = a
-                    q += 1
-                    counts[a + 1] += 1
-    else:
-        for row in range(pr):
-            for col in range(pc):
-                i, j = _prefetch_elem(df, op, row, col, R, C, M, N, K)
-                a = -1 if i < 0 else _operand(op, i, j, g)
-                if a >= 0:
-                    addrs[q] = a
-                    q += 1
-                    counts[a + 1] += 1
-    for a in range(n_addr):
-        counts[a + 1] += counts[a]
-    fill = counts[:-1].copy()
-    sets = np.empty(q, np.int64)
-    for p in range(q):
-        a = addrs[p]
-        sets[fill[a]] = p // eps
-        fill[a] += 1
-    return counts, sets, q // eps + 1, total
 
 
 @nb.njit(cache=True)
@@ -401,15 +224,21 @@ def _in_window(starts, sets, a, w0, w1, n_sets):
 
 @nb.njit(cache=True)
 def _push(lines, nlines, dstart, fill):
-    """Append a line of ``fill`` words; drop drained lines / grow when the array is full."""
+    """Append a line of ``fill`` words; drop drained lines / grow when the array is full.
+
+    Element loops, not slice assignments: an array-to-slice assignment makes numba compile its
+    shape-mismatch error, whose message formats integers (numba's str/repr/unicode helpers),
+    about a fifth of the model's cold compile."""
     if nlines == lines.size:
         live = nlines - dstart
         if live * 2 > lines.size:
             grown = np.zeros(lines.size * 2, np.int64)
-            grown[:live] = lines[dstart:nlines]
+            for j in range(live):
+                grown[j] = lines[dstart + j]
             lines = grown
-        else:
-            lines[:live] = lines[dstart:nlines].copy()
+        else:  # forward copy onto the front: the source lies after each written slot
+            for j in range(live):
+                lines[j] = lines[dstart + j]
         nlines, dstart = live, 0
     lines[nlines] = fill
     return lines, nlines + 1, dstart
@@ -441,7 +270,15 @@ def _kernel(
     df, R, C, M, N, K, g, n_ifmap_addr, n_filter_addr,
     user_bw, rd_size, bw_i, bw_f, wr_size, bw_o,
 ):  # fmt: skip
-    """The demand-row loop (see ``scalesim_memory``). Returns int64[len(SCALESIM_FIELDS)]."""
+    """The demand-row loop (see ``scalesim_memory``). Returns int64[len(SCALESIM_FIELDS)].
+
+    The variables that start from a constant and reach a helper start from ``zero``, an
+    ``np.int64``: numba compiles a helper once per argument types, and a plain ``0`` is a
+    literal type of its own (one compile while the variable's type is still the literal, then
+    the int64 one). The operand codes stay literal on purpose for the per-request helpers: one
+    helper per operand, whose dead branches LLVM removes (30-40 % of a conv layer's kernel
+    time); ``_build_sets``, once per layer, gets them as int64: one compile for both."""
+    zero = np.int64(0)
     if df == 0:
         Sr, Sc, T = M, N, K
         per_fold = T + R + C - 2
@@ -459,8 +296,9 @@ def _kernel(
     eps_f = (rd_size[1] + 99) // 100
     # read buffers: [starts, sets] per operand
     if user_bw:
-        st_i, sets_i, ns_i, tot_i = _build_sets(df, 0, R, C, M, N, K, g, n_ifmap_addr, eps_r)
-        st_f, sets_f, ns_f, tot_f = _build_sets(df, 1, R, C, M, N, K, g, n_filter_addr, eps_f)
+        one = zero + 1
+        st_i, sets_i, ns_i, tot_i = _build_sets(df, zero, R, C, M, N, K, g, n_ifmap_addr, eps_r)
+        st_f, sets_f, ns_f, tot_f = _build_sets(df, one, R, C, M, N, K, g, n_filter_addr, eps_f)
     else:  # CALC mode reads through the estimate buffers only: no prefetch-order sets
         st_i = sets_i = st_f = sets_f = np.zeros(1, np.int64)
         ns_i = ns_f = tot_i = tot_f = 1
@@ -475,15 +313,15 @@ def _kernel(
     p_i = min((pre_i + eps_r - 1) // eps_r, ns_i - a_i)
     a_f = min((act_f + eps_f - 1) // eps_f, ns_f)
     p_f = min((pre_f + eps_f - 1) // eps_f, ns_f - a_f)
-    w0_i, w1_i, w0_f, w1_f = 0, a_i, 0, a_f
+    w0_i, w1_i, w0_f, w1_f = zero, a_i, zero, a_f
     nl_i = (pre_i + bw_i - 1) // bw_i
     nl_f = (pre_f + bw_f - 1) // bw_f
     rows_i = (tot_i + bw_i - 1) // bw_i
     rows_f = (tot_f + bw_f - 1) // bw_f
     nl0_i = min((act_i + bw_i - 1) // bw_i, rows_i)
     nl0_f = min((act_f + bw_f - 1) // bw_f, rows_f)
-    last_i = -1  # the initial prefetch (at the first demand row, cycle 0) ends at cycle -1
-    last_f = -1
+    last_i = np.int64(-1)  # the initial prefetch (at the first demand row, cycle 0) ends at -1
+    last_f = np.int64(-1)
     # CALC mode: set-based estimate buffers (half the sets active, half prefetch)
     est_i = np.array([0, 0, 0, 49, rd_size[0] // 100, 50, 0, -1, -2], np.int64)
     est_f = np.array([0, 0, 0, 49, rd_size[1] // 100, 50, 0, -1, -2], np.int64)
@@ -500,22 +338,22 @@ def _kernel(
     w_drain = w_total - w_active
     ld = (w_drain + bw_o - 1) // bw_o
     lines = np.zeros(1024, np.int64)  # fill counts of undrained lines (compacted as it goes)
-    nlines = 0
-    cur = 0
-    dstart = 0
+    nlines = zero
+    cur = zero
+    dstart = zero
     free = w_total
-    drain_end = 0
-    w_stop = 0
+    drain_end = zero
+    w_stop = zero
     w_first = -1
-    stalls = 0
-    i = 0
-    last_out = 0
+    stalls = zero
+    i = zero
+    last_out = zero
     for fc in range(col_fold):
         for fr in range(row_fold):
             for r in range(per_fold):
                 cycle = i + stalls
-                off_i = 1
-                off_f = 1
+                off_i = np.int64(1)
+                off_f = np.int64(1)
                 if user_bw:
                     w0_i, w1_i, last_i, off_i, fills, req_i = _refill_row(
                         df, 0, fr, fc, r, in_cols, R, C, M, N, K, T, g,
@@ -536,11 +374,11 @@ def _kernel(
                     req_f = _estimate_row(
                         df, 1, fr, fc, r, f_cols, R, C, M, N, K, T, g, seen_f, est_f, cycle
                     )
-                _sram_span(out, 14, req_i, cycle + off_i)
-                _sram_span(out, 16, req_f, cycle + off_f)
+                _sram_span(out, zero + 14, req_i, cycle + off_i)
+                _sram_span(out, zero + 16, req_f, cycle + off_f)
                 # OFMAP writes
                 now = cycle
-                req_o = 0
+                req_o = zero
                 for c in range(C):
                     a = _demand(df, 2, fr, fc, r, c, R, C, M, N, K, T, g)
                     if a < 0:
@@ -550,21 +388,21 @@ def _kernel(
                     free -= 1
                     if cur == bw_o:
                         lines, nlines, dstart = _push(lines, nlines, dstart, bw_o)
-                        cur = 0
+                        cur = zero
                     if now < drain_end:
                         if free <= 0:
                             now = drain_end
                     elif free < w_active:
                         if cur > 0:
                             lines, nlines, dstart = _push(lines, nlines, dstart, cur)
-                            cur = 0
+                            cur = zero
                         if w_first < 0:
                             w_first = now
                         nd, data, drain_end = _drain(lines, nlines, dstart, ld, bw_o, now, out)
                         w_stop = max(w_stop, drain_end)
                         free += data
                         dstart += nd
-                _sram_span(out, 18, req_o, now)
+                _sram_span(out, zero + 18, req_o, now)
                 st = max(off_i - 1, off_f - 1, now - cycle)
                 last_out = now
                 stalls += st
@@ -572,7 +410,7 @@ def _kernel(
     # final drain of everything left (empty_all_buffers at the last row's OFMAP cycle)
     if cur > 0:
         lines, nlines, dstart = _push(lines, nlines, dstart, cur)
-        cur = 0
+        cur = zero
     t = last_out
     while dstart < nlines:
         if w_first < 0:

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from archsim.datapath.systolic_kernels import SCALESIM_FIELDS, spatio_temporal
+from archsim.datapath.systolic_folds import SCALESIM_FIELDS, spatio_temporal
 
 __all__ = ["scalesim_memory_reference", "array_reference", "operand_matrices"]
 

@@ -3,22 +3,31 @@
 >>> from archsim.validation import validate
 >>> frame = validate(["eie"], eie_data="../shared/data/eie_alexnet_fc8")  # doctest: +SKIP
 >>> frame[["claim", "paper", "archsim", "status"]]                        # doctest: +SKIP
+
+The names below load on first use (PEP 562): ``archsim --help`` builds the ``validate``
+command line from ``archsim.validation.command`` without importing any claim or model.
 """
 
-from archsim.validation.claims import STATUSES, Claim, ClaimUnavailable
-from archsim.validation.runner import CLAIMS, COLUMNS, MODELS, claims_for, summary_counts, validate
-from archsim.validation.runs import Runs, default_eie_data
+from __future__ import annotations
 
-__all__ = [
-    "CLAIMS",
-    "COLUMNS",
-    "MODELS",
-    "STATUSES",
-    "Claim",
-    "ClaimUnavailable",
-    "Runs",
-    "claims_for",
-    "default_eie_data",
-    "summary_counts",
-    "validate",
-]
+from archsim.lazy import lazy_names
+
+#: public name -> module that defines it
+_WHERE = {
+    "CLAIMS": "archsim.validation.runner",
+    "COLUMNS": "archsim.validation.runner",
+    "MODELS": "archsim.validation.names",
+    "STATUSES": "archsim.validation.claims",
+    "Claim": "archsim.validation.claims",
+    "ClaimUnavailable": "archsim.validation.claims",
+    "Runs": "archsim.validation.runs",
+    "claims_for": "archsim.validation.runner",
+    "default_eie_data": "archsim.validation.runs",
+    "summary_counts": "archsim.validation.runner",
+    "validate": "archsim.validation.runner",
+}
+
+__all__ = sorted(_WHERE)
+
+
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

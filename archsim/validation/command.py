@@ -11,8 +11,7 @@ import textwrap
 from pathlib import Path
 
 from archsim.errors import ArchsimError
-from archsim.validation.runner import MODELS, summary_counts, validate
-from archsim.validation.runs import EIE_DATA_RELATIVE, default_eie_data
+from archsim.validation.names import EIE_DATA_RELATIVE, MODELS
 
 __all__ = ["add_parser", "run_command"]
 
@@ -59,6 +58,8 @@ def _wrap(text: str) -> str:
 
 def _eie_data(arg: str | None) -> Path | None:
     if arg is None:
+        from archsim.validation.runs import default_eie_data
+
         return default_eie_data()
     path = Path(arg)
     if not path.is_dir():
@@ -72,6 +73,7 @@ def _eie_data(arg: str | None) -> Path | None:
 def run_command(args: argparse.Namespace) -> int:
     """Implementation of ``archsim validate``; returns the exit code."""
     from archsim.validation.report import format_table, write_html, write_markdown
+    from archsim.validation.runner import summary_counts, validate
 
     if args.seed < 0:
         raise ArchsimError(f"--seed: must be >= 0 (got {args.seed})")

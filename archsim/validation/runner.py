@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from archsim.validation.claims import Claim, ClaimUnavailable
 from archsim.validation.eie import EIE_CLAIMS
 from archsim.validation.multigpu import MULTIGPU_CLAIMS
+from archsim.validation.names import MODELS
 from archsim.validation.networks import NETWORK_CLAIMS
 from archsim.validation.runs import Runs
 from archsim.validation.scnn import SCNN_CLAIMS
@@ -20,15 +21,14 @@ if TYPE_CHECKING:  # pandas loads when a validation runs, not for `archsim --hel
 
 __all__ = ["CLAIMS", "MODELS", "COLUMNS", "claims_for", "evaluate", "validate", "summary_counts"]
 
-#: model -> its claims, in report order.
-CLAIMS: dict[str, tuple[Claim, ...]] = {
-    "eie": EIE_CLAIMS,
-    "scnn": SCNN_CLAIMS,
-    "tensor_core": TENSOR_CORE_CLAIMS,
-    "multigpu": MULTIGPU_CLAIMS,
-    "networks": NETWORK_CLAIMS,
-}
-MODELS = tuple(CLAIMS)
+#: model -> its claims, in report order (``MODELS``: the names alone, for the command line).
+CLAIMS: dict[str, tuple[Claim, ...]] = dict(
+    zip(
+        MODELS,
+        (EIE_CLAIMS, SCNN_CLAIMS, TENSOR_CORE_CLAIMS, MULTIGPU_CLAIMS, NETWORK_CLAIMS),
+        strict=True,
+    )
+)
 #: Columns of the frame :func:`validate` returns, in order.
 COLUMNS = (
     "model",

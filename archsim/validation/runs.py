@@ -11,6 +11,7 @@ from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.results import RunResult
 from archsim.simulate import simulate
+from archsim.validation.names import EIE_DATA_RELATIVE
 
 
 class ClaimUnavailable(Exception):
@@ -28,8 +29,6 @@ __all__ = [
     "ALEX8_REAL_LAYER",
 ]
 
-#: Where the real AlexNet FC8 layer in EIE's format lives, relative to a checkout's parent.
-EIE_DATA_RELATIVE = Path("shared") / "data" / "eie_alexnet_fc8"
 #: Layer name of the real Alex-8 workload built by :meth:`Runs.alex8_real`.
 ALEX8_REAL_LAYER = "Alex-8-real"
 
