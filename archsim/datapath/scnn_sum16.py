@@ -46,7 +46,7 @@ def _coord_rows(f, n_lists, w_ptr, w_op):  # pragma: no cover - compiled
     """Per weight iw, as the first of a vector of up to F (within its list): the r and the s of
     its real weights, one byte per lane (``rs_row[2 iw]``, ``rs_row[2 iw + 1]``); and whether
     every real r and s is below 127 (the byte compares of ``_issue_stream16``)."""
-    n_w = w_op.shape[0] // 4
+    n_w = w_op.shape[0] // 4 if n_lists > 0 else 0  # nothing to build when the path is off
     rs_row = np.zeros(2 * n_w, dtype=np.int64)
     ok = True
     for t in range(n_lists):
