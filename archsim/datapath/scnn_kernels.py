@@ -19,11 +19,13 @@ Micro-architecture (the reference twin in ``scnn_reference.py`` steps the same m
 * A phase (one group on one PE) lasts until its last issue or last accumulation, whichever is
   later (an issue at the end of cycle t is arbitrated from cycle t+1).
 
-Three implementations of a phase give identical counters and outputs: ``_pe_phase`` (any
+Four implementations of a phase give identical counters and outputs: ``_pe_phase`` (any
 shape), ``_pe_phase_fast`` (bit-mask FIFO state; stride 1, F*I <= 64, A <= 64, FIFO depth <= 2,
 i.e. the published SCNN and most sweeps) and, for those shapes with F <= 7 when no partial sum
-can saturate, ``scnn_sum._pe_phase_sum`` (timing) plus ``scnn_sum._phase_sums`` (sums).
-``tests/integration/test_scnn_reference.py`` checks them against the per-cycle twin.
+can saturate, ``scnn_sum._pe_phase_sum`` (timing) plus ``scnn_sum._phase_sums`` (sums), whose
+timing ``scnn_sum16._pe_phase_sum16`` replaces for F*I = 16 and A <= 63 (the published 4 x 4
+multipliers and 32 banks). ``tests/integration/test_scnn_reference.py`` checks them against the
+per-cycle twin.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from archsim.datapath.scnn_sum import (
     _u,
     _weight_rows,
 )
+from archsim.datapath.scnn_sum16 import _coord_rows, _pe_phase_sum16
 from archsim.numba_cache import nb
 
 __all__ = ["scnn_layer", "SCNN_PE_FIELDS", "ADDR_BITS"]
@@ -505,6 +508,10 @@ def scnn_layer(
     use_sum = fast and f <= 7  # the no-saturation path, phase by phase
     n_lists = n_groups * n_channels if use_sum else 0
     w_row, w_ok, c_ptr, c_op = _weight_rows(f, n_lists, w_ptr, w_op)
+    # its timing in registers (scnn_sum16) for 16 inputs and at most 63 banks
+    sum16 = use_sum and f * i_vec == 16 and banks <= 63
+    rs_row, coords_ok = _coord_rows(f, n_lists if sum16 else 0, w_ptr, w_op)
+    sum16 = sum16 and coords_ok
     unique, amax = _sum_bounds(n_channels, n_pes, a_ptr, a_x, a_y, a_v)
     for g0 in range(0, n_groups, batch):
         n_items = min(batch, n_groups - g0) * n_pes
@@ -521,7 +528,10 @@ def scnn_layer(
                 and unique
                 and _cannot_saturate(g, p, kc, n_channels, n_pes, shift, hi, amax, w_ptr, w_k, w_v)
             ):
-                _pe_phase_sum(g, p, dims, a_ptr, a_op, w_ptr, w_op, w_row, w_ok, st[it])
+                if sum16:
+                    _pe_phase_sum16(g, p, dims, a_ptr, a_op, w_ptr, w_row, w_ok, rs_row, st[it])
+                else:
+                    _pe_phase_sum(g, p, dims, a_ptr, a_op, w_ptr, w_op, w_row, w_ok, st[it])
                 _phase_sums(g, p, dims, a_ptr, a_op, w_ptr, c_ptr, c_op, acc[it])
                 continue
             if fast:

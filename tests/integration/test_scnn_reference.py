@@ -239,6 +239,34 @@ def test_saturating_accumulators_equal_reference(
         SEEN["saturating"] += 1
 
 
+# the 16-input timing phase (scnn_sum16; F * I = 16, A <= 63) of the no-saturation path: the
+# published 4 x 4 shape and its 1 x 16 and 2 x 8 variants, banks up to 63 (bit 63 of the grant
+# mask is its empty-slot marker), both FIFO depths, placeholders and border tiles
+@example(f=4, banks=63, depth=2, h=9, w=9, ad=1.0, wd=1.0, index_bits=None, seed=1)
+@example(f=4, banks=32, depth=1, h=9, w=9, ad=0.7, wd=0.7, index_bits=1, seed=2)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    f=st.sampled_from([1, 2, 4]),
+    banks=st.integers(1, 63),
+    depth=st.integers(1, 2),
+    h=st.integers(3, 9),
+    w=st.integers(3, 9),
+    ad=st.sampled_from([0.1, 0.3, 0.7, 1.0]),
+    wd=st.sampled_from([0.3, 0.7, 1.0]),
+    index_bits=st.sampled_from([None, 1, 2, 4]),
+    seed=st.integers(0, 2**16),
+)
+def test_sixteen_input_phase_equals_reference(f, banks, depth, h, w, ad, wd, index_bits, seed):
+    rng = np.random.default_rng(seed)
+    c, k, r, s = (int(v) for v in rng.integers(1, 4, size=4))
+    k += int(rng.integers(0, 4))
+    px, py = (int(v) for v in rng.integers(1, 4, size=2))
+    pad = int(rng.integers(0, 2))
+    kc_frac = float(rng.random())
+    layer = (c, k, h, w, r, s, 1, pad, px, py, f, 16 // f, banks, depth, kc_frac, wd, ad)
+    _compare(*layer, index_bits, seed, 0, 40)
+
+
 def test_placeholder_rule():
     """A run of more than 2**bits - 1 zeros needs one placeholder per 2**bits positions."""
     tl = scnn_tiling(20, 1, 1, 1, 1, 0, 1, 1)
