@@ -255,11 +255,18 @@ def _phase_sums(g, p, dims, a_ptr, a_op, w_ptr, c_ptr, c_op, acc):  # pragma: no
     ``c_op[4 t .. 4 t + 3]`` = (address term, r, s, value) of the real weights of each
     (group, channel), bounded by ``c_ptr``; an activation's products land on
     ``a_word // 128 + address term``.
+
+    A border activation's products are summed without branching: a product off the output
+    grid (which of them is unpredictable, and a mispredicted branch per product cost more
+    than the sum) adds 0 into ``acc[0]``. Inside activations skip the left shift when the
+    product is only shifted right.
     """
     n_channels, n_pes, out_w, out_h, f, i_vec, banks, depth, shift, lo, hi = dims
     sh_r = shift if shift > 0 else 0
     sh_l = -shift if shift < 0 else 0
     half = (1 << (shift - 1)) if shift > 0 else 0
+    oh1 = out_h - 1
+    ow1 = out_w - 1
     for c in range(n_channels):
         w0 = c_ptr[g * n_channels + c]
         w1 = c_ptr[g * n_channels + c + 1]
@@ -271,20 +278,25 @@ def _phase_sums(g, p, dims, a_ptr, a_op, w_ptr, c_ptr, c_op, acc):  # pragma: no
                 continue  # a placeholder
             at = aw >> 7
             ay_ = a_op[_u(4 * ia + 1)]
-            ax_ = a_op[_u(4 * ia + 2)]
             aval = a_op[_u(4 * ia + 3)]
             if ay_ == _INSIDE:
-                for t in range(w0, w1):
-                    v = ((c_op[_u(4 * t + 3)] * aval + half) >> sh_r) << sh_l
-                    acc[_u(at + c_op[_u(4 * t)])] += v
+                if sh_l == 0:
+                    for t in range(w0, w1):
+                        v = (c_op[_u(4 * t + 3)] * aval + half) >> sh_r
+                        acc[_u(at + c_op[_u(4 * t)])] += v
+                else:
+                    for t in range(w0, w1):
+                        v = (c_op[_u(4 * t + 3)] * aval) << sh_l
+                        acc[_u(at + c_op[_u(4 * t)])] += v
             else:
+                ax_ = a_op[_u(4 * ia + 2)]
                 for t in range(w0, w1):
                     ny = ay_ - c_op[_u(4 * t + 1)]
                     nx = ax_ - c_op[_u(4 * t + 2)]
-                    if ny < 0 or nx < 0 or ny >= out_h or nx >= out_w:
-                        continue
+                    # all ones when the product lands on the grid, else 0
+                    keep = ~((ny | nx | (oh1 - ny) | (ow1 - nx)) >> 63)
                     v = ((c_op[_u(4 * t + 3)] * aval + half) >> sh_r) << sh_l
-                    acc[_u(at + c_op[_u(4 * t)])] += v
+                    acc[_u((at + c_op[_u(4 * t)]) & keep)] += v & keep
 
 
 @nb.njit(cache=True)
