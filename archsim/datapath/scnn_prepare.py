@@ -92,7 +92,7 @@ def _placeholders(key: np.ndarray, pos: np.ndarray, n_seg: int, index_bits: int 
     prev[0] = -1
     prev[1:] = pos[:-1]
     prev[1:][key[1:] != key[:-1]] = -1
-    extra = (pos - prev - 1) // (1 << index_bits)
+    extra = (pos - prev - 1) >> index_bits  # floor division by 2**index_bits, without a divide
     if not extra.any():
         return bounds.astype(np.int64, copy=False), None, None
     slots = extra + 1
