@@ -45,11 +45,12 @@ __all__ = ["simulate_scnn", "run_scnn_conv", "ScnnConvRun"]
 
 def _fixed_point(conv: SparseConv, data_bits: int, acc_bits: int) -> tuple[int, int, int]:
     """(weight_frac, act_frac, out_frac): no accumulator overflow for any partial sum."""
-    wmax = float(np.max(np.abs(conv.weights), initial=0.0))
+    w_abs = np.abs(conv.weights)
+    wmax = float(np.max(w_abs, initial=0.0))
     amax = float(np.max(conv.activations, initial=0.0))
     wf = frac_bits_for(wmax, data_bits)
     af = frac_bits_for(amax, data_bits)
-    per_k = np.abs(conv.weights).reshape(conv.k, -1).sum(axis=1)
+    per_k = w_abs.reshape(conv.k, -1).sum(axis=1)
     bound = amax * float(per_k.max(initial=0.0))
     return wf, af, frac_bits_for(bound, acc_bits)
 
@@ -72,6 +73,7 @@ def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
     grid = cfg.pe_grid
     kg = conv.k // conv.groups
     word_bits = cfg.arithmetic.data_bits + cfg.index_bits
+    nz = (act_q != 0).sum(axis=0)  # non-zeros per pixel over channels: once, not per try
     tx = ty = 1
     while True:
         rw, rh = -(-conv.w // tx), -(-conv.h // ty)
@@ -91,7 +93,7 @@ def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
             window = max(window, tl.win_w * tl.win_h)
             tile_w, tile_h = max(tile_w, tl.tile_w), max(tile_h, tl.tile_h)
         kc = min(kg, cfg.max_output_channels_per_group, cfg.accumulator.entries // window)
-        tile_nnz = _max_tile_nnz(act_q, tile_w, tile_h)
+        tile_nnz = _max_tile_nnz(nz, tile_w, tile_h)
         in_ok = tile_nnz * word_bits / 8 <= cfg.iaram.size_bytes
         out_pos = -(-tl.out_w // (grid.cols * tx)) * -(-tl.out_h // (grid.rows * ty))
         out_ok = out_pos * kg * density * word_bits / 8 <= cfg.oaram.size_bytes
@@ -109,9 +111,8 @@ def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
             ty += 1
 
 
-def _max_tile_nnz(act_q: np.ndarray, tw: int, th: int) -> int:
-    """Most non-zeros any tw x th tile (all channels) holds."""
-    nz = (act_q != 0).sum(axis=0)
+def _max_tile_nnz(nz: np.ndarray, tw: int, th: int) -> int:
+    """Most non-zeros any tw x th tile holds, from the per-pixel counts ``nz`` (h, w)."""
     h, w = nz.shape
     ph, pw = -(-h // th) * th, -(-w // tw) * tw
     padded = np.zeros((ph, pw), dtype=np.int64)
@@ -197,7 +198,9 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                 )
                 region = aq[:, y_lo:y_hi, x_lo:x_hi]
                 a_ptr, ax, ay, av = compress_activations(region, tl, cfg.index_bits, phase)
-                part = np.zeros((kg, out_h, out_w), dtype=np.int64)
+                # the kernel adds its products into the group's block of ``out`` (a C-contiguous
+                # view): no per-super-tile zeroed copy to sum in afterwards
+                part = out[img, j * kg : (j + 1) * kg]
                 stats = scnn_layer(
                     n_groups,
                     kc,
@@ -228,7 +231,6 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                     ar.accumulator_bits,
                     part,
                 )
-                out[img, j * kg : (j + 1) * kg] += part
                 totals += stats.sum(axis=(1, 2))
                 window = kc * tl.win_w * tl.win_h
                 if window > cfg.accumulator.entries:  # _plan guarantees this never happens
@@ -256,8 +258,8 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                 pushed = int((wvecs[:, :, None] * passes * (vecs[None] > 0)).sum())
                 fifo_push += pushed
                 refills += pushed - int((wvecs[:, :, None] * (vecs[None] > 0)).sum())
-    relu = np.maximum(out, 0)
-    nnz_out = int(np.count_nonzero(relu))
+    nnz_out = int(np.count_nonzero(out > 0))
+    input_nnz = int(np.count_nonzero(aq_all))
     halo = drained - conv.n * conv.k * out_h * out_w  # partial sums beyond one per output
     per_access = math.ceil(mul.activations_per_cycle * word_bits / cfg.iaram.width_bits)
     counts = {
@@ -266,7 +268,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
         "accumulator": {"update": int(totals[3]), "drain": drained},
         "iaram": {
             "read": iaram_reads * per_access,
-            "write": math.ceil(int(np.count_nonzero(aq_all)) * word_bits / cfg.iaram.width_bits),
+            "write": math.ceil(input_nnz * word_bits / cfg.iaram.width_bits),
         },
         "oaram": {"write": math.ceil(nnz_out * word_bits / cfg.oaram.width_bits)},
         "weight_fifo": {"push": fifo_push, "pop": int(totals[1])},
@@ -281,7 +283,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
         "scnn_kc": min(kc_used),
         "scnn_weight_refills": refills,
         "scnn_supertiles": supertiles,
-        "scnn_output_density": nnz_out / relu.size if relu.size else 0.0,
+        "scnn_output_density": nnz_out / out.size if out.size else 0.0,
     }
     return ScnnConvRun(
         layer=conv,
@@ -291,7 +293,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
         output_q=out,
         out_frac=of,
         macs_effective=int(totals[3]),
-        input_nnz=int(np.count_nonzero(aq_all)),
+        input_nnz=input_nnz,
         output_nnz=nnz_out,
     )
 

@@ -23,8 +23,12 @@ def frac_bits_for(max_abs: float, bits: int) -> int:
 
 def quantize(values: np.ndarray, frac: int, bits: int) -> np.ndarray:
     """Round to nearest and saturate to signed ``bits``-bit integers (int64 array)."""
-    q = np.round(np.asarray(values, dtype=np.float64) * 2.0**frac).astype(np.int64)
-    return saturate_array(q, bits)
+    scaled = np.asarray(values, dtype=np.float64) * 2.0**frac
+    if not isinstance(scaled, np.ndarray):  # a 0-d input gives a NumPy scalar
+        return saturate_array(np.round(scaled).astype(np.int64), bits)
+    # ``scaled`` and ``q`` are new arrays: round and clip in place, no further temporaries
+    q = np.round(scaled, out=scaled).astype(np.int64)
+    return np.clip(q, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1, out=q)
 
 
 def saturate_array(values: np.ndarray, bits: int) -> np.ndarray:

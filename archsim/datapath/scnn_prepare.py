@@ -80,26 +80,41 @@ def _placeholders(key: np.ndarray, pos: np.ndarray, n_seg: int, index_bits: int 
     A run of more than ``2**index_bits - 1`` zeros before an entry is bridged by placeholder
     entries (value 0), each covering ``2**index_bits`` positions (as EIE's padding). Returns
     (segment pointers over the expanded stream, index of every expanded slot into the sorted
-    entries — the entry it precedes —, mask of real slots).
+    entries — the entry it precedes — or None when no slot is a placeholder, mask of real
+    slots or None likewise).
     """
     n = key.size
+    # key rises along the stream: segment bounds by binary search, no bincount
+    bounds = np.searchsorted(key, np.arange(n_seg + 1, dtype=key.dtype))
     if index_bits is None or n == 0:
-        counts = np.bincount(key, minlength=n_seg)
-        ptr = np.zeros(n_seg + 1, dtype=np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        return ptr, np.arange(n, dtype=np.int64), np.ones(n, dtype=bool)
-    first = np.ones(n, dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    prev = np.where(first, -1, np.concatenate([[0], pos[:-1]]))
-    extra = (pos - prev - 1) // (1 << index_bits)
+        return bounds.astype(np.int64, copy=False), None, None
+    prev = np.empty(n, dtype=pos.dtype)
+    prev[0] = -1
+    prev[1:] = pos[:-1]
+    prev[1:][key[1:] != key[:-1]] = -1
+    extra = (pos - prev - 1) >> index_bits  # floor division by 2**index_bits, without a divide
+    if not extra.any():
+        return bounds.astype(np.int64, copy=False), None, None
     slots = extra + 1
+    ends = np.empty(n + 1, dtype=np.int64)
+    ends[0] = 0
+    np.cumsum(slots, out=ends[1:])
     src = np.repeat(np.arange(n, dtype=np.int64), slots)
     real = np.zeros(src.size, dtype=bool)
-    real[np.cumsum(slots) - 1] = True
-    counts = np.bincount(key, weights=slots, minlength=n_seg).astype(np.int64)
-    ptr = np.zeros(n_seg + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    return ptr, src, real
+    real[ends[1:] - 1] = True
+    return ends[bounds], src, real
+
+
+def _expand(a: np.ndarray, src: np.ndarray | None) -> np.ndarray:
+    """``a`` per expanded slot (int64): ``a[src]``, or ``a`` itself when there is no placeholder."""
+    return (a if src is None else a[src]).astype(np.int64, copy=False)
+
+
+def _values(v: np.ndarray, src: np.ndarray | None, real: np.ndarray | None) -> np.ndarray:
+    """Entry values per expanded slot, 0 in placeholders, as int64."""
+    if src is None:
+        return v.astype(np.int64)
+    return np.where(real, v[src], 0).astype(np.int64)
 
 
 def compress_activations(
@@ -116,23 +131,26 @@ def compress_activations(
     c_n, h, w = act_q.shape
     p_n = tiling.n_pes
     th, tw, px, py = tiling.tile_h, tiling.tile_w, tiling.px, tiling.py
-    # np.nonzero walks a (channel, tile row, tile column, y, x) view in the stream's order
-    # (by channel and PE, then row-major within the tile): no sort
-    tiled = np.zeros((c_n, py * th, px * tw), dtype=act_q.dtype)
-    tiled[:, :h, :w] = act_q
-    cc, ty, tx, yt, xt = np.nonzero(tiled.reshape(c_n, py, th, px, tw).transpose(0, 1, 3, 2, 4))
+    # a contiguous (channel, tile row, tile column, y, x) copy is laid out in the stream's order
+    # (by channel and PE, then row-major within the tile): its flat non-zero indices need no
+    # sort, and one division by the tile size splits them into segment key and tile position
+    if (h, w) == (py * th, px * tw):
+        tiled = act_q
+    else:
+        tiled = np.zeros((c_n, py * th, px * tw), dtype=act_q.dtype)
+        tiled[:, :h, :w] = act_q
+    flat = np.ascontiguousarray(tiled.reshape(c_n, py, th, px, tw).transpose(0, 1, 3, 2, 4))
+    flat = flat.reshape(-1)
+    idx = np.flatnonzero(flat)
+    key, rem = np.divmod(idx, th * tw)
+    yt, xt = np.divmod(rem, tw)
+    ty, tx = np.divmod(key % p_n, px)
     yy, xx = ty * th + yt, tx * tw + xt
-    key = cc * p_n + ty * px + tx
-    sub_w = -(-tiling.tile_w // phase)
-    pos = ((yy % tiling.tile_h) // phase) * sub_w + (xx % tiling.tile_w) // phase
+    sub_w = -(-tw // phase)
+    pos = rem if phase == 1 else (yt // phase) * sub_w + xt // phase
     ptr, src, real = _placeholders(key, pos, c_n * p_n, index_bits)
-    vals = np.where(real, act_q[cc[src], yy[src], xx[src]], 0).astype(np.int64)
-    return (
-        ptr,
-        xx[src].astype(np.int64) + tiling.x_lo,
-        yy[src].astype(np.int64) + tiling.y_lo,
-        vals,
-    )
+    vals = _values(flat[idx], src, real)
+    return ptr, _expand(xx, src) + tiling.x_lo, _expand(yy, src) + tiling.y_lo, vals
 
 
 def compress_weights(w_q: np.ndarray, kc: int, index_bits: int | None = None, phase: int = 1):
@@ -144,21 +162,21 @@ def compress_weights(w_q: np.ndarray, kc: int, index_bits: int | None = None, ph
     """
     k_n, c_n, r_n, s_n = w_q.shape
     n_groups = -(-k_n // kc)
-    # np.nonzero walks a (group, channel, k, r, s) view in exactly the stream's order: no sort
-    pad = ((0, n_groups * kc - k_n), (0, 0), (0, 0), (0, 0))
-    grouped = np.pad(w_q, pad).reshape(n_groups, kc, c_n, r_n, s_n).transpose(0, 2, 1, 3, 4)
-    g, cc, kl, rr, ss = np.nonzero(grouped)
-    kk = g * kc + kl
-    key = g * c_n + cc
-    sub_r, sub_s = -(-r_n // phase), -(-s_n // phase)
-    pos = ((kk - g * kc) * sub_r + rr // phase) * sub_s + ss // phase
+    rs = r_n * s_n
+    # a contiguous (group, channel, k, r, s) copy is laid out in exactly the stream's order: its
+    # flat non-zero indices need no sort and split by division into (key, k_local, r, s)
+    if n_groups * kc != k_n:
+        w_q = np.pad(w_q, ((0, n_groups * kc - k_n), (0, 0), (0, 0), (0, 0)))
+    grouped = w_q.reshape(n_groups, kc, c_n, rs).transpose(0, 2, 1, 3)
+    flat = np.ascontiguousarray(grouped).reshape(-1)
+    idx = np.flatnonzero(flat)
+    key, rem = np.divmod(idx, kc * rs)
+    kl, t = np.divmod(rem, rs)
+    rr, ss = np.divmod(t, s_n)
+    if phase == 1:
+        pos = rem
+    else:
+        pos = (kl * -(-r_n // phase) + rr // phase) * -(-s_n // phase) + ss // phase
     ptr, src, real = _placeholders(key, pos, n_groups * c_n, index_bits)
-    vals = np.where(real, w_q[kk[src], cc[src], rr[src], ss[src]], 0).astype(np.int64)
-    return (
-        ptr,
-        (kk[src] - g[src] * kc).astype(np.int64),
-        rr[src].astype(np.int64),
-        ss[src].astype(np.int64),
-        vals,
-        n_groups,
-    )
+    vals = _values(flat[idx], src, real)
+    return ptr, _expand(kl, src), _expand(rr, src), _expand(ss, src), vals, n_groups

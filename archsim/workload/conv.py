@@ -106,12 +106,19 @@ class SparseConv:
         return self.n * self.k * self.out_h * self.out_w * cg * self.r * self.s
 
 
-def _exact_positions(rng: np.random.Generator, total: int, density: float) -> np.ndarray:
-    """Sorted flat positions of exactly ``round(density * total)`` entries, uniform, distinct."""
+def _exact_mask(rng: np.random.Generator, total: int, density: float) -> np.ndarray:
+    """Mask of exactly ``round(density * total)`` uniform, distinct kept positions.
+
+    A boolean mask, not sorted positions: scattering the draw into it costs O(kept), where
+    sorting it took O(kept log kept), and ``x[mask] = values`` fills the kept positions in
+    rising order just as ``x[sorted positions] = values`` did (the draws are the same).
+    """
     kept = int(round(density * total))
     if kept >= total:
-        return np.arange(total, dtype=np.int64)
-    return np.sort(rng.choice(total, size=kept, replace=False).astype(np.int64))
+        return np.ones(total, dtype=bool)
+    mask = np.zeros(total, dtype=bool)
+    mask[rng.choice(total, size=kept, replace=False)] = True
+    return mask
 
 
 def write_conv_dir(folder: str | Path, weights: np.ndarray, activations: np.ndarray) -> None:
@@ -197,18 +204,19 @@ def materialize_conv(layer: ConvLayer, seed: int, base_dir: str | Path | None = 
     w_size = int(np.prod(w_shape))
     fan_in = w_shape[1] * w_shape[2] * w_shape[3]
     scale = np.float32(1.0 / np.sqrt(fan_in))
-    w_pos = _exact_positions(rng, w_size, layer.weight_density)
-    w_vals = rng.standard_normal(w_pos.size, dtype=np.float32) * scale
+    w_mask = _exact_mask(rng, w_size, layer.weight_density)
+    w_vals = rng.standard_normal(int(np.count_nonzero(w_mask)), dtype=np.float32) * scale
     # a kept weight is never exactly zero (a zero draw is astronomically rare; keep it non-zero)
     w_vals[w_vals == 0.0] = scale
     weights = np.zeros(w_size, dtype=np.float32)
-    weights[w_pos] = w_vals
+    weights[w_mask] = w_vals
     a_shape = layer.input_shape
     a_size = int(np.prod(a_shape))
-    a_pos = _exact_positions(rng, a_size, layer.activation_density)
-    a_vals = np.maximum(np.abs(rng.standard_normal(a_pos.size, dtype=np.float32)), 1e-2)
+    a_mask = _exact_mask(rng, a_size, layer.activation_density)
+    a_vals = rng.standard_normal(int(np.count_nonzero(a_mask)), dtype=np.float32)
+    a_vals = np.maximum(np.abs(a_vals, out=a_vals), 1e-2, out=a_vals)
     acts = np.zeros(a_size, dtype=np.float32)
-    acts[a_pos] = a_vals
+    acts[a_mask] = a_vals
     return _sparse_conv(layer, weights.reshape(w_shape), acts.reshape(a_shape))
 
 
