@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from archsim.measure.folder import read_folder
-from archsim.validation.calibrate import _GOLD
+from archsim.validation.calibrate import _golden
 from archsim.validation.measured import error_stats, load_gpu, measured_rows, simulate_rows
 
 #: The preset fields set from measured rows (path, low, high, uncalibrated value, the row that
@@ -108,22 +108,7 @@ def fit(sim: Sim, start: dict[str, float | None], train: list[int], touched: dic
             return _objective(sim.times({**values, path: x}, idx), measured[idx])
 
         best = f(values[path]) if values[path] is not None else math.inf
-        a, b = low, high
-        c, d = b - _GOLD * (b - a), a + _GOLD * (b - a)
-        fc, fd = f(c), f(d)
-        seen = [(fc, c), (fd, d)]
-        for _ in range(STEPS - 2):
-            if fc <= fd:
-                b, d, fd = d, c, fc
-                c = b - _GOLD * (b - a)
-                fc = f(c)
-                seen.append((fc, c))
-            else:
-                a, c, fc = c, d, fd
-                d = a + _GOLD * (b - a)
-                fd = f(d)
-                seen.append((fd, d))
-        score, x = min(seen)
+        x, score = _golden(f, low, high, STEPS)
         if score < best:
             values[path] = x
     return values

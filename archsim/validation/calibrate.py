@@ -216,13 +216,15 @@ def _with(hw: Any, values: dict[str, float]) -> Any:
     return hw.with_overrides(plain, source="calibrate")
 
 
-def _golden(f: Callable[[float], float], low: float, high: float) -> tuple[float, float]:
-    """Minimise ``f`` on [low, high] with :data:`STEPS` evaluations; (best x, best f)."""
+def _golden(
+    f: Callable[[float], float], low: float, high: float, steps: int = STEPS
+) -> tuple[float, float]:
+    """Minimise ``f`` on [low, high] with ``steps`` evaluations; (best x, best f)."""
     a, b = low, high
     c, d = b - _GOLD * (b - a), a + _GOLD * (b - a)
     fc, fd = f(c), f(d)
     seen = [(fc, c), (fd, d)]
-    for _ in range(STEPS - 2):
+    for _ in range(steps - 2):
         if fc <= fd:
             b, d, fd = d, c, fc
             c = b - _GOLD * (b - a)
