@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from archsim.datapath.scnn_sum import _INSIDE, _popcount, _u
+from archsim.datapath.scnn_sum import _INSIDE, _popcount, _store_counts, _u
 from archsim.numba_cache import nb
 
 #: bit l of an index -> byte l all ones (byte masks of 8 inputs)
@@ -240,9 +240,4 @@ def _pe_phase_sum16(
         k += go
         cycle += 1
         rot = (rot + 1) & 15
-    st[0] = max(last_delivery, last_issue) + 1
-    st[1] = n_iss
-    st[2] = mults
-    st[3] = prods
-    st[4] = stalls
-    st[5] = conflicts
+    _store_counts(st, last_delivery, last_issue, n_iss, mults, prods, stalls, conflicts)
