@@ -33,6 +33,7 @@ __all__ = [
     "leading_dimensions_bytes",
     "plans_for",
     "shared_read_bytes",
+    "stream_k_cut_tiles",
     "widest_load_bytes",
 ]
 
@@ -344,8 +345,10 @@ def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[
     """The Stream-K variant of data-parallel ``plan`` (split_k 1), when its tiles fill the
     CTA slots unevenly and number fewer than four waves: ``min(slots, iterations /
     STREAM_K_MIN_ITERS)`` persistent CTAs each run an equal share of the ``tiles x k-steps``
-    iterations, then store the tiles they finished plus one FP32 partial tile (written and read
-    by the fix-up)."""
+    iterations. The epilogue is the kernel's whole output traffic shared evenly by its CTAs
+    (they all reach it together): every tile's C read (unless beta = 0) and D write once, plus
+    one FP32 partial tile written and read back by the fix-up for each tile that a CTA
+    boundary cuts (:func:`stream_k_cut_tiles`)."""
     tiles = plan.grid_m * plan.grid_n * prob.batch
     slots = cfg.sms * plan.ctas_per_sm
     if plan.split_k != 1 or tiles % slots == 0 or tiles >= 4 * slots:
@@ -355,8 +358,8 @@ def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[
     if ctas < 1:
         return []
     share = _cdiv(tiles * steps, ctas)
-    t = plan.tile
-    out_tiles = _cdiv(tiles, ctas)  # tiles one CTA completes (C read + D write), at most
+    cut = stream_k_cut_tiles(tiles * steps, steps, share)
+    out = plan.tile.m * plan.tile.n * (tiles * prob.c_d_bytes + cut * 2 * 4)
     return [
         replace(
             plan,
@@ -364,9 +367,19 @@ def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[
             ctas=ctas,
             steps=share,
             k_slice=min(share, steps) * plan.k_step,
-            epilogue_bytes=t.m * t.n * (2 * prob.out_bytes * out_tiles + 8),
+            epilogue_bytes=_cdiv(out, ctas),
         )
     ]
+
+
+def stream_k_cut_tiles(iterations: int, steps: int, share: int) -> int:
+    """Output tiles that Stream-K CTAs of ``share`` iterations each split between two or more
+    CTAs: one per CTA boundary ``i x share`` inside the ``iterations`` (tiles x ``steps``
+    k-steps) that is not a tile boundary. Each such cut costs one FP32 partial tile in global
+    memory (CUTLASS's sm90 Stream-K fix-up: the CTA that does not finish the tile stores its
+    accumulators; the one that finishes it reads and adds them)."""
+    bounds = np.arange(share, iterations, share, dtype=np.int64)
+    return int(np.count_nonzero(bounds % steps))
 
 
 def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
