@@ -63,6 +63,8 @@ class KernelPlan:
     l2_stage_bytes: int  # of which read from L2 by this CTA (B shared under TMA multicast)
     epilogue_bytes: int  # bytes one CTA stores (and reads for C) at the end
     stream_k: bool = False  # persistent CTAs share the tiles' k-iterations evenly (Stream-K)
+    transposes: int = 0  # operands first rewritten K-major by a transpose kernel each
+    transpose_bytes: int = 0  # bytes of those operands (each read once and written once)
 
     @property
     def name(self) -> str:
@@ -281,6 +283,7 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
     fraction = fam.mma_rate_fraction if fam is not None else 1.0
     multicast = fam.multicast_ctas if fam is not None else 1
     name = fam.name if fam is not None else "cuda_core"
+    transposes, transpose_bytes = _transposes(fam, prob)
     out: list[KernelPlan] = []
     for tile in tiles:
         per_sm = _occupancy(cfg, prob, tile)
@@ -322,6 +325,8 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
                         (tile.m * multicast + tile.n) * ks * prob.in_bytes, multicast
                     ),  # fmt: skip
                     epilogue_bytes=tile.m * tile.n * out_bytes,
+                    transposes=transposes,
+                    transpose_bytes=transpose_bytes,
                 )
             )
         if stream_k and len(out) > first and out[first].split_k == 1:
@@ -333,6 +338,15 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
             f"{cfg.sm_memory.register_file_bytes} B); add a smaller tile"
         )
     return out
+
+
+def _transposes(fam: KernelFamily | None, prob: GemmProblem) -> tuple[int, int]:
+    """(operands, bytes) that must be rewritten K-major before ``fam`` can run ``prob``: A when
+    stored k x m, B when stored k x n, for a precision in ``fam.k_major_precisions``."""
+    if fam is None or rate_key(prob.precision) not in fam.k_major_precisions:
+        return 0, 0
+    sizes = [prob.m * prob.k] * prob.transpose_a + [prob.k * prob.n] * (not prob.transpose_b)
+    return len(sizes), prob.batch * sum(sizes) * prob.in_bytes
 
 
 #: Fewest k-steps (k tiles) one Stream-K CTA is given: CUTLASS 3's sm90 Stream-K scheduler

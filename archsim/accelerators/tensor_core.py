@@ -17,7 +17,10 @@ heuristics/autotuning. A plan runs as one kernel (plus a reduction kernel for sp
    domains: the fill port (the kernel family's) and L2 bandwidth are bytes per SM clock (the
    L2 is taken to scale with the SM clock); HBM bandwidth is bytes per second, so it shrinks
    per SM cycle as the clock rises;
-4. split-K: a reduction kernel (launch + reading the FP32 partials and C, writing D at HBM speed).
+4. split-K: a reduction kernel (launch + reading the FP32 partials and C, writing D at HBM speed);
+5. an operand a family takes only K-major but is stored MN-major: a transpose kernel each
+   (launch + the operand read and written at HBM speed), timed after the GEMM (the order does
+   not change the total).
 
 Only the rounds, launch and HBM terms depend on the clock: plans and L2 traffic are memoised,
 so evaluating a layer at a second clock (``cfg.model_copy`` with another
@@ -214,6 +217,8 @@ class _KernelModel:
             marks["main_end"] = int(ctx.env.now)
             if self.plan.split_k > 1:
                 yield ctx.timeout(self.launch + self._reduce_cycles(mem))
+            if self.plan.transposes:
+                yield ctx.timeout(self._transpose_cycles(mem))
 
         ctx.env.process(kernel())
         ctx.run()
@@ -247,6 +252,8 @@ class _KernelModel:
         end = main_end
         if self.plan.split_k > 1:
             end += self.launch + self._reduce_cycles(mem)
+        if self.plan.transposes:
+            end += self._transpose_cycles(mem)
         return self._result(end, main_end - self.launch, busiest)
 
     def _result(self, cycles: int, main_cycles: int, busiest_tensor: int) -> KernelRun:
@@ -258,8 +265,8 @@ class _KernelModel:
             launch_cycles=self.launch,
             main_cycles=main_cycles,
             tensor_busy_cycles=busiest_tensor,
-            hbm_bytes=self.hbm_loads + epi_bytes + self._reduce_bytes(),
-            l2_bytes=self.l2_loads + epi_bytes,
+            hbm_bytes=self.hbm_loads + epi_bytes + self._reduce_bytes() + 2 * p.transpose_bytes,
+            l2_bytes=self.l2_loads + epi_bytes + 2 * p.transpose_bytes,
             hbm_load_bytes=self.hbm_loads,
             l2_load_bytes=self.l2_loads,
             slots=self.cfg.sms * p.ctas_per_sm,
@@ -273,6 +280,10 @@ class _KernelModel:
 
     def _reduce_cycles(self, mem: _Memory) -> int:
         return max(1, math.ceil(self._reduce_bytes() / mem.hbm))
+
+    def _transpose_cycles(self, mem: _Memory) -> int:
+        p = self.plan
+        return p.transposes * self.launch + math.ceil(2 * p.transpose_bytes / mem.hbm)
 
 
 _TRAFFIC: dict[tuple[str, GemmProblem, KernelPlan], tuple[int, int]] = {}
@@ -388,6 +399,7 @@ def gemm_counts(prob: GemmProblem, run: KernelRun) -> dict[str, dict[str, int]]:
     # split-K: FP32 partials out, then the reduction reads them with C and writes D
     partials = prob.batch * prob.m * prob.n * 4 * p.split_k if p.split_k > 1 else 0
     reads, writes = partials + (d_bytes if prob.reads_c else 0), partials + d_bytes
+    reads, writes = reads + p.transpose_bytes, writes + p.transpose_bytes
     return {
         **core,
         "shared_memory": {
@@ -434,7 +446,7 @@ def _outcome(
         "tc_hbm_bandwidth_bytes_per_s": cfg.hbm.bandwidth_bytes_per_s,
         "tc_arithmetic_intensity": 2 * prob.macs / run.hbm_bytes,
         "tc_l2_bytes": run.l2_bytes,
-        "tc_launch_cycles": run.launch_cycles + (run.launch_cycles if p.split_k > 1 else 0),
+        "tc_launch_cycles": run.launch_cycles * (1 + (p.split_k > 1) + p.transposes),
         "tc_gemm_mnk": f"{prob.m}x{prob.n}x{prob.k}" + (f"x{prob.batch}" if prob.batch > 1 else ""),
         "tc_functional_max_error": err,
         "tc_functional_error_bound": bound,

@@ -87,6 +87,12 @@ class KernelFamily(ArchsimModel):
         description="Also try Stream-K: persistent CTAs split the tiles' k-iterations evenly "
         "(for grids that fill the SMs unevenly), with an FP32 fix-up of the shared tiles.",
     )
+    k_major_precisions: list[Precision] = Field(
+        default_factory=list,
+        description="Precisions whose A and B it takes only K-major (A stored m x k, B stored "
+        "n x k). A GEMM of these with an operand stored MN-major first runs one transpose "
+        "kernel per such operand (a launch, and the operand read and written at HBM speed).",
+    )
     mma_rate_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Its MMA throughput / the part's tensor rate."
     )

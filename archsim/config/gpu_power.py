@@ -15,8 +15,9 @@ from archsim.config.base import ArchsimModel
 
 __all__ = ["GpuPowerConfig", "VfPoint", "OPERAND_BITS"]
 
-#: bits of one A/B operand element as the tensor core reads it (tf32 is stored in 32 bits)
-OPERAND_BITS = {"fp8": 8, "int8": 8, "fp16": 16, "bf16": 16, "tf32": 32, "fp32": 32}
+#: bits of one A/B operand element in the tensor core's multipliers: TF32 is stored in 32 bits but
+#: multiplied as 19 (1 sign, 8 exponent, 10 mantissa bits; NVIDIA A100 whitepaper, "TF32")
+OPERAND_BITS = {"fp8": 8, "int8": 8, "fp16": 16, "bf16": 16, "tf32": 19, "fp32": 32}
 
 
 class VfPoint(ArchsimModel):

@@ -24,11 +24,6 @@ def _at(cfg, hz: float):
     return cfg.model_copy(update={"clock": cfg.clock.model_copy(update={"frequency_hz": hz})})
 
 
-def _at_mhz(cfg, mhz: float):
-    clock = cfg.clock.model_copy(update={"frequency_hz": mhz * 1e6})
-    return cfg.model_copy(update={"clock": clock})
-
-
 def _seconds(cfg, prob) -> float:
     best, _ = run_gemm(cfg, prob)
     return best.cycles / cfg.clock.frequency_hz
@@ -84,8 +79,8 @@ def test_h100_unaligned_leading_dimensions_take_the_slow_family() -> None:
     assert family_for(h100, _prob(1001, 1024, 1024, transpose_a=True)).name == "sm80_unaligned"
     # each at the clock it ran at (gemm_unaligned.csv 4095^3 fp16: 1974 MHz; gemm_square.csv
     # 4096^3 fp16: 1606 MHz, power-limited), where the measured ratio is 891.9 / 206.3 = 4.32
-    slow = _seconds(_at_mhz(h100, 1974), _prob(4095, 4095, 4095)) / _seconds(
-        _at_mhz(h100, 1606), _prob(4096, 4096, 4096)
+    slow = _seconds(_at(h100, 1974e6), _prob(4095, 4095, 4095)) / _seconds(
+        _at(h100, 1606e6), _prob(4096, 4096, 4096)
     )
     assert 3.0 < slow < 5.5, f"simulated 4095^3 / 4096^3 = {slow:.2f}, measured 4.32"
     assert family_for(h100, _prob(4095, 4095, 4095, "fp32")) is None  # FP32: CUDA cores
@@ -297,3 +292,27 @@ def test_h100_stream_k_epilogue_is_the_kernel_output_shared_by_its_ctas() -> Non
     assert sk and sk[0].ctas == 128 and sk[0].steps == 8
     expected = 128 * 128 * (64 * 2 * 4 + 64 * 2 * 4) // 128
     assert sk[0].epilogue_bytes == expected, (sk[0].epilogue_bytes, expected)
+
+
+def test_h100_tf32_and_fp8_take_wgmma_only_k_major() -> None:
+    """wgmma reads 32- and 8-bit operands only K-major (CUTLASS 3 sm90 tf32/s8: {T} x {N}):
+    an operand stored MN-major is first rewritten by a transpose kernel; 16-bit ones never."""
+    h100 = archsim.load_hardware("h100")
+    n = 512
+    cases = {  # (precision, transpose_a, transpose_b) -> operands rewritten
+        ("tf32", False, False): 1,  # NN: B stored k x n
+        ("tf32", False, True): 0,  # NT: both K-major
+        ("tf32", True, False): 2,  # TN: both MN-major
+        ("fp16", True, False): 0,
+        ("fp8_e4m3", False, False): 1,
+    }
+    for (prec, ta, tb), want in cases.items():
+        kw = {"output": "bf16"} if prec.startswith("fp8") else {}
+        prob = _prob(n, n, n, prec, transpose_a=ta, transpose_b=tb, **kw)
+        plans = plans_for(h100, prob)
+        assert {p.transposes for p in plans} == {want}, (prec, ta, tb)
+        assert {p.transpose_bytes for p in plans} == {want * n * n * prob.in_bytes}
+    nn = _seconds(h100, _prob(n, n, n, "tf32"))
+    nt = _seconds(h100, _prob(n, n, n, "tf32", transpose_b=True))
+    launch = h100.launch_overhead_s
+    assert launch < nn - nt < launch + 2 * n * n * 4 / 1e12, (nn, nt)

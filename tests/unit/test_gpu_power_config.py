@@ -70,7 +70,8 @@ def test_toggle_fraction():
 
 
 def test_board_prices_scale_with_operand_width(h100):
-    """Per FMA energy grows with operand bits, so each precision costs the same per clock."""
+    """Per FMA energy grows with the multipliers' operand bits, so each 16- and 8-bit precision
+    costs the same per clock; TF32 (19 bits at half rate) costs 19/32 of FP16 per clock."""
     prices = gpu_price_list(h100)
     tc = prices.energy_pj["tensor_core"]
     per_bit = h100.power.mma_energy_pj_per_operand_bit
@@ -78,8 +79,9 @@ def test_board_prices_scale_with_operand_width(h100):
         assert tc[f"fma_{p}"] == pytest.approx(per_bit * OPERAND_BITS[p])
     assert tc["fma_fp8"] * 2 == pytest.approx(tc["fma_fp16"])
     rate = h100.tensor_cores.precision_rate
-    for p in rate:  # FMA per clock x pJ per FMA: the same as fp16
+    for p in ("bf16", "fp8", "int8"):  # FMA per clock x pJ per FMA: the same as fp16
         assert rate[p] * tc[f"fma_{p}"] == pytest.approx(tc["fma_fp16"])
+    assert rate["tf32"] * tc["fma_tf32"] == pytest.approx(tc["fma_fp16"] * 19 / 32)
     assert prices.static_power_w == {"board_static": 126.08}
 
 
