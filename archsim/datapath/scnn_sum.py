@@ -372,4 +372,7 @@ def _cannot_saturate(
             if w_v[iw] != 0:
                 m = abs(w_v[iw]) * am
                 bound[w_k[iw]] += (m >> shift) + 1 if shift > 0 else m << -shift
-    return bound.max() <= hi
+    for k in range(kc):  # a loop, not bound.max(): numba would compile np.max for it
+        if bound[k] > hi:
+            return False
+    return True
