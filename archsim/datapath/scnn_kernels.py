@@ -42,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from archsim import compile_helper
 from archsim.datapath.scnn_phase import (
     ADDR_BITS,
     _chunk_fast,
@@ -291,6 +292,8 @@ def scnn_layer(
         args = (order, n_channels, n_pes, a_ptr, a_x, a_y, a_v, w_ptr, w_k, w_r, w_s, w_v)
         args += (win_x0, win_y0, ww, wh, out_w, out_h, stride, pad, f, i_vec, banks)
         args += (fifo_depth, shift, lo, hi)
+    if kernel is _chunk_sum16:
+        compile_helper.wait()  # a first CLI run may be compiling it in a helper process
     for g0 in range(0, n_groups, batch):
         n_items = min(batch, n_groups - g0) * n_pes
         acc[:n_items] = 0
