@@ -44,8 +44,8 @@ _EIE_SCHEDULE = (
 )
 # the published SCNN's phase loop (16 inputs, no-saturation path); its callees come with it
 _SCNN_CHUNK_SUM16 = (
-    "(int64, int64, int64, int64[::1], int64, UniTuple(int64, 11), "
-    + "int64[::1], " * 12
+    "(int64, int64, int64[::1], int64, int64[::1], UniTuple(int64, 11), "
+    + "int64[::1], " * 8
     + "int64[:, ::1], int64[:, ::1])"
 )
 

@@ -46,6 +46,7 @@ from archsim import compile_helper
 from archsim.datapath.scnn_phase import (
     ADDR_BITS,
     _chunk_fast,
+    _chunk_flags,
     _chunk_general,
     _chunk_sum,
     _chunk_sum16,
@@ -172,21 +173,20 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return _pools[key]
 
 
-def _run_chunks(kernel, n_items: int, g0: int, args: tuple, acc, st) -> None:
-    """Phases ``0 .. n_items - 1`` of a batch in ``numba.get_num_threads()`` threads, one
+def _run_chunks(kernel, n: int, args: tuple) -> None:
+    """``kernel(lo, hi, *args)`` over ``0 .. n - 1`` in ``numba.get_num_threads()`` threads, one
     contiguous chunk each (as numba's static schedule split the former ``prange``): group by
     group, so a group's weights stay in cache."""
-    threads = min(nb.get_num_threads(), n_items)
+    threads = min(nb.get_num_threads(), n)
     if threads <= 1:
-        kernel(0, n_items, g0, *args, acc, st)
+        if n > 0:
+            kernel(0, n, *args)
         return
-    bounds = [n_items * t // threads for t in range(threads + 1)]
+    bounds = [n * t // threads for t in range(threads + 1)]
     pool = _pool(threads - 1)
-    futures = [
-        pool.submit(kernel, bounds[t], bounds[t + 1], g0, *args, acc, st) for t in range(1, threads)
-    ]
+    futures = [pool.submit(kernel, bounds[t], bounds[t + 1], *args) for t in range(1, threads)]
     try:
-        kernel(0, bounds[1], g0, *args, acc, st)
+        kernel(0, bounds[1], *args)
     finally:
         for fut in futures:
             fut.result()
@@ -252,6 +252,7 @@ def scnn_layer(
     if n_pes % _SCRAMBLE:
         order = (order * _SCRAMBLE) % n_pes
     fast = stride == 1 and f * i_vec <= 64 and banks <= 64 and fifo_depth <= 2
+    unique = False
     if fast:
         a_op, w_op = _operand_terms(
             True,
@@ -279,24 +280,33 @@ def scnn_layer(
         # the no-saturation path, phase by phase (needs distinct coordinates per list)
         unique, amax = _sum_bounds(n_channels, n_pes, a_ptr, a_x, a_y, a_v) if f <= 7 else (0, 0)
         if unique:
+            ok = np.zeros(n_groups * n_pes, dtype=np.bool_)
+            _run_chunks(_chunk_flags, n_groups * n_pes, (kc, dims, amax, w_ptr, w_k, w_v, ok))
+            ok = ok.reshape(n_groups, n_pes)
             n_lists = n_groups * n_channels
             w_row, w_ok, c_ptr, c_op = _weight_rows(f, n_lists, w_ptr, w_op)
-            sums = (order, kc, dims, a_ptr, a_op, w_ptr, w_op, w_k, w_v, amax)
-            kernel, args = _chunk_sum, (*sums, w_row, w_ok, c_ptr, c_op)
+            sums = (w_row, w_ok, c_ptr, c_op)
+            sum_kernel, sum_args = _chunk_sum, (order, dims, a_ptr, a_op, w_ptr, w_op, *sums)
             if f * i_vec == 16 and banks <= 63:  # its timing in registers (scnn_sum16)
                 rs_row, coords_ok = _coord_rows(f, n_lists, w_ptr, w_op)
                 if coords_ok:
-                    kernel, args = _chunk_sum16, (*sums, w_row, w_ok, c_ptr, c_op, rs_row)
+                    sum_kernel = _chunk_sum16
+                    sum_args = (order, dims, a_ptr, a_op, w_ptr, *sums, rs_row)
+                    compile_helper.wait()  # a first CLI run may be compiling it in a helper
     else:
         kernel = _chunk_general
         args = (order, n_channels, n_pes, a_ptr, a_x, a_y, a_v, w_ptr, w_k, w_r, w_s, w_v)
         args += (win_x0, win_y0, ww, wh, out_w, out_h, stride, pad, f, i_vec, banks)
         args += (fifo_depth, shift, lo, hi)
-    if kernel is _chunk_sum16:
-        compile_helper.wait()  # a first CLI run may be compiling it in a helper process
     for g0 in range(0, n_groups, batch):
         n_items = min(batch, n_groups - g0) * n_pes
         acc[:n_items] = 0
-        _run_chunks(kernel, n_items, g0, args, acc, st)
+        items = np.arange(n_items, dtype=np.int64)
+        if unique:  # phases that cannot saturate take the sum path, the others ``kernel``
+            sums_ok = ok[g0 + items // n_pes, order[items % n_pes]]
+            summed = items[sums_ok]
+            _run_chunks(sum_kernel, summed.size, (summed, g0, *sum_args, acc, st))
+            items = items[~sums_ok]
+        _run_chunks(kernel, items.size, (items, g0, *args, acc, st))
         _halo(g0, n_items, kc, n_pes, ww, wh, out_w, out_h, win_x0, win_y0, acc, st, stats, out)
     return stats

@@ -337,6 +337,7 @@ def _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc, st):  # pragma: no
 def _chunk_general(
     lo_i,
     hi_i,
+    items,
     g0,
     order,
     n_channels,
@@ -368,8 +369,10 @@ def _chunk_general(
     acc,
     st,
 ):  # pragma: no cover - compiled
-    """Phases ``lo_i .. hi_i - 1`` of the batch from group ``g0`` on ``_pe_phase``."""
-    for idx in range(lo_i, hi_i):
+    """Phases ``items[lo_i:hi_i]`` of the batch from group ``g0`` on ``_pe_phase``: item idx is
+    PE ``order[idx % n_pes]`` of group ``g0 + idx // n_pes``."""
+    for t in range(lo_i, hi_i):
+        idx = items[t]
         p = order[idx % n_pes]
         it = (idx // n_pes) * n_pes + p
         _pe_phase(
@@ -408,67 +411,55 @@ def _chunk_general(
 
 @nb.njit(cache=True, nogil=True)
 def _chunk_fast(
-    lo_i, hi_i, g0, order, dims, a_ptr, a_op, w_ptr, w_op, acc, st
+    lo_i, hi_i, items, g0, order, dims, a_ptr, a_op, w_ptr, w_op, acc, st
 ):  # pragma: no cover - compiled
-    """Phases ``lo_i .. hi_i - 1`` of the batch from group ``g0`` on ``_pe_phase_fast``."""
+    """Phases ``items[lo_i:hi_i]`` (as ``_chunk_general``) on ``_pe_phase_fast``."""
     n_pes = dims[1]
-    for idx in range(lo_i, hi_i):
+    for t in range(lo_i, hi_i):
+        idx = items[t]
         p = order[idx % n_pes]
         it = (idx // n_pes) * n_pes + p
         _pe_phase_fast(g0 + idx // n_pes, p, dims, a_ptr, a_op, w_ptr, w_op, acc[it], st[it])
 
 
 @nb.njit(cache=True, nogil=True)
-def _chunk_sum(
-    lo_i,
-    hi_i,
-    g0,
-    order,
-    kc,
-    dims,
-    a_ptr,
-    a_op,
-    w_ptr,
-    w_op,
-    w_k,
-    w_v,
-    amax,
-    w_row,
-    w_ok,
-    c_ptr,
-    c_op,
-    acc,
-    st,
-):  # pragma: no cover - compiled
-    """Phases ``lo_i .. hi_i - 1``: ``scnn_sum._pe_phase_sum`` + ``_phase_sums`` where no
-    partial sum can saturate, else ``_pe_phase_fast``."""
+def _chunk_flags(lo_i, hi_i, kc, dims, amax, w_ptr, w_k, w_v, ok):  # pragma: no cover - compiled
+    """``ok[g * n_pes + p]`` for phases ``lo_i .. hi_i - 1`` of the layer: whether no partial
+    sum of group g on PE p can saturate (``scnn_sum._cannot_saturate``)."""
     n_channels, n_pes, shift, hi = dims[0], dims[1], dims[8], dims[10]
-    for idx in range(lo_i, hi_i):
+    for i in range(lo_i, hi_i):
+        g = i // n_pes
+        p = i - g * n_pes
+        ok[i] = _cannot_saturate(g, p, kc, n_channels, n_pes, shift, hi, amax, w_ptr, w_k, w_v)
+
+
+@nb.njit(cache=True, nogil=True)
+def _chunk_sum(
+    lo_i, hi_i, items, g0, order, dims, a_ptr, a_op, w_ptr, w_op, w_row, w_ok, c_ptr, c_op, acc, st
+):  # pragma: no cover - compiled
+    """Phases ``items[lo_i:hi_i]`` (none of which can saturate) on ``scnn_sum._pe_phase_sum``
+    (timing) and ``_phase_sums`` (sums)."""
+    n_pes = dims[1]
+    for t in range(lo_i, hi_i):
+        idx = items[t]
         p = order[idx % n_pes]
         g = g0 + idx // n_pes
         it = (idx // n_pes) * n_pes + p
-        if _cannot_saturate(g, p, kc, n_channels, n_pes, shift, hi, amax, w_ptr, w_k, w_v):
-            _pe_phase_sum(g, p, dims, a_ptr, a_op, w_ptr, w_op, w_row, w_ok, st[it])
-            _phase_sums(g, p, dims, a_ptr, a_op, w_ptr, c_ptr, c_op, acc[it])
-        else:
-            _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc[it], st[it])
+        _pe_phase_sum(g, p, dims, a_ptr, a_op, w_ptr, w_op, w_row, w_ok, st[it])
+        _phase_sums(g, p, dims, a_ptr, a_op, w_ptr, c_ptr, c_op, acc[it])
 
 
 @nb.njit(cache=True, nogil=True)
 def _chunk_sum16(
     lo_i,
     hi_i,
+    items,
     g0,
     order,
-    kc,
     dims,
     a_ptr,
     a_op,
     w_ptr,
-    w_op,
-    w_k,
-    w_v,
-    amax,
     w_row,
     w_ok,
     c_ptr,
@@ -478,13 +469,11 @@ def _chunk_sum16(
     st,
 ):  # pragma: no cover - compiled
     """``_chunk_sum`` with the 16-input timing ``scnn_sum16._pe_phase_sum16``."""
-    n_channels, n_pes, shift, hi = dims[0], dims[1], dims[8], dims[10]
-    for idx in range(lo_i, hi_i):
+    n_pes = dims[1]
+    for t in range(lo_i, hi_i):
+        idx = items[t]
         p = order[idx % n_pes]
         g = g0 + idx // n_pes
         it = (idx // n_pes) * n_pes + p
-        if _cannot_saturate(g, p, kc, n_channels, n_pes, shift, hi, amax, w_ptr, w_k, w_v):
-            _pe_phase_sum16(g, p, dims, a_ptr, a_op, w_ptr, w_row, w_ok, rs_row, st[it])
-            _phase_sums(g, p, dims, a_ptr, a_op, w_ptr, c_ptr, c_op, acc[it])
-        else:
-            _pe_phase_fast(g, p, dims, a_ptr, a_op, w_ptr, w_op, acc[it], st[it])
+        _pe_phase_sum16(g, p, dims, a_ptr, a_op, w_ptr, w_row, w_ok, rs_row, st[it])
+        _phase_sums(g, p, dims, a_ptr, a_op, w_ptr, c_ptr, c_op, acc[it])
