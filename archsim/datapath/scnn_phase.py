@@ -75,7 +75,7 @@ def _pe_phase(
     q = np.zeros(nfi * fifo_depth, dtype=np.int64)
     q_head = np.zeros(nfi, dtype=np.int64)
     q_len = np.zeros(nfi, dtype=np.int64)
-    granted = np.zeros(banks, dtype=np.bool_)
+    granted = np.zeros(banks, dtype=np.int64)  # 0/1: no np.zeros(bool) to compile
     small = banks <= 64  # grants fit one 64-bit mask
     pow2 = (banks & (banks - 1)) == 0
     bmask = banks - 1
