@@ -15,9 +15,9 @@ then splits in two:
 ``scnn_kernels.scnn_layer`` picks this path per phase; otherwise ``_pe_phase_fast`` keeps the
 product values in the FIFOs and saturates at every accumulation as before.
 
-numba keys a cached ``scnn_layer`` on ``scnn_kernels.py`` alone, while its machine code embeds
-these functions; ``archsim.numba_cache`` therefore caches kernels under a digest of every
-``datapath`` source, so an edit here recompiles ``scnn_layer`` too.
+numba keys a cached ``scnn_phase._chunk_sum`` on ``scnn_phase.py`` alone, while its machine
+code embeds these functions; ``archsim.numba_cache`` therefore caches kernels under a digest of
+every ``datapath`` source, so an edit here recompiles the phase loops too.
 """
 
 from __future__ import annotations
