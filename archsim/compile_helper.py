@@ -2,13 +2,15 @@
 
 On an empty numba cache ``archsim run`` compiles each kernel the first time it calls it, one
 after the other (EIE: the encoder's two kernels, then the functional model and the schedule;
-about 2 s of a 4-5 s first run). numba compiles in Python, holding the GIL, so a thread would
-not overlap it with anything; a second process does. Once the hardware is known, the CLI calls
-:func:`start`: when the accelerator's helper kernels are not in the cache yet, a helper process
-(``python -m archsim.compile_helper eie``) imports numba and compiles them, with the argument
-types the run uses, into the same cache while the run imports its models, builds the first
-layer and compiles the encoder. Before the run's first call of a helper kernel the kernel
-module calls :func:`wait`; numba then loads the compiled code from the cache.
+about 2 s of a 4-5 s first run. SCNN: the 16-input phase loop ``scnn_phase._chunk_sum16`` with
+its callees is ~8 s of ~14 s of compiles). numba compiles in Python, holding the GIL, so a
+thread would not overlap it with anything; a second process does. Once the hardware is known,
+the CLI calls :func:`start`: when the accelerator's helper kernels are not in the cache yet, a
+helper process (``python -m archsim.compile_helper eie``, or ``scnn``) imports numba and
+compiles them, with the argument types the run uses, into the same cache while the run imports
+its models, builds the first layer and compiles the encoder (SCNN: the general phase loop, the
+operand preparation, and runs the first layers). Before the run's first call of a helper kernel
+the kernel module calls :func:`wait`; numba then loads the compiled code from the cache.
 
 The helper costs CPU of its own (its interpreter, ``import numba`` and numba's first-compile
 set-up: ~0.9 s), so it starts only where a core is mostly idle: a warm cache, a library call
@@ -40,6 +42,12 @@ _EIE_SCHEDULE = (
     "(int64[::1], int64[::1], int64[::1], int64, int64, int64, int32[:, ::1], boolean[:, ::1], "
     "int64, int64, int64[:, ::1], int64[:, ::1], int64[:, ::1])"
 )
+# the published SCNN's phase loop (16 inputs, no-saturation path); its callees come with it
+_SCNN_CHUNK_SUM16 = (
+    "(int64, int64, int64[::1], int64, int64[::1], UniTuple(int64, 11), "
+    + "int64[::1], " * 8
+    + "int64[:, ::1], int64[:, ::1])"
+)
 
 #: accelerator -> (module, kernel, argument types) the helper compiles: the kernels a run calls
 #: after others it compiles itself meanwhile (a test checks the types against a real run)
@@ -48,6 +56,7 @@ HELPER_KERNELS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("archsim.datapath.eie_kernels", "_functional", _EIE_FUNCTIONAL),
         ("archsim.datapath.eie_kernels", "_schedule", _EIE_SCHEDULE),
     ),
+    "scnn": (("archsim.datapath.scnn_phase", "_chunk_sum16", _SCNN_CHUNK_SUM16),),
 }
 
 _running: list[subprocess.Popen] = []

@@ -7,7 +7,7 @@ code is therefore never written into a source checkout or site-packages.
 
 Kernels live in a subfolder named after a digest of the kernel sources (``src-<digest>``).
 numba checks only the timestamp of the file that defines a cached function, not of the modules
-it calls (``scnn_kernels.scnn_layer`` calls ``scnn_sum``), so without the digest an edit or an
+it calls (``scnn_phase._chunk_sum16`` calls ``scnn_sum``), so without the digest an edit or an
 upgrade that changes only a callee's file would run stale machine code.
 """
 

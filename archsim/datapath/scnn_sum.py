@@ -15,9 +15,9 @@ then splits in two:
 ``scnn_kernels.scnn_layer`` picks this path per phase; otherwise ``_pe_phase_fast`` keeps the
 product values in the FIFOs and saturates at every accumulation as before.
 
-numba keys a cached ``scnn_layer`` on ``scnn_kernels.py`` alone, while its machine code embeds
-these functions; ``archsim.numba_cache`` therefore caches kernels under a digest of every
-``datapath`` source, so an edit here recompiles ``scnn_layer`` too.
+numba keys a cached ``scnn_phase._chunk_sum`` on ``scnn_phase.py`` alone, while its machine
+code embeds these functions; ``archsim.numba_cache`` therefore caches kernels under a digest of
+every ``datapath`` source, so an edit here recompiles the phase loops too.
 """
 
 from __future__ import annotations
@@ -372,4 +372,7 @@ def _cannot_saturate(
             if w_v[iw] != 0:
                 m = abs(w_v[iw]) * am
                 bound[w_k[iw]] += (m >> shift) + 1 if shift > 0 else m << -shift
-    return bound.max() <= hi
+    top = bound[0]  # a loop, not bound.max(): numba would compile np.max for it (0.6 s)
+    for k in range(1, kc):
+        top = max(top, bound[k])
+    return top <= hi
