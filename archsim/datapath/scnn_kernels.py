@@ -73,7 +73,6 @@ SCNN_PE_FIELDS = (
 
 @nb.njit(cache=True)
 def _operand_terms(
-    fast,
     n_channels,
     n_pes,
     a_ptr,
@@ -93,7 +92,7 @@ def _operand_terms(
     pad,
     banks,
 ):  # pragma: no cover - compiled
-    """Per-operand terms of ``_pe_phase_fast`` (empty arrays unless ``fast``).
+    """Per-operand terms of ``_pe_phase_fast`` and the sum paths.
 
     ``a_op[4 ia .. 4 ia + 3]`` = (a_word, y + pad, x + pad, value), ``w_op[4 iw .. 4 iw + 3]`` =
     (w_word, r, s, value). A product's word ``address * 128 + bank_sum`` is ``a_word + w_word``
@@ -104,8 +103,8 @@ def _operand_terms(
     whose products all land on the grid (for every r, s of the layer's weights) gets
     ``y + pad = _INSIDE``: its products skip the coordinate test.
     """
-    n_w = w_v.shape[0] if fast else 0
-    n_a = a_v.shape[0] if fast else 0
+    n_w = w_v.shape[0]
+    n_a = a_v.shape[0]
     w_op = np.zeros(4 * n_w, dtype=np.int64)
     r_max = s_max = 0
     for iw in range(n_w):
@@ -118,20 +117,19 @@ def _operand_terms(
             r_max = max(r_max, w_r[iw])
             s_max = max(s_max, w_s[iw])
     a_op = np.zeros(4 * n_a, dtype=np.int64)
-    if fast:
-        for c in range(n_channels):
-            for p in range(n_pes):
-                for ia in range(a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]):
-                    yy = a_y[ia] + pad
-                    xx = a_x[ia] + pad
-                    at = (yy - win_y0[p]) * ww + xx - win_x0[p]
-                    a_op[4 * ia] = at * 128 + at % banks if a_v[ia] != 0 else -_FAR
-                    a_op[4 * ia + 1] = yy if a_v[ia] != 0 else -_FAR
-                    a_op[4 * ia + 2] = xx if a_v[ia] != 0 else -_FAR
-                    a_op[4 * ia + 3] = a_v[ia]
-                    inside = yy >= r_max and yy < out_h and xx >= s_max and xx < out_w
-                    if a_v[ia] != 0 and inside:
-                        a_op[4 * ia + 1] = _INSIDE
+    for c in range(n_channels):
+        for p in range(n_pes):
+            for ia in range(a_ptr[c * n_pes + p], a_ptr[c * n_pes + p + 1]):
+                yy = a_y[ia] + pad
+                xx = a_x[ia] + pad
+                at = (yy - win_y0[p]) * ww + xx - win_x0[p]
+                a_op[4 * ia] = at * 128 + at % banks if a_v[ia] != 0 else -_FAR
+                a_op[4 * ia + 1] = yy if a_v[ia] != 0 else -_FAR
+                a_op[4 * ia + 2] = xx if a_v[ia] != 0 else -_FAR
+                a_op[4 * ia + 3] = a_v[ia]
+                inside = yy >= r_max and yy < out_h and xx >= s_max and xx < out_w
+                if a_v[ia] != 0 and inside:
+                    a_op[4 * ia + 1] = _INSIDE
     return a_op, w_op
 
 
@@ -255,7 +253,6 @@ def scnn_layer(
     unique = False
     if fast:
         a_op, w_op = _operand_terms(
-            True,
             n_channels,
             n_pes,
             a_ptr,
