@@ -122,13 +122,17 @@ def board_counts(cfg: GpuConfig, prob: GemmProblem, run: KernelRun, counts: Coun
 
 
 def action_scale(power: GpuPowerConfig, counts: Counts, clock_hz: float, toggle: float) -> Counts:
-    """Multiplier per (component, action) on the max-clock price: V^2 and data activity."""
+    """Multiplier per (component, action) on the max-clock price: V^2 and data activity (the
+    data-dependent actions at toggle t cost ``fraction + (1 - fraction) * t`` of their random-
+    data price, ``fraction`` the preset's ``data_independent_fraction``)."""
     s = power.energy_scale(clock_hz)
+    fixed = power.data_independent_fraction
+    active = fixed + (1.0 - fixed) * toggle  # share of the random-data energy spent
     out: dict[str, dict[str, float]] = {}
     for comp, actions in counts.items():
         v = 1.0 if comp in _FIXED_VOLTAGE else s
         data = _DATA_ACTIONS.get(comp, ())
-        out[comp] = {a: v * (toggle if a.startswith(data) else 1.0) for a in actions}
+        out[comp] = {a: v * (active if a.startswith(data) else 1.0) for a in actions}
     return out  # type: ignore[return-value]
 
 

@@ -64,6 +64,15 @@ class GpuPowerConfig(ArchsimModel):
         "(multiplier, adder and operand delivery of random data), pJ at V(max_clock_hz); an "
         "FMA at precision p costs this x OPERAND_BITS[p]."
     )
+    data_independent_fraction: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description="Fraction of a data-dependent action's random-operand energy (tensor and "
+        "CUDA-core FMAs, shared-memory and L2 accesses) that is spent whatever the data: "
+        "clocked pipeline registers, SRAM word lines and sense amplifiers. An action at "
+        "operand toggle t costs its price x (fraction + (1 - fraction) x t).",
+    )
     cuda_fma_energy_pj: NonNegativeFloat = Field(
         description="Data-dependent energy of one FP32 FMA on a CUDA core (multiply, add, "
         "register-file reads and write, instruction share), pJ at V(max_clock_hz)."
