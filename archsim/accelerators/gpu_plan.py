@@ -28,6 +28,7 @@ __all__ = [
     "activation_limited_load_bandwidth",
     "check_supported",
     "clockless_key",
+    "families_for",
     "family_for",
     "l2_traffic",
     "leading_dimensions_bytes",
@@ -269,8 +270,37 @@ def clockless_key(cfg: GpuConfig) -> str:
     return cfg.model_dump_json(exclude={"clock", "launch"})
 
 
+def families_for(cfg: GpuConfig, prob: GemmProblem) -> list[KernelFamily | None]:
+    """The kernel families the library times for ``prob``: the first it is eligible for
+    (:func:`family_for`) and, when that one must first rewrite an operand K-major (a transpose
+    kernel), also the next eligible family that takes the operands as stored; the autotuner
+    keeps the faster (cuBLAS's heuristics rank Hopper and pre-Hopper kernels together)."""
+    fams = [f for f in cfg.library.families if _eligible(cfg, f, prob)]
+    if not fams:
+        return [None]
+    first = fams[0]
+    if _transposes(first, prob)[0] == 0:
+        return [first]
+    key = rate_key(prob.precision)
+    alt = next((f for f in fams[1:] if key not in f.k_major_precisions), None)
+    return [first] if alt is None else [first, alt]
+
+
 def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
-    fam = family_for(cfg, prob)
+    out: list[KernelPlan] = []
+    for fam in families_for(cfg, prob):
+        out += _family_plans(cfg, prob, fam)
+    if not out:
+        raise SimulationError(
+            f"layer {prob.layer!r}: no tile of {cfg.name}'s menu fits an SM at precision "
+            f"{prob.precision!r} (shared memory {cfg.sm_memory.max_shared_bytes} B, registers "
+            f"{cfg.sm_memory.register_file_bytes} B); add a smaller tile"
+        )
+    return out
+
+
+def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -> list[KernelPlan]:
+    """Every feasible (tile, split-K[, Stream-K]) plan of one family (None: CUDA cores)."""
     tensor_ops = fam is not None and fam.tensor_ops
     fill = cfg.sm_memory.shared_bandwidth_bytes_per_clock
     if fam is not None and fam.fill_bytes_per_clock is not None:
@@ -331,12 +361,6 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
             )
         if stream_k and len(out) > first and out[first].split_k == 1:
             out += _stream_k_plan(cfg, prob, out[first])
-    if not out:
-        raise SimulationError(
-            f"layer {prob.layer!r}: no tile of {cfg.name}'s menu fits an SM at precision "
-            f"{prob.precision!r} (shared memory {cfg.sm_memory.max_shared_bytes} B, registers "
-            f"{cfg.sm_memory.register_file_bytes} B); add a smaller tile"
-        )
     return out
 
 
