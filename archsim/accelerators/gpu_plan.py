@@ -473,7 +473,7 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
 
 
 #: wave boundaries visited exactly by :func:`l2_traffic` (the rest are extrapolated)
-_MAX_CUTS = 1 << 18
+_MAX_CUTS = 1 << 14
 
 
 def _slice_k(prob: GemmProblem, plan: KernelPlan, bl: np.ndarray) -> np.ndarray:
