@@ -65,6 +65,8 @@ Counts = dict[str, dict[str, int]]
 #: clocking energy do not follow the data
 _DATA_ACTIONS = {"tensor_core": ("fma_",), "cuda_core": ("fma_",), "shared_memory": ("read",
                  "write"), "l2": ("read", "write")}  # fmt: skip
+#: actions on the zeros of padded tiles: only their data-independent share is spent
+_PADDED = "pad_"
 #: components on their own supply: no V(f)^2 scaling
 _FIXED_VOLTAGE = ("hbm",)
 _REFINEMENTS = 3  # timed clocks after the first guess (each a full timing run)
@@ -112,13 +114,22 @@ def board_counts(cfg: GpuConfig, prob: GemmProblem, run: KernelRun, counts: Coun
     if "tensor_core" in out:
         tc = out["tensor_core"]
         fma = tc.pop("fma")
-        tc[f"fma_{rate_key(prob.precision)}"] = fma
+        tc.update(_split_padding(f"fma_{rate_key(prob.precision)}", fma, prob.macs))
         tc["busy_cycles"] = round(fma / _tensor_rate(cfg, prob, run))
     if "cuda_core" in out:
         cc = out["cuda_core"]
-        cc["fma_fp16" if prob.accumulate == "fp16" else "fma_fp32"] = cc.pop("fma")
+        name = "fma_fp16" if prob.accumulate == "fp16" else "fma_fp32"
+        cc.update(_split_padding(name, cc.pop("fma"), prob.macs))
     out["sm"] = {"active_cycles": min(cfg.sms, run.plan.ctas) * run.cycles}
     return out
+
+
+def _split_padding(name: str, fma: int, useful: int) -> dict[str, int]:
+    """``{name: FMAs on the layer's data, "pad_" + name: FMAs of padded tile rows, columns and
+    k-steps}``: a tile that overhangs the matrix computes on zeros (TMA and predicated loads
+    fill out-of-bounds elements with zeros), so those FMAs toggle no operand bits."""
+    real = min(fma, useful)
+    return {name: real, f"pad_{name}": fma - real} if fma > real else {name: real}
 
 
 def action_scale(power: GpuPowerConfig, counts: Counts, clock_hz: float, toggle: float) -> Counts:
@@ -132,7 +143,10 @@ def action_scale(power: GpuPowerConfig, counts: Counts, clock_hz: float, toggle:
     for comp, actions in counts.items():
         v = 1.0 if comp in _FIXED_VOLTAGE else s
         data = _DATA_ACTIONS.get(comp, ())
-        out[comp] = {a: v * (active if a.startswith(data) else 1.0) for a in actions}
+        out[comp] = {
+            a: v * (active if a.startswith(data) else fixed if a.startswith(_PADDED) else 1.0)
+            for a in actions
+        }
     return out  # type: ignore[return-value]
 
 

@@ -41,11 +41,13 @@ def board_price_list(config: GpuConfig, tables: EnergyTables | None = None) -> P
     hbm = dram_pj_per_byte(tables or load_tables(), config.hbm)
     bit = p.mma_energy_pj_per_operand_bit
     tensor = {f"fma_{q}": bit * OPERAND_BITS[q] for q in TENSOR_PRECISIONS}
+    tensor |= {f"pad_{a}": e for a, e in tensor.items()}  # padded-tile FMAs: same price, zeros
     energy = {
         "sm": {"active_cycles": p.sm_active_energy_pj_per_cycle},
         # instruction issue is inside the SM-active energy per cycle
         "tensor_core": {**tensor, "op": 0.0, "busy_cycles": p.tensor_busy_energy_pj_per_cycle},
         "cuda_core": {"fma_fp32": p.cuda_fma_energy_pj, "fma_fp16": p.cuda_fma_energy_pj,
+                      "pad_fma_fp32": p.cuda_fma_energy_pj, "pad_fma_fp16": p.cuda_fma_energy_pj,
                       "instruction": 0.0},
         "shared_memory": {"read_bytes": p.shared_energy_pj_per_byte,
                           "write_bytes": p.shared_energy_pj_per_byte},
