@@ -320,3 +320,18 @@ def test_h100_tf32_and_fp8_take_wgmma_only_k_major() -> None:
     nt = _seconds(h100, _prob(n, n, n, "tf32", transpose_b=True))
     launch = h100.launch_overhead_s
     assert launch < nn - nt < launch + 2 * n * n * 4 / 1e12, (nn, nt)
+
+
+def test_h100_small_tf32_nn_runs_a_pre_hopper_kernel_large_ones_transpose() -> None:
+    """When wgmma would first need a transpose launch (tf32 NN), the autotuner also times the
+    pre-Hopper kernels that read the layout as stored, and keeps the faster: at 128^3 the
+    one-CTA mma.sync kernel (no second launch; gemm_square.csv: 3.93 us), at 4096^3 the
+    transpose plus the Hopper kernel (mma.sync reaches only 2/3 of the tensor rate)."""
+    h100 = archsim.load_hardware("h100")
+    small, _ = run_gemm(h100, _prob(128, 128, 128, "tf32"))
+    large, _ = run_gemm(h100, _prob(4096, 4096, 4096, "tf32"))
+    assert small.plan.family == "sm80_unaligned" and small.plan.transposes == 0
+    assert large.plan.family == "sm90_tma_wgmma" and large.plan.transposes == 1
+    t = small.cycles / h100.clock.frequency_hz
+    print(f"tf32 128^3 NN: {t * 1e6:.2f} us, measured 3.93 us")
+    assert t == pytest.approx(3.93e-6, rel=0.25)
