@@ -115,12 +115,10 @@ MEASURED_FP16_8192 = {"clock_mhz": 1380.0, "watts": 695.23, "joules": 1.17696}
 
 
 def test_fp16_8192_against_the_measured_h100(h100):
-    """Clock and board power within 10 % (issue goal). Energy per call within 20 %: the
-    15 % goal is missed by the timing model today (it runs this GEMM ~15 % slower than the
-    board at the same clock), not by the power model."""
+    """Clock and board power within 10 %, energy per call within 15 % (the issue's goals)."""
     r = _run(h100, (8192, 8192, 8192)).to_dataframe().iloc[0]
     got = {"clock_mhz": r.clock_hz / 1e6, "watts": r.power_w, "joules": r.energy_j}
-    for key, tol in (("clock_mhz", 0.10), ("watts", 0.10), ("joules", 0.20)):
+    for key, tol in (("clock_mhz", 0.10), ("watts", 0.10), ("joules", 0.15)):
         ref = MEASURED_FP16_8192[key]
         print(f"{key}: simulated {got[key]:.4g}, measured {ref:.4g}")
         assert got[key] == pytest.approx(ref, rel=tol)
