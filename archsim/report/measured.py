@@ -119,6 +119,18 @@ def _energy_table(energy: pd.DataFrame | None) -> list[list[str]]:
     return out
 
 
+def _network_table(networks: pd.DataFrame | None) -> list[list[str]]:
+    """Each network's conv layers summed, measured and simulated."""
+    if networks is None or networks.empty:
+        return []
+    return [
+        [w["file"], str(w["net"]), str(w["batch"]), w["precision"], str(w["layers"]),
+         _fmt(w["time_s"], ".1f", 1e-6), _fmt(w["sim_time_s"], ".1f", 1e-6),
+         _pct(w["error"], signed=True)]
+        for w in networks.to_dict(orient="records")
+    ]  # fmt: skip
+
+
 def render_measured_report(
     rows: pd.DataFrame,
     groups: pd.DataFrame,
@@ -132,10 +144,12 @@ def render_measured_report(
     notes: Sequence[str] = (),
     power: pd.DataFrame | None = None,
     energy: pd.DataFrame | None = None,
+    networks: pd.DataFrame | None = None,
 ) -> str:
     """The page's HTML text (self-contained, deterministic). ``power``: sustained rows with
     ``energy_j`` / ``sim_energy_j`` (and ``sim_clock_hz`` / ``sim_board_w`` when the model
-    reports them); ``energy``: the folder's energy readings vs the model."""
+    reports them); ``energy``: the folder's energy readings vs the model; ``networks``:
+    ``validation.measured.network_totals``."""
     from archsim.simulate import archsim_version
 
     spear = overall["spearman"]
@@ -170,6 +184,9 @@ def render_measured_report(
         "energy_header": ["reading", "J/call", "archsim J/call", "error", "W", "archsim W",
                           "MHz", "archsim MHz", "not compared because"],
         "energy_rows": _energy_table(energy),
+        "network_header": ["file", "network", "batch", "precision", "layers",
+                           "measured \u00b5s", "archsim \u00b5s", "error"],
+        "network_rows": _network_table(networks),
     }  # fmt: skip
     from markupsafe import Markup
 

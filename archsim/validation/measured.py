@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ __all__ = [
     "error_stats",
     "load_gpu",
     "measured_rows",
+    "network_totals",
     "simulate_rows",
     "spearman",
 ]
@@ -151,7 +152,8 @@ def measured_rows(folder: MeasuredFolder) -> pd.DataFrame:
 
     Columns: ``file``, ``line``, ``label``, ``kind``, ``precision``, ``layout``, ``flops``,
     ``time_s``, ``sm_mhz``, ``board_w``, ``long_window`` (board power trustworthy),
-    ``layer`` (dict, or None) and ``reason`` (why there is no layer).
+    ``layer`` (dict, or None), ``reason`` (why there is no layer), and for conv rows ``net``
+    and ``batch`` (None for GEMMs).
     """
     out = []
     for name, frame in folder.tables.items():
@@ -177,6 +179,8 @@ def measured_rows(folder: MeasuredFolder) -> pd.DataFrame:
                 "time_s": rec["time_s"], "sm_mhz": rec["sm_mhz"], "board_w": rec["board_w"],
                 "long_window": rec["time_s"] >= LONG_CALL_S,
                 "layer": layer, "reason": why,
+                "net": rec["net"] if is_conv else None,
+                "batch": rec["batch"] if is_conv else None,
             })  # fmt: skip
     return pd.DataFrame(out)
 
@@ -281,6 +285,28 @@ class Comparison:
     power: pd.DataFrame  # long-window rows: measured vs simulated clock / board power
     energy: pd.DataFrame  # the JSON's energy entries vs the model
     notes: tuple[str, ...]
+    networks: pd.DataFrame = field(default_factory=pd.DataFrame)  # see network_totals
+
+
+def network_totals(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each network of the conv files at each batch and precision: its layers' times summed,
+    measured and simulated (each layer was timed alone, back to back). Columns ``file``,
+    ``net``, ``batch``, ``precision``, ``layers``, ``simulated`` (layers the model ran),
+    ``time_s``, ``sim_time_s`` (NaN unless every layer ran) and ``error``."""
+    conv = rows[rows["kind"] == "conv"]
+    recs = []
+    for (file, net, batch, prec), block in conv.groupby(
+        ["file", "net", "batch", "precision"], sort=False
+    ):
+        ran = int(block["sim_time_s"].notna().sum())
+        sim = float(block["sim_time_s"].sum()) if ran == len(block) else math.nan
+        meas = float(block["time_s"].sum())
+        recs.append({
+            "file": file, "net": net, "batch": int(batch), "precision": prec,
+            "layers": len(block),
+            "simulated": ran, "time_s": meas, "sim_time_s": sim, "error": (sim - meas) / meas,
+        })  # fmt: skip
+    return pd.DataFrame(recs)
 
 
 def _group_stats(rows: pd.DataFrame) -> pd.DataFrame:
@@ -397,4 +423,5 @@ def compare(
         power=_power_rows(rows),
         energy=_energy_rows(hw, folder.energy),
         notes=tuple(notes),
+        networks=network_totals(rows),
     )

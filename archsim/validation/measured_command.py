@@ -84,6 +84,16 @@ def format_comparison(cmp: Comparison) -> str:
     for _, g in cmp.groups.iterrows():
         lines.append(_stat_line(f"{g['file'][:22]} {g['precision']}", g.to_dict()))
     lines.append(_stat_line("all simulated rows", cmp.overall))
+    if not cmp.networks.empty:
+        lines += ["", "networks: their conv layers' times summed (each layer timed alone):"]
+        for _, w in cmp.networks.iterrows():
+            sim = w["sim_time_s"]
+            lines.append(
+                f"  {w['file'][:19]:<20}{w['net']} n={w['batch']} {w['precision']}: "
+                f"{w['layers']} layers, {w['time_s'] * 1e6:.1f} us measured, "
+                + (f"{sim * 1e6:.1f} us simulated ({_pct(w['error'])})" if not math.isnan(sim)
+                   else f"not simulated ({w['simulated']} of {w['layers']} layers ran)")
+            )  # fmt: skip
     if not cmp.power.empty:
         lines += [
             "",
@@ -159,7 +169,7 @@ def _write_html(cmp: Comparison, args: argparse.Namespace, hw_name: str, goals: 
         title=f"archsim {hw_name} vs measured silicon", folder=str(args.measured),
         hardware=hw_name, clock=args.clock,
         goals=[(g.startswith("PASS"), g[5:]) for g in goals], notes=cmp.notes,
-        power=cmp.power, energy=cmp.energy,
+        power=cmp.power, energy=cmp.energy, networks=cmp.networks,
     )  # fmt: skip
     try:
         path = write_measured_report(Path(args.html), text)

@@ -163,6 +163,19 @@ def test_measured_clock_pins_each_row(folder: Path) -> None:
     assert rows[rows["precision"] == "int8"].iloc[0]["clock_source"] == "preset"  # blank sm_mhz
 
 
+def test_networks_sum_their_conv_layers(comparison) -> None:
+    """Issue 16 states whole-network goals: each conv file's network at each batch, its
+    layers' measured and simulated times summed."""
+    nets = comparison.networks
+    assert list(nets[["net", "batch", "precision", "layers", "simulated"]].itertuples(
+        index=False, name=None)) == [("alexnet", 1, "fp16", 1, 1)]  # fmt: skip
+    conv = comparison.rows[comparison.rows["kind"] == "conv"]
+    w = nets.iloc[0]
+    assert w["time_s"] == pytest.approx(conv["time_s"].sum())
+    assert w["sim_time_s"] == pytest.approx(conv["sim_time_s"].sum())
+    assert w["error"] == pytest.approx(w["sim_time_s"] / w["time_s"] - 1)
+
+
 def test_cli_validate_measured_prints_table_and_writes_html(folder: Path, tmp_path, capsys):
     html = tmp_path / "m.html"
     code = main(["validate", "tensor_core", "--measured", str(folder), "--hardware", "h100",
@@ -171,8 +184,10 @@ def test_cli_validate_measured_prints_table_and_writes_html(folder: Path, tmp_pa
     assert code in (0, 1)
     assert "all simulated rows" in out and "512x512x512" in out and "spearman" in out
     assert ("FAIL" in out) == (code == 1)
+    assert "networks: their conv layers' times summed" in out
+    assert "alexnet n=1 fp16: 1 layers, 7.6 us measured" in out
     page = html.read_text()
-    assert "<svg" in page and "alexnet conv3 n=1" in page
+    assert "<svg" in page and "alexnet conv3 n=1" in page and 'id="networks"' in page
 
 
 @pytest.mark.parametrize(
