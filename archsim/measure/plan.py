@@ -1,8 +1,9 @@
 """What ``archsim probe gpu`` measures: the shapes of ``shared/data/h100`` (full) or a few (quick).
 
 Square GEMMs in every precision, the same sizes in four layouts, unaligned sizes, the LLaMA
-projections at several token counts, the AlexNet convolutions of ``workloads/alexnet.yaml`` at
-batch 1/32/256, copy/read bandwidth by buffer size, launch floors and energy readings.
+projections at several token counts, the convolutions of the network presets (full: AlexNet,
+VGG-16, GoogLeNet and ResNet-50 of ``workloads/``; quick: AlexNet) at batch 1/32/256, copy/read
+bandwidth by buffer size, launch floors and energy readings.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 from archsim.measure.backend import ConvShape, GemmShape
 
-__all__ = ["FULL", "LLM_PROJECTIONS", "QUICK", "ProbePlan", "alexnet_convs"]
+__all__ = ["FULL", "LLM_PROJECTIONS", "QUICK", "ProbePlan", "alexnet_convs", "network_convs"]
 
 #: (model:projection) -> (n, k) of the weight, stored n x k as in torch.nn.Linear
 #: (LLaMA-7B: hidden 4096, MLP 11008; LLaMA-2-70B: hidden 8192, MLP 28672, GQA qkv 8192+2*1024...
@@ -42,6 +43,7 @@ class ProbePlan:
     llm_tokens: tuple[int, ...]
     llm_precisions: tuple[str, ...]
     conv_batches: tuple[int, ...]
+    conv_networks: tuple[str, ...]  # workload presets whose conv layers are timed (conv_<net>.csv)
     memory_mb: tuple[int, ...]
     energy_gemms: tuple[tuple[str, int, bool], ...]  # (precision, size, all-zero operands)
     energy_copy_mb: int
@@ -82,12 +84,18 @@ def _shape(m: int, n: int, k: int, precision: str) -> GemmShape:
 
 def alexnet_convs(batches: tuple[int, ...]) -> list[ConvShape]:
     """The five AlexNet layers of the ``alexnet`` workload preset at each batch, fp16."""
-    from archsim.config.io import load_workload
+    return network_convs("alexnet", batches)
 
-    layers = load_workload("alexnet").layers
+
+def network_convs(network: str, batches: tuple[int, ...]) -> list[ConvShape]:
+    """The conv layers of workload preset ``network`` at each batch, fp16 (as it lists them)."""
+    from archsim.config.io import load_workload
+    from archsim.config.workload import ConvLayer
+
+    layers = [lay for lay in load_workload(network).layers if isinstance(lay, ConvLayer)]
     return [
         ConvShape(
-            "alexnet",
+            network,
             lay.name,
             n,
             lay.c,
@@ -118,6 +126,7 @@ FULL = ProbePlan(
     llm_tokens=(1, 8, 32, 128, 512, 2048, 8192),
     llm_precisions=("fp16", "fp8"),
     conv_batches=(1, 32, 256),
+    conv_networks=("alexnet", "vgg16", "googlenet", "resnet50"),
     memory_mb=(1, 4, 8, 16, 24, 32, 40, 64, 256, 1024, 4096),
     energy_gemms=tuple((p, 8192, False) for p in _ALL) + (("fp16", 8192, True),),
     energy_copy_mb=1024,
@@ -132,6 +141,7 @@ QUICK = ProbePlan(
     llm_tokens=(1, 128),
     llm_precisions=("fp16", "fp8"),
     conv_batches=(1,),
+    conv_networks=("alexnet",),
     memory_mb=(4, 64, 1024),
     energy_gemms=(("fp16", 8192, False),),
     energy_copy_mb=1024,

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from archsim.measure.backend import Backend, ConvShape, GemmShape, Op
-from archsim.measure.plan import ProbePlan, alexnet_convs
+from archsim.measure.plan import ProbePlan, network_convs
 
 __all__ = [
     "MAX_CALL_S",
@@ -318,7 +318,10 @@ def run_probe(
         "gemm_layouts.csv": gemm_rows(backend, ((None, g) for g in plan.layouts()), progress),
         "gemm_unaligned.csv": gemm_rows(backend, ((None, g) for g in plan.unaligned()), progress),
         "gemm_llm.csv": gemm_rows(backend, plan.llm(), progress),
-        "conv_alexnet.csv": conv_rows(backend, alexnet_convs(plan.conv_batches), progress),
+        **{
+            f"conv_{net}.csv": conv_rows(backend, network_convs(net, plan.conv_batches), progress)
+            for net in plan.conv_networks
+        },
     }
     tables = {name: frame for name, frame in tables.items() if not frame.empty}
     doc = {

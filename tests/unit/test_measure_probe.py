@@ -264,3 +264,18 @@ def test_a_kernel_the_device_refuses_is_skipped_with_its_error() -> None:
     frame = gemm_rows(Refusing(), shapes, notes.append)
     assert list(frame["m"]) == [1024]
     assert "failed: CUDA out of memory" in notes[0]
+
+
+def test_full_plan_times_the_convs_of_every_network_preset() -> None:
+    """Issue 16's whole-network goals name VGG-16, GoogLeNet and ResNet-50: the full probe
+    times every conv layer of each network preset (as the workload lists it) at batch 1, 32 and
+    256, one ``conv_<net>.csv`` each, so that `validate --measured` can sum each network."""
+    from archsim.measure.plan import FULL
+
+    tables, _ = run_probe(FakeBackend(), FULL)
+    sizes = {n: len(t) for n, t in tables.items() if n.startswith("conv_")}
+    assert sizes == {"conv_alexnet.csv": 15, "conv_vgg16.csv": 39, "conv_googlenet.csv": 171,
+                     "conv_resnet50.csv": 159}  # fmt: skip
+    r50 = tables["conv_resnet50.csv"]
+    assert set(r50["net"]) == {"resnet50"} and sorted(set(r50["batch"])) == [1, 32, 256]
+    assert list(r50["layer"][:2]) == ["conv1", "res2a_branch1"]
