@@ -25,13 +25,14 @@ from archsim.report.plots import (
     new_figure,
     si_format,
 )
-from archsim.report.run_figures import CAPTIONS
+from archsim.report.run_figures import CAPTIONS, CLOCK_LIMITS, clock_limits
 
 __all__ = [
     "plot_time_per_layer",
     "plot_eie_load_balance",
     "plot_scnn_barrier",
     "plot_speedup",
+    "plot_clock",
     "plot_roofline",
     "speedup_columns",
     "figures_for",
@@ -160,6 +161,32 @@ def plot_speedup(df: pd.DataFrame) -> Figure:
     return fig
 
 
+def plot_clock(df: pd.DataFrame) -> Figure:
+    """GPU with a power block: each layer's solved SM clock, coloured by what limits it, and
+    the board power there."""
+    fig = new_figure(len(df), height=5.0)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    top.set_title("SM clock per layer, solved under the power limit", loc="left", fontsize=11)
+    if df.empty:
+        return empty_figure(fig, top)
+    x = np.arange(len(df))
+    mhz = _num(df, "clock_hz") / 1e6
+    limit = df["tc_clock_limit"].astype(str).tolist() if "tc_clock_limit" in df else [""] * len(df)
+    for name in clock_limits(limit):
+        color, label = CLOCK_LIMITS.get(name, ("#937860", name or "clock"))
+        sel = np.array([lim == name for lim in limit])
+        top.bar(x[sel], mhz[sel], color=color, width=0.7, label=label)
+    top.set_ylabel("SM clock (MHz)")
+    top.grid(axis="y", color="#dddddd", linewidth=0.6)
+    top.spines[["top", "right"]].set_visible(False)
+    _legend_above(top)
+    bottom.bar(x, _num(df, "board_power_w"), color=BAR_COLOR, width=0.7)
+    bottom.set_title("Board power at that clock", loc="left", fontsize=10)
+    bottom.set_ylabel("board power (W)")
+    layer_axis(bottom, layer_labels(df))
+    return fig
+
+
 def plot_roofline(df: pd.DataFrame) -> Figure:
     """Tensor Core roofline: each GEMM at (FLOP per DRAM byte, achieved TFLOP/s) under the roofs
     min(peak, intensity x HBM bandwidth), coloured by its bound (compute, memory, latency)."""
@@ -221,6 +248,12 @@ _SPECIFIC: tuple[tuple[str, str, Callable[[pd.DataFrame], Figure], Callable[...,
         lambda acc, df: "scnn_barrier_idle" in df,
     ),
     ("speedup", CAPTIONS["speedup"], plot_speedup, lambda acc, df: bool(speedup_columns(df))),
+    (
+        "clock",
+        CAPTIONS["clock"],
+        plot_clock,
+        lambda acc, df: "clock_hz" in df and "board_power_w" in df,
+    ),
     (
         "roofline",
         CAPTIONS["roofline"],

@@ -28,7 +28,7 @@ from archsim.report.svg_charts import (
 )
 from archsim.results import RunResult
 
-__all__ = ["CAPTIONS", "Table", "layer_records", "run_figures"]
+__all__ = ["CAPTIONS", "CLOCK_LIMITS", "Table", "clock_limits", "layer_records", "run_figures"]
 
 
 def layer_records(result: RunResult) -> tuple[list[str], list[dict[str, Any]]]:
@@ -41,6 +41,12 @@ MARK_COLOR = "#c44e52"
 _IDLE_COLOR = "#e8a5a5"
 _PAD_COLOR = "#dd8452"
 _BOUND_COLORS = {"compute": "#4c72b0", "memory": "#dd8452", "latency": "#8c8c8c"}
+#: SM-clock bar colours and legend names by ``tc_clock_limit`` (what holds the clock down)
+CLOCK_LIMITS = {
+    "max_clock": ("#55a868", "at max boost"),
+    "tensor_current": ("#8172b3", "tensor peak-current cap"),
+    "power": ("#c44e52", "held at the power limit"),
+}
 _ENERGY_COL = re.compile(r"^energy_(?P<comp>.+)_pj$")
 _SPEEDUP = re.compile(r"^speedup_vs_(?P<hw>.+)$")
 _ENERGY_UNITS = (("J", 1e12), ("mJ", 1e9), ("\u00b5J", 1e6), ("nJ", 1e3), ("pJ", 1.0))
@@ -206,6 +212,29 @@ def plot_speedup(t: Table, n: int) -> str:
     return layer_chart(_labels(t, n), [p])
 
 
+def clock_limits(limits: Sequence[str]) -> list[str]:
+    """The ``tc_clock_limit`` values present, known ones first (the legend's order)."""
+    present = set(limits)
+    return [k for k in CLOCK_LIMITS if k in present] + sorted(present - set(CLOCK_LIMITS))
+
+
+def plot_clock(t: Table, n: int) -> str:
+    top = Panel("SM clock per layer, solved under the power limit", "SM clock (MHz)",
+                lambda v: f"{v:g}", height=220.0)  # fmt: skip
+    if not n:
+        return layer_chart([], [top])
+    mhz = [v / 1e6 for v in _num(t, "clock_hz")]
+    limit = [str(x) for x in t["tc_clock_limit"]] if "tc_clock_limit" in t else [""] * n
+    for name in clock_limits(limit):
+        color, label = CLOCK_LIMITS.get(name, ("#937860", name or "clock"))
+        values = [m if lim == name else 0.0 for m, lim in zip(mhz, limit, strict=True)]
+        top.bars.append(Bars(values, color, label))
+    bottom = Panel("Board power at that clock", "board power (W)", lambda v: f"{v:g}",
+                   height=160.0)  # fmt: skip
+    bottom.bars.append(Bars(_num(t, "board_power_w"), BAR_COLOR))
+    return layer_chart(_labels(t, n), [top, bottom])
+
+
 def plot_roofline(t: Table, n: int) -> str:
     title = "Roofline: achieved TFLOP/s of each GEMM"
     need = ("tc_arithmetic_intensity", "tc_tflops", "tc_peak_tflops")
@@ -266,6 +295,9 @@ CAPTIONS = {
     "output-channel group barriers (scnn_barrier_idle), per layer.",
     "speedup": "Speed-up (baseline time / this time) and energy ratio (baseline energy / this "
     "energy) per layer; above the dashed line this accelerator wins.",
+    "clock": "Top: the SM clock each layer runs at when run back to back, coloured by what "
+    "limits it (max boost, the tensor pipes' peak-current cap, or the board power limit); "
+    "bottom: the board power there (static + priced actions / time).",
     "roofline": "Each GEMM at its arithmetic intensity and achieved throughput, under the roofs "
     "min(peak, intensity \u00d7 HBM bandwidth); the dotted line is the ridge point.",
 }
@@ -284,6 +316,7 @@ _SPECIFIC: tuple[tuple[str, Callable[[Table, int], str], Callable[[str, Table], 
     ),
     ("scnn-barrier", plot_scnn_barrier, lambda acc, t: "scnn_barrier_idle" in t),
     ("speedup", plot_speedup, lambda acc, t: any(_SPEEDUP.match(str(c)) for c in t)),
+    ("clock", plot_clock, lambda acc, t: "clock_hz" in t and "board_power_w" in t),
     (
         "roofline",
         plot_roofline,

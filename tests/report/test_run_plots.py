@@ -113,3 +113,31 @@ def test_run_report_with_baseline_cards() -> None:
     assert _figure_ids(html) == ["time", "utilization", "energy", "eie-balance", "speedup"]
     assert "speedup vs eie" in html and "energy ratio vs eie" in html
     assert "red mark" in html
+
+
+def _clock_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "layer": ["small", "big", "zeros"],
+            "clock_hz": [1.98e9, 1.32e9, 1.56e9],
+            "board_power_w": [410.0, 699.0, 430.0],
+            "tc_clock_limit": ["max_clock", "power", "tensor_current"],
+        }
+    )
+
+
+def test_clock_figure_colours_each_layer_by_its_limit() -> None:
+    """A GPU with a power block: each layer's solved SM clock (one bar series per limit, in
+    both twins) and the board power there."""
+    from archsim.report.accel_plots import plot_clock
+    from archsim.report.run_figures import plot_clock as svg_clock
+
+    df = _clock_frame()
+    top, bottom = plot_clock(df).axes
+    labels = [t.get_text() for t in top.get_legend().get_texts()]
+    assert labels == ["at max boost", "tensor peak-current cap", "held at the power limit"]
+    assert sorted(p.get_height() for p in top.patches) == pytest.approx([1320, 1560, 1980])
+    assert [p.get_height() for p in bottom.patches] == pytest.approx([410, 699, 430])
+    assert "clock" in [i for i, _, _ in figures_for("tensor_core", df)]
+    svg = svg_clock({c: df[c].tolist() for c in df.columns}, len(df))
+    assert "held at the power limit" in svg and "board power (W)" in svg
