@@ -74,12 +74,18 @@ def plot_time_per_layer(df: pd.DataFrame) -> Figure:
     return fig
 
 
+def _two_panels(df: pd.DataFrame, title: str, height: float) -> tuple[Figure, Axes, Axes]:
+    """A per-layer figure of two stacked axes (3:2) sharing the layer axis; ``title`` on top."""
+    fig = new_figure(len(df), height=height)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    top.set_title(title, loc="left", fontsize=11)
+    return fig, top, bottom
+
+
 def plot_eie_load_balance(df: pd.DataFrame) -> Figure:
     """EIE per layer: average PE busy vs starved share of the layer's cycles (busiest PE marked),
     and the share of stored entries that are padding zeros."""
-    fig = new_figure(len(df), height=5.4)
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
-    top.set_title("EIE load balance: PE busy vs starved", loc="left", fontsize=11)
+    fig, top, bottom = _two_panels(df, "EIE load balance: PE busy vs starved", 5.4)
     if df.empty:
         return empty_figure(fig, top)
     x = np.arange(len(df))
@@ -164,9 +170,7 @@ def plot_speedup(df: pd.DataFrame) -> Figure:
 def plot_clock(df: pd.DataFrame) -> Figure:
     """GPU with a power block: each layer's solved SM clock, coloured by what limits it, and
     the board power there."""
-    fig = new_figure(len(df), height=5.0)
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
-    top.set_title("SM clock per layer, solved under the power limit", loc="left", fontsize=11)
+    fig, top, bottom = _two_panels(df, "SM clock per layer, solved under the power limit", 5.0)
     if df.empty:
         return empty_figure(fig, top)
     x = np.arange(len(df))
