@@ -26,7 +26,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -38,7 +37,7 @@ from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.explore.schedule import WorkerDied, group_starts, run_scheduled, units
-from archsim.explore.workers import mp_context, sigint_blocked, stop_workers
+from archsim.explore.workers import join_pool_threads, mp_context, sigint_blocked, stop_workers
 
 if TYPE_CHECKING:  # workers never import pyarrow (see the module docstring)
     import pyarrow as pa
@@ -290,23 +289,6 @@ def _kill(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
-#: longest wait for killed pools' manager threads to finish their clean-up, s
-_MANAGER_JOIN_S = 2.0
-
-
-def _join_managers(pools: Sequence[ProcessPoolExecutor]) -> None:
-    """Wait (briefly) for killed pools' manager threads to finish cleaning up. Python's exit
-    hook for process pools (``concurrent.futures.process._python_exit``) wakes each such
-    thread through a pipe that the thread closes as it finishes; when the two meet (3.11 has
-    no lock there), the hook writes to a closed descriptor and Python prints an "Exception
-    ignored ... Bad file descriptor" traceback after the interrupted sweep's message."""
-    deadline = time.monotonic() + _MANAGER_JOIN_S
-    for pool in pools:
-        thread = getattr(pool, "_executor_manager_thread", None)
-        if thread is not None and thread.is_alive():
-            thread.join(max(0.0, deadline - time.monotonic()))
-
-
 def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterator[list[Record]]:
     """One single-process executor per worker, so that chunks can go to a chosen worker and a
     worker that dies is replaced alone."""
@@ -355,7 +337,7 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
             # workers, and Python joins that thread before the process exits
             pool.shutdown(wait=not finished, cancel_futures=True)
         if not finished:
-            _join_managers(pools)
+            join_pool_threads()  # before this process exits (see there)
 
 
 def check_dask(address: str) -> None:

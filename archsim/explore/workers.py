@@ -20,13 +20,21 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-__all__ = ["IMPORT_TIME_VARIABLES", "PRELOAD", "mp_context", "sigint_blocked", "stop_workers"]
+__all__ = [
+    "IMPORT_TIME_VARIABLES",
+    "PRELOAD",
+    "join_pool_threads",
+    "mp_context",
+    "sigint_blocked",
+    "stop_workers",
+]
 
 #: the variables that the fork server's modules read as they are imported (numba's settings,
 #: the thread counts of the BLAS and OpenMP libraries): a worker forked by a server that
@@ -129,12 +137,31 @@ def _fork_server(server: Any) -> None:
 _started: list[int | None] = []
 
 
+#: longest wait for process pools' manager threads to finish, s
+POOL_THREAD_JOIN_S = 2.0
+
+
+def join_pool_threads(timeout_s: float = POOL_THREAD_JOIN_S) -> None:
+    """Wait (at most ``timeout_s``) for the manager threads of this process's shut-down
+    process pools to finish. Python's exit hook for process pools
+    (``concurrent.futures.process._python_exit``) wakes each such thread through a pipe that
+    the thread closes as it finishes; when the two meet (3.11 takes no lock there) the hook
+    writes to a closed descriptor and Python prints an "Exception ignored ... Bad file
+    descriptor" traceback on the way out. A thread that has finished is never woken."""
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if type(thread).__name__ == "_ExecutorManagerThread" and thread.is_alive():
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def stop_workers() -> None:
     """Stop the fork server that ``start_workers_early`` or a sweep started and wait for it,
     so that no process outlives the command and its CPU time counts as this process's
     children's (``archsim sweep`` calls it as it ends; a program may keep it for its next
-    sweep)."""
+    sweep). The pools' manager threads are waited for first (:func:`join_pool_threads`)."""
     from multiprocessing import forkserver
+
+    join_pool_threads()
 
     server = forkserver._forkserver
     pid = getattr(server, "_forkserver_pid", None)
