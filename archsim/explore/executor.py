@@ -37,7 +37,13 @@ from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.explore.schedule import WorkerDied, group_starts, run_scheduled, units
-from archsim.explore.workers import join_pool_threads, mp_context, sigint_blocked, stop_workers
+from archsim.explore.workers import (
+    join_pool_thread,
+    join_pool_threads,
+    mp_context,
+    sigint_blocked,
+    stop_workers,
+)
 
 if TYPE_CHECKING:  # workers never import pyarrow (see the module docstring)
     import pyarrow as pa
@@ -295,19 +301,20 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
     threads = max(1, default_jobs() // jobs)
     pools = [_new_pool(threads) for _ in range(jobs)]
 
-    owner: dict[Any, list[Any]] = {}  # future -> the worker process it went to
+    owner: dict[Any, tuple[Any, list[Any]]] = {}  # future -> its pool and worker process
 
     def submit(chunk: list[Task], w: int, new_group: bool) -> Any:
         with sigint_blocked():  # a worker started here inherits the mask
             fut = pools[w].submit(run_chunk, chunk, new_group)
-        owner[fut] = _processes(pools[w])  # before a restart shuts the pool down
+        owner[fut] = (pools[w], _processes(pools[w]))  # before a restart shuts the pool down
         return fut
 
     def result(fut: Any) -> list[Record]:
-        processes = owner.pop(fut)
+        pool, processes = owner.pop(fut)
         try:
             return _result(fut)
         except WorkerDied:
+            join_pool_thread(pool)  # it reads the dead worker's exit code first (see there)
             raise WorkerDied(_exit_status(processes)) from None
 
     def restart(w: int) -> None:

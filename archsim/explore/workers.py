@@ -30,6 +30,7 @@ from typing import Any
 __all__ = [
     "IMPORT_TIME_VARIABLES",
     "PRELOAD",
+    "join_pool_thread",
     "join_pool_threads",
     "mp_context",
     "sigint_blocked",
@@ -142,16 +143,32 @@ POOL_THREAD_JOIN_S = 2.0
 
 
 def join_pool_threads(timeout_s: float = POOL_THREAD_JOIN_S) -> None:
-    """Wait (at most ``timeout_s``) for the manager threads of this process's shut-down
-    process pools to finish. Python's exit hook for process pools
-    (``concurrent.futures.process._python_exit``) wakes each such thread through a pipe that
-    the thread closes as it finishes; when the two meet (3.11 takes no lock there) the hook
-    writes to a closed descriptor and Python prints an "Exception ignored ... Bad file
-    descriptor" traceback on the way out. A thread that has finished is never woken."""
+    """Wait (at most ``timeout_s``) for the manager threads of this process's shut-down or
+    broken process pools to finish (a live pool's thread, e.g. a caller's own pool, is left
+    alone). Python's exit hook for process pools (``concurrent.futures.process._python_exit``)
+    wakes each such thread through a pipe that the thread closes as it finishes; when the two
+    meet (3.11 takes no lock there) the hook writes to a closed descriptor and Python prints an
+    "Exception ignored ... Bad file descriptor" traceback on the way out. A thread that has
+    finished is never woken."""
     deadline = time.monotonic() + timeout_s
     for thread in threading.enumerate():
-        if type(thread).__name__ == "_ExecutorManagerThread" and thread.is_alive():
-            thread.join(max(0.0, deadline - time.monotonic()))
+        if type(thread).__name__ != "_ExecutorManagerThread" or not thread.is_alive():
+            continue
+        ref = getattr(thread, "executor_reference", None)
+        pool = ref() if ref is not None else None
+        if pool is not None and not (pool._shutdown_thread or pool._broken):
+            continue  # a pool still in use: its thread does not end now
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def join_pool_thread(pool: Any, timeout_s: float = POOL_THREAD_JOIN_S) -> None:
+    """Wait (at most ``timeout_s``) for one broken or shut-down pool's manager thread: it
+    joins the pool's workers, and a forkserver-started worker's exit code must not be read by
+    two threads at once (``popen_forkserver.Popen.poll`` is not thread-safe: the second reader
+    finds the status pipe at its end and records exit code 255 over the real one)."""
+    thread = getattr(pool, "_executor_manager_thread", None)
+    if thread is not None and thread.is_alive():
+        thread.join(timeout_s)
 
 
 def stop_workers() -> None:
