@@ -127,42 +127,50 @@ def run_scheduled(
     returns a chunk's result or raises ``WorkerDied``. ``levels``: see :func:`units`.
 
     A chunk whose worker died is run again one point at a time (after ``restart(worker)``, which
-    replaces the dead worker); a point that kills its worker when run alone is the cause, and
+    replaces the dead worker), each such point alone on its worker (nothing queued beside it, so
+    a death there is its own); a point that kills its worker when run alone is the cause, and
     ``died(task, detail)`` (its failure record) is yielded in place of its result.
     """
     sched = GroupScheduler(len(tasks), workers, chunk, levels)
-    in_flight: dict[Any, tuple[int, int, list[Any]]] = {}  # future -> worker, generation, chunk
+    # future -> worker, generation, chunk, whether it runs alone on its worker
+    in_flight: dict[Any, tuple[int, int, list[Any], bool]] = {}
     generation = [0] * workers  # bumped when a worker is replaced
     alone: deque[Any] = deque()  # tasks of a chunk whose worker died, to run one by one
 
     def dispatch(worker: int) -> None:
-        """Fill ``worker``'s queue: points to run alone first, then its next chunks."""
-        while sum(w == worker for w, _, _ in in_flight.values()) < IN_FLIGHT_PER_WORKER:
-            fresh = False
+        """Fill ``worker``'s queue: a point to run alone first (only on a worker with nothing
+        in flight, and then nothing else beside it), else its next chunks."""
+        while True:
+            mine = [solo for w, _, _, solo in in_flight.values() if w == worker]
+            if len(mine) >= IN_FLIGHT_PER_WORKER or any(mine):
+                return
+            fresh = solo = False
             if alone:
-                part = [alone.popleft()]
+                if mine:  # drain this worker first; the point then runs alone on it
+                    return
+                part, solo = [alone.popleft()], True
             else:
                 span = sched.next(worker)
                 if span is None:
                     return
                 part = tasks[span[0] : span[1]]
                 fresh = span[0] in sched.group_starts
-            in_flight[submit(part, worker, fresh)] = (worker, generation[worker], part)
+            in_flight[submit(part, worker, fresh)] = (worker, generation[worker], part, solo)
 
     for w in range(workers):
         dispatch(w)
     while in_flight:
         for fut in wait_first(list(in_flight)):
-            worker, gen, part = in_flight.pop(fut)
+            worker, gen, part, solo = in_flight.pop(fut)
             try:
                 done = result(fut)
             except WorkerDied as exc:
                 if restart is not None and gen == generation[worker]:
                     restart(worker)
                     generation[worker] += 1
-                if len(part) == 1:
+                if solo:  # it ran alone on its worker: it killed it
                     yield died(part[0], str(exc))
-                else:
+                else:  # this chunk, or one queued beside it, killed the worker
                     alone.extend(part)
                 for w in range(workers):  # idle workers share the points to run alone
                     dispatch(w)

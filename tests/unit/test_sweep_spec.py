@@ -496,3 +496,48 @@ def test_group_starts_are_the_units_of_one_group():
     assert GroupScheduler(100, 3, 8, levels).group_starts == {0, 10, 25, 35, 50, 75}  # cut
     merged = units(12, 1, 4, [0] * 12)
     assert group_starts(merged, [0] * 12) == set() and group_starts(merged, None) == set()
+
+
+class Fut:
+    """A stand-in future: the worker, that worker's epoch at submission, the chunk."""
+
+    def __init__(self, worker: int, epoch: int, part: list[int]) -> None:
+        self.worker, self.epoch, self.part = worker, epoch, part
+
+
+@pytest.mark.parametrize("bad", [0, 5, 11])
+def test_only_the_point_that_kills_its_worker_alone_is_blamed(bad: int) -> None:
+    """A worker that dies takes every chunk queued on it along; those chunks' points are run
+    again one at a time, each alone on its worker, so only the point that kills its worker
+    on its own is recorded (a point queued beside it used to be blamed too)."""
+    from archsim.explore.schedule import IN_FLIGHT_PER_WORKER, WorkerDied, run_scheduled
+
+    assert IN_FLIGHT_PER_WORKER >= 2  # else nothing is ever queued beside a point
+    epoch = [0, 0]  # per worker: bumped when it dies or is replaced
+    order: list[Fut] = []  # futures in submission order
+
+    def submit(part: list[int], worker: int, fresh: bool) -> Fut:
+        order.append(Fut(worker, epoch[worker], list(part)))
+        return order[-1]
+
+    def wait_first(futs: list[Fut]) -> list[Fut]:
+        return [min(futs, key=order.index)]  # oldest first, one at a time
+
+    def result(fut: Fut) -> list[int]:
+        worker, at, part = fut.worker, fut.epoch, fut.part
+        if at != epoch[worker]:
+            raise WorkerDied("killed with its worker")
+        if bad in part:
+            epoch[worker] += 1
+            raise WorkerDied("killed by SIGKILL")
+        return part
+
+    def restart(worker: int) -> None:
+        epoch[worker] += 1
+
+    out = list(run_scheduled(list(range(12)), 2, 2, submit, wait_first, result,
+                             died=lambda task, why: ("died", task), restart=restart))  # fmt: skip
+    died = [r for r in out if isinstance(r, tuple)]
+    done = sorted(t for r in out if isinstance(r, list) for t in r)
+    assert died == [("died", bad)]
+    assert done == [t for t in range(12) if t != bad]
