@@ -168,10 +168,15 @@ def _eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
     return all(ld % fam.min_alignment_bytes == 0 for ld in leading_dimensions_bytes(prob))
 
 
+def _eligible_families(cfg: GpuConfig, prob: GemmProblem) -> list[KernelFamily]:
+    """The families of ``library.families`` that ``prob`` is eligible for, in preset order."""
+    return [f for f in cfg.library.families if _eligible(cfg, f, prob)]
+
+
 def family_for(cfg: GpuConfig, prob: GemmProblem) -> KernelFamily | None:
     """The first kernel family ``prob`` is eligible for; None: plain CUDA-core kernels (FP32
     operands, or no family takes the shape)."""
-    return next((f for f in cfg.library.families if _eligible(cfg, f, prob)), None)
+    return next(iter(_eligible_families(cfg, prob)), None)
 
 
 def check_supported(cfg: GpuConfig, prob: GemmProblem) -> None:
@@ -275,7 +280,7 @@ def families_for(cfg: GpuConfig, prob: GemmProblem) -> list[KernelFamily | None]
     (:func:`family_for`) and, when that one must first rewrite an operand K-major (a transpose
     kernel), also the next eligible family that takes the operands as stored; the autotuner
     keeps the faster (cuBLAS's heuristics rank Hopper and pre-Hopper kernels together)."""
-    fams = [f for f in cfg.library.families if _eligible(cfg, f, prob)]
+    fams = _eligible_families(cfg, prob)
     if not fams:
         return [None]
     first = fams[0]

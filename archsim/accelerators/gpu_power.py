@@ -139,14 +139,17 @@ def action_scale(power: GpuPowerConfig, counts: Counts, clock_hz: float, toggle:
     s = power.energy_scale(clock_hz)
     fixed = power.data_independent_fraction
     active = fixed + (1.0 - fixed) * toggle  # share of the random-data energy spent
+
+    def share(action: str, data: tuple[str, ...]) -> float:
+        if action.startswith(data):
+            return active
+        return fixed if action.startswith(_PADDED) else 1.0
+
     out: dict[str, dict[str, float]] = {}
     for comp, actions in counts.items():
         v = 1.0 if comp in _FIXED_VOLTAGE else s
         data = _DATA_ACTIONS.get(comp, ())
-        out[comp] = {
-            a: v * (active if a.startswith(data) else fixed if a.startswith(_PADDED) else 1.0)
-            for a in actions
-        }
+        out[comp] = {a: v * share(a, data) for a in actions}
     return out  # type: ignore[return-value]
 
 

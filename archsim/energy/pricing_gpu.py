@@ -33,6 +33,12 @@ __all__ = ["board_price_list", "gpu_price_list"]
 TENSOR_PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "int8")
 
 
+def _with_padding(fma: dict[str, float]) -> dict[str, float]:
+    """``fma`` plus ``pad_<action>`` at the same price: FMAs of padded tile rows, priced like
+    any FMA and scaled to their zero operands by ``gpu_power.action_scale``."""
+    return {**fma, **{f"pad_{a}": e for a, e in fma.items()}}
+
+
 def board_price_list(config: GpuConfig, tables: EnergyTables | None = None) -> PriceList:
     """Board-level pJ per action at the max-clock voltage, and the static board power."""
     p = config.power
@@ -40,15 +46,13 @@ def board_price_list(config: GpuConfig, tables: EnergyTables | None = None) -> P
         raise ValueError(f"{config.name}: no power block to price the board from")
     hbm = dram_pj_per_byte(tables or load_tables(), config.hbm)
     bit = p.mma_energy_pj_per_operand_bit
-    tensor = {f"fma_{q}": bit * OPERAND_BITS[q] for q in TENSOR_PRECISIONS}
-    tensor |= {f"pad_{a}": e for a, e in tensor.items()}  # padded-tile FMAs: same price, zeros
+    tensor = _with_padding({f"fma_{q}": bit * OPERAND_BITS[q] for q in TENSOR_PRECISIONS})
+    cuda = _with_padding({f"fma_{q}": p.cuda_fma_energy_pj for q in ("fp32", "fp16")})
     energy = {
         "sm": {"active_cycles": p.sm_active_energy_pj_per_cycle},
         # instruction issue is inside the SM-active energy per cycle
         "tensor_core": {**tensor, "op": 0.0, "busy_cycles": p.tensor_busy_energy_pj_per_cycle},
-        "cuda_core": {"fma_fp32": p.cuda_fma_energy_pj, "fma_fp16": p.cuda_fma_energy_pj,
-                      "pad_fma_fp32": p.cuda_fma_energy_pj, "pad_fma_fp16": p.cuda_fma_energy_pj,
-                      "instruction": 0.0},
+        "cuda_core": {**cuda, "instruction": 0.0},
         "shared_memory": {"read_bytes": p.shared_energy_pj_per_byte,
                           "write_bytes": p.shared_energy_pj_per_byte},
         "l2": {"read_bytes": p.l2_energy_pj_per_byte, "write_bytes": p.l2_energy_pj_per_byte},

@@ -156,7 +156,10 @@ def join_pool_threads(timeout_s: float = POOL_THREAD_JOIN_S) -> None:
             continue
         ref = getattr(thread, "executor_reference", None)
         pool = ref() if ref is not None else None
-        if pool is not None and not (pool._shutdown_thread or pool._broken):
+        in_use = pool is not None and not (
+            getattr(pool, "_shutdown_thread", True) or getattr(pool, "_broken", True)
+        )
+        if in_use:
             continue  # a pool still in use: its thread does not end now
         thread.join(max(0.0, deadline - time.monotonic()))
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from archsim.measure.backend import ConvShape, GemmShape
 
-__all__ = ["FULL", "LLM_PROJECTIONS", "QUICK", "ProbePlan", "alexnet_convs", "network_convs"]
+__all__ = ["FULL", "LLM_PROJECTIONS", "QUICK", "ProbePlan", "network_convs"]
 
 #: (model:projection) -> (n, k) of the weight, stored n x k as in torch.nn.Linear
 #: (LLaMA-7B: hidden 4096, MLP 11008; LLaMA-2-70B: hidden 8192, MLP 28672, GQA qkv 8192+2*1024...
@@ -80,11 +80,6 @@ class ProbePlan:
 def _shape(m: int, n: int, k: int, precision: str) -> GemmShape:
     b = "n x k" if precision == "fp8" else "k x n"  # _scaled_mm wants B column-major
     return GemmShape(m, n, k, "m x k", b, precision)
-
-
-def alexnet_convs(batches: tuple[int, ...]) -> list[ConvShape]:
-    """The five AlexNet layers of the ``alexnet`` workload preset at each batch, fp16."""
-    return network_convs("alexnet", batches)
 
 
 def network_convs(network: str, batches: tuple[int, ...]) -> list[ConvShape]:
