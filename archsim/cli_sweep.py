@@ -210,8 +210,8 @@ def _sweep(args: argparse.Namespace) -> int:
     total = len({p.key for p in plan.points})
     bar = progress_bar(total, f"sweep {plan.spec.name}", progress_enabled(args.quiet))
     # while worker processes compute, this one mostly waits: import the sweep report
-    # (matplotlib, 0.5-0.8 s) meanwhile rather than after the last point. Its module, not
-    # the package ``archsim.report``, whose names load on first use (PEP 562)
+    # (jinja2 and the page code, ~0.1 s) meanwhile rather than after the last point. Its
+    # module, not the package ``archsim.report``, whose names load on first use (PEP 562)
     from archsim.explore.executor import default_jobs
 
     parallel = args.dask is not None or (args.jobs or default_jobs()) > 1

@@ -18,11 +18,22 @@ __all__ = [
     "fmt_time",
     "fmt_energy",
     "fmt_power",
+    "si_format",
+    "energy_unit",
+    "ENERGY_UNITS",
 ]
 
 #: Shown for missing / NaN values.
 MISSING = "\u2013"
 _MICRO = "\u00b5"
+#: Picojoules per unit, largest first.
+ENERGY_UNITS: tuple[tuple[str, float], ...] = (
+    ("J", 1e12),
+    ("mJ", 1e9),
+    (f"{_MICRO}J", 1e6),
+    ("nJ", 1e3),
+    ("pJ", 1.0),
+)
 
 
 def _is_missing(value: Any) -> bool:
@@ -96,3 +107,19 @@ def fmt_power(watts: float) -> str:
     if abs(watts) >= 1e-3 or watts == 0.0:
         return f"{fmt_num(watts * 1e3)} mW"
     return f"{fmt_num(watts * 1e6)} {_MICRO}W"
+
+
+def si_format(value: float, _pos: int | None = None) -> str:
+    """Compact axis number: 12k, 3.4M (``_pos``: matplotlib's formatter argument, unused)."""
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= div:
+            return f"{value / div:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def energy_unit(max_pj: float) -> tuple[str, float]:
+    """Readable unit for energies up to ``max_pj``: (name, picojoules per unit)."""
+    for name, scale in ENERGY_UNITS:
+        if abs(max_pj) >= scale:
+            return name, scale
+    return "pJ", 1.0

@@ -22,6 +22,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
+from archsim.report.formatting import energy_unit, si_format
+
 __all__ = [
     "plot_cycles_per_layer",
     "plot_energy_breakdown",
@@ -35,14 +37,6 @@ __all__ = [
 #: Bar colour of single-series charts.
 BAR_COLOR = "#4c72b0"
 MARK_COLOR = "#c44e52"
-#: Picojoules per unit, largest first.
-_ENERGY_UNITS: tuple[tuple[str, float], ...] = (
-    ("J", 1e12),
-    ("mJ", 1e9),
-    ("\u00b5J", 1e6),
-    ("nJ", 1e3),
-    ("pJ", 1.0),
-)
 #: Most layer names written under a chart; beyond that only every k-th layer is named.
 _MAX_LABELS = 80
 _ENERGY_COL = re.compile(r"^energy_(?P<comp>.+)_pj$")
@@ -74,14 +68,6 @@ def layer_axis(ax: Axes, labels: Sequence[str]) -> None:
     ax.spines[["top", "right"]].set_visible(False)
     ax.grid(axis="y", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
-
-
-def si_format(value: float, _pos: int | None = None) -> str:
-    """Compact axis number: 12k, 3.4M."""
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= div:
-            return f"{value / div:.3g}{suffix}"
-    return f"{value:.3g}"
 
 
 def layer_labels(df: pd.DataFrame) -> list[str]:
@@ -132,14 +118,6 @@ def plot_cycles_per_layer(df: pd.DataFrame) -> Figure:
 def energy_component_columns(df: pd.DataFrame) -> list[str]:
     """The ``energy_<component>_pj`` columns of ``df`` (not the total ``energy_pj``)."""
     return [c for c in df.columns if _ENERGY_COL.match(str(c))]
-
-
-def energy_unit(max_pj: float) -> tuple[str, float]:
-    """Readable unit for energies up to ``max_pj``: (name, picojoules per unit)."""
-    for name, scale in _ENERGY_UNITS:
-        if abs(max_pj) >= scale:
-            return name, scale
-    return "pJ", 1.0
 
 
 def plot_energy_breakdown(df: pd.DataFrame) -> Figure:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from archsim.csv_rows import frame_records
+from archsim.report.formatting import energy_unit, si_format
 from archsim.report.svg_charts import (
     TAB10,
     TAB20,
@@ -49,7 +50,6 @@ CLOCK_LIMITS = {
 }
 _ENERGY_COL = re.compile(r"^energy_(?P<comp>.+)_pj$")
 _SPEEDUP = re.compile(r"^speedup_vs_(?P<hw>.+)$")
-_ENERGY_UNITS = (("J", 1e12), ("mJ", 1e9), ("\u00b5J", 1e6), ("nJ", 1e3), ("pJ", 1.0))
 
 #: column name -> one value per layer
 Table = dict[str, list[Any]]
@@ -63,14 +63,6 @@ def _num(t: Table, col: str) -> list[float]:
         except (TypeError, ValueError):
             out.append(float("nan"))
     return out
-
-
-def si_format(value: float) -> str:
-    """Compact axis number: 12k, 3.4M."""
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= div:
-            return f"{value / div:.3g}{suffix}"
-    return f"{value:.3g}"
 
 
 def _percent(decimals: int | None) -> Callable[[float], str]:
@@ -121,7 +113,7 @@ def plot_energy(t: Table, n: int) -> str:
     if n and cols:
         totals = [math.fsum(_num(t, c)[i] for c in cols) for i in range(n)]
         top = max(totals)
-        unit, scale = next(((u, s) for u, s in _ENERGY_UNITS if abs(top) >= s), ("pJ", 1.0))
+        unit, scale = energy_unit(top)
         p.ylabel = f"energy ({unit})"
         colors = TAB10 if len(cols) <= 10 else TAB20
         bottom = [0.0] * n

@@ -27,6 +27,13 @@ __all__ = [
     "layer_chart",
     "scatter_chart",
     "nice_ticks",
+    "coord",
+    "svg_text",
+    "svg_root",
+    "legend_above",
+    "text_width",
+    "FONT",
+    "GRID",
 ]
 
 #: matplotlib's ``tab10`` and ``tab20`` colour cycles (energy components).
@@ -64,8 +71,8 @@ TAB20 = (
     "#17becf",
     "#9edae5",
 )
-_FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
-_GRID = "#dddddd"
+FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
+GRID = "#dddddd"
 #: Most layer names written under a chart; beyond that only every k-th layer is named.
 _MAX_LABELS = 80
 _LEFT, _RIGHT, _TOP = 72.0, 24.0, 44.0
@@ -121,17 +128,17 @@ class Panel:
     legend_right: str | None = None  # legend beside the axes with this title (else above)
 
 
-def _f(x: float) -> str:
+def coord(x: float) -> str:
     """A coordinate with at most one decimal."""
     text = f"{x:.1f}"
     return text[:-2] if text.endswith(".0") else text
 
 
-def _text_width(text: str, size: float) -> float:
+def text_width(text: str, size: float) -> float:
     return 0.58 * size * len(text)
 
 
-def _text(
+def svg_text(
     x: float,
     y: float,
     text: str,
@@ -140,11 +147,11 @@ def _text(
     rotate: float = 0.0,
     weight: str = "",
 ) -> str:
-    extra = f' transform="rotate({_f(rotate)} {_f(x)} {_f(y)})"' if rotate else ""
+    extra = f' transform="rotate({coord(rotate)} {coord(x)} {coord(y)})"' if rotate else ""
     bold = f' font-weight="{weight}"' if weight else ""
     return (
-        f'<text x="{_f(x)}" y="{_f(y)}" font-size="{_f(size)}" text-anchor="{anchor}"'
-        f"{bold}{extra} {_FONT}>{escape(text)}</text>"
+        f'<text x="{coord(x)}" y="{coord(y)}" font-size="{coord(size)}" text-anchor="{anchor}"'
+        f"{bold}{extra} {FONT}>{escape(text)}</text>"
     )
 
 
@@ -164,14 +171,14 @@ def nice_ticks(lo: float, hi: float, target: int = 6) -> list[float]:
     return ticks
 
 
-def _legend_above(items: list[tuple[str, str, str]], right: float, y: float) -> list[str]:
+def legend_above(items: list[tuple[str, str, str]], right: float, y: float) -> list[str]:
     """Legend entries (kind, colour, label) right-aligned on one row ending at ``right``."""
     out: list[str] = []
     x = right
     for kind, color, label in reversed(items):
-        w = _text_width(label, 9.0)
+        w = text_width(label, 9.0)
         x -= w
-        out.append(_text(x, y + 4, label, 9.0))
+        out.append(svg_text(x, y + 4, label, 9.0))
         x -= 18
         out.append(_swatch(kind, color, x, y))
         x -= 14
@@ -180,11 +187,13 @@ def _legend_above(items: list[tuple[str, str, str]], right: float, y: float) -> 
 
 def _swatch(kind: str, color: str, x: float, y: float) -> str:
     if kind == "bar":
-        return f'<rect x="{_f(x)}" y="{_f(y - 5)}" width="14" height="9" fill="{color}"/>'
+        return f'<rect x="{coord(x)}" y="{coord(y - 5)}" width="14" height="9" fill="{color}"/>'
+    if kind == "dot":
+        return f'<circle cx="{coord(x + 7)}" cy="{coord(y)}" r="3" fill="{color}"/>'
     dash = ' stroke-dasharray="5 3"' if kind == "dash" else ""
     return (
-        f'<line x1="{_f(x)}" y1="{_f(y)}" x2="{_f(x + 14)}" y2="{_f(y)}" stroke="{color}"'
-        f' stroke-width="2"{dash}/>'
+        f'<line x1="{coord(x)}" y1="{coord(y)}" x2="{coord(x + 14)}" y2="{coord(y)}" '
+        f'stroke="{color}" stroke-width="2"{dash}/>'
     )
 
 
@@ -196,11 +205,11 @@ def _layer_label_layout(labels: Sequence[str]) -> tuple[int, float, float, float
     if n * (longest + 2) <= 120:
         return step, 9.0, 0.0, 16.0
     if n <= 30:
-        return step, 8.0, 45.0, 0.71 * _text_width("x" * longest, 8.0) + 14
-    return step, 7.0, 90.0, _text_width("x" * longest, 7.0) + 10
+        return step, 8.0, 45.0, 0.71 * text_width("x" * longest, 8.0) + 14
+    return step, 7.0, 90.0, text_width("x" * longest, 7.0) + 10
 
 
-def _panel_svg(
+def _panelsvg_root(
     p: Panel, labels: Sequence[str], top: float, width: float, show_labels: bool
 ) -> tuple[list[str], float]:
     """SVG elements of one panel drawn from ``top``; returns them and the panel's bottom."""
@@ -217,12 +226,12 @@ def _panel_svg(
         if ln.label:
             legend.append(("dash" if ln.dashed else "line", ln.color, ln.label))
     if p.legend_right is not None and legend:
-        right_pad = max(_text_width(lab, 9.0) for _, _, lab in legend) + 40
+        right_pad = max(text_width(lab, 9.0) for _, _, lab in legend) + 40
     x0, x1 = _LEFT, width - _RIGHT - right_pad
     y0, y1 = top + 26.0, top + 26.0 + p.height
-    out = [_text(x0, top + 14, p.title, 11.0)]
+    out = [svg_text(x0, top + 14, p.title, 11.0)]
     if n == 0:
-        out.append(_text((x0 + x1) / 2, (y0 + y1) / 2, "no layers", 10.0, "middle"))
+        out.append(svg_text((x0 + x1) / 2, (y0 + y1) / 2, "no layers", 10.0, "middle"))
         return out, y1
     if p.ylim is not None:
         lo, hi = p.ylim
@@ -246,12 +255,12 @@ def _panel_svg(
     for t in nice_ticks(lo, hi):
         y = ypix(t)
         out.append(
-            f'<line x1="{_f(x0)}" y1="{_f(y)}" x2="{_f(x1)}" y2="{_f(y)}" '
-            f'stroke="{_GRID}" stroke-width="0.6"/>'
+            f'<line x1="{coord(x0)}" y1="{coord(y)}" x2="{coord(x1)}" y2="{coord(y)}" '
+            f'stroke="{GRID}" stroke-width="0.6"/>'
         )
-        out.append(_text(x0 - 6, y + 3.5, p.yfmt(t), 9.0, "end"))
+        out.append(svg_text(x0 - 6, y + 3.5, p.yfmt(t), 9.0, "end"))
     mid = (y0 + y1) / 2
-    out.append(_text(16, mid, p.ylabel, 10.0, "middle", rotate=-90))
+    out.append(svg_text(16, mid, p.ylabel, 10.0, "middle", rotate=-90))
     for b in p.bars:
         base = list(b.bottoms) or [0.0] * len(b.values)
         for i, (v, z) in enumerate(zip(b.values, base, strict=True)):
@@ -260,61 +269,62 @@ def _panel_svg(
             ya, yb = ypix(z), ypix(z + v)
             xl = xpix(i + b.offset - b.width / 2)
             out.append(
-                f'<rect x="{_f(xl)}" y="{_f(min(ya, yb))}" width="{_f(b.width * unit)}" '
-                f'height="{_f(abs(ya - yb))}" fill="{b.color}"/>'
+                f'<rect x="{coord(xl)}" y="{coord(min(ya, yb))}" width="{coord(b.width * unit)}" '
+                f'height="{coord(abs(ya - yb))}" fill="{b.color}"/>'
             )
     for m in p.marks:
         for i, v in enumerate(m.values):
             if math.isfinite(v) and lo <= v <= hi:
                 y = ypix(v)
                 out.append(
-                    f'<line x1="{_f(xpix(i - 0.35))}" y1="{_f(y)}" x2="{_f(xpix(i + 0.35))}"'
-                    f' y2="{_f(y)}" stroke="{m.color}" stroke-width="{_f(m.stroke)}"/>'
+                    f'<line x1="{coord(xpix(i - 0.35))}" y1="{coord(y)}" '
+                    f'x2="{coord(xpix(i + 0.35))}" y2="{coord(y)}" stroke="{m.color}" '
+                    f'stroke-width="{coord(m.stroke)}"/>'
                 )
     for ln in p.lines:
         if math.isfinite(ln.y) and lo <= ln.y <= hi:
             y = ypix(ln.y)
             dash = ' stroke-dasharray="5 3"' if ln.dashed else ""
             out.append(
-                f'<line x1="{_f(x0)}" y1="{_f(y)}" x2="{_f(x1)}" y2="{_f(y)}" '
-                f'stroke="{ln.color}" stroke-width="{_f(ln.stroke)}"{dash}/>'
+                f'<line x1="{coord(x0)}" y1="{coord(y)}" x2="{coord(x1)}" y2="{coord(y)}" '
+                f'stroke="{ln.color}" stroke-width="{coord(ln.stroke)}"{dash}/>'
             )
     out.append(
-        f'<path d="M{_f(x0)} {_f(y0)}V{_f(y1)}H{_f(x1)}" fill="none" stroke="#000" '
+        f'<path d="M{coord(x0)} {coord(y0)}V{coord(y1)}H{coord(x1)}" fill="none" stroke="#000" '
         'stroke-width="0.8"/>'
     )
     if legend and p.legend_right is not None:
         lx, ly = x1 + 16, y0 + 4
-        out.append(_text(lx, ly, p.legend_right, 9.0))
+        out.append(svg_text(lx, ly, p.legend_right, 9.0))
         for kind, color, label in reversed(legend):
             ly += 15
             out.append(_swatch(kind, color, lx, ly - 3))
-            out.append(_text(lx + 20, ly + 1, label, 9.0))
+            out.append(svg_text(lx + 20, ly + 1, label, 9.0))
     elif legend:
-        out += _legend_above(legend, x1, top + 12)
+        out += legend_above(legend, x1, top + 12)
     bottom = y1
     if show_labels:
         step, size, rot, height = _layer_label_layout(labels)
         for i in range(0, n, step):
             x = xpix(i)
             out.append(
-                f'<line x1="{_f(x)}" y1="{_f(y1)}" x2="{_f(x)}" y2="{_f(y1 + 4)}" '
+                f'<line x1="{coord(x)}" y1="{coord(y1)}" x2="{coord(x)}" y2="{coord(y1 + 4)}" '
                 'stroke="#000" stroke-width="0.8"/>'
             )
             if rot == 0:
-                out.append(_text(x, y1 + 16, labels[i], size, "middle"))
+                out.append(svg_text(x, y1 + 16, labels[i], size, "middle"))
             else:
-                out.append(_text(x + 2, y1 + 10, labels[i], size, "end", rotate=-rot))
+                out.append(svg_text(x + 2, y1 + 10, labels[i], size, "end", rotate=-rot))
         bottom = y1 + height + 6
-        out.append(_text((x0 + x1) / 2, bottom + 10, "layer", 10.0, "middle"))
+        out.append(svg_text((x0 + x1) / 2, bottom + 10, "layer", 10.0, "middle"))
         bottom += 14
     return out, bottom
 
 
-def _svg(width: float, height: float, body: list[str]) -> str:
+def svg_root(width: float, height: float, body: list[str]) -> str:
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(width)}pt" '
-        f'height="{_f(height)}pt" viewBox="0 0 {_f(width)} {_f(height)}" version="1.1">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{coord(width)}pt" '
+        f'height="{coord(height)}pt" viewBox="0 0 {coord(width)} {coord(height)}" version="1.1">'
         f'<rect width="100%" height="100%" fill="#fff"/>' + "".join(body) + "</svg>"
     )
 
@@ -325,10 +335,10 @@ def layer_chart(labels: Sequence[str], panels: Sequence[Panel]) -> str:
     body: list[str] = []
     top = 4.0
     for k, panel in enumerate(panels):
-        elements, top = _panel_svg(panel, labels, top, width, k == len(panels) - 1)
+        elements, top = _panelsvg_root(panel, labels, top, width, k == len(panels) - 1)
         body += elements
         top += 8.0
-    return _svg(width, top + 4.0, body)
+    return svg_root(width, top + 4.0, body)
 
 
 @dataclass(frozen=True)
@@ -394,22 +404,24 @@ def scatter_chart(s: Scatter) -> str:
     def py(v: float) -> float:
         return y1 - (math.log10(v) - ly0) / ((ly1 - ly0) or 1.0) * (y1 - y0)
 
-    out = [_text(x0, 18, s.title, 11.0)]
+    out = [svg_text(x0, 18, s.title, 11.0)]
     for t in _decades(*s.xlim):
         out.append(
-            f'<line x1="{_f(px(t))}" y1="{_f(y0)}" x2="{_f(px(t))}" y2="{_f(y1)}" '
+            f'<line x1="{coord(px(t))}" y1="{coord(y0)}" x2="{coord(px(t))}" y2="{coord(y1)}" '
             f'stroke="#e4e4e4" stroke-width="0.6"/>'
         )
-        out.append(_text(px(t), y1 + 16, _pow10(t), 9.0, "middle"))
+        out.append(svg_text(px(t), y1 + 16, _pow10(t), 9.0, "middle"))
     for t in _decades(ylo, yhi):
         out.append(
-            f'<line x1="{_f(x0)}" y1="{_f(py(t))}" x2="{_f(x1)}" y2="{_f(py(t))}" '
+            f'<line x1="{coord(x0)}" y1="{coord(py(t))}" x2="{coord(x1)}" y2="{coord(py(t))}" '
             f'stroke="#e4e4e4" stroke-width="0.6"/>'
         )
-        out.append(_text(x0 - 6, py(t) + 3.5, _pow10(t), 9.0, "end"))
+        out.append(svg_text(x0 - 6, py(t) + 3.5, _pow10(t), 9.0, "end"))
     for ln in s.lines:
         pts = " ".join(
-            f"{_f(px(a))},{_f(py(b))}" for a, b in zip(ln.x, ln.y, strict=True) if a > 0 and b > 0
+            f"{coord(px(a))},{coord(py(b))}"
+            for a, b in zip(ln.x, ln.y, strict=True)
+            if a > 0 and b > 0
         )
         dash = ' stroke-dasharray="1.5 2.5"' if ln.dotted else ""
         stroke = "1" if ln.dotted else "1.4"
@@ -418,20 +430,20 @@ def scatter_chart(s: Scatter) -> str:
             f'stroke-width="{stroke}"{dash}/>'
         )
         if ln.note:
-            out.append(_text(px(ln.x[-1]) - 4, py(ln.y[-1]) - 4, ln.note, 8.0, "end"))
+            out.append(svg_text(px(ln.x[-1]) - 4, py(ln.y[-1]) - 4, ln.note, 8.0, "end"))
     legend = []
     for p in s.points:
         for a, b in zip(p.x, p.y, strict=True):
             out.append(
-                f'<circle cx="{_f(px(a))}" cy="{_f(py(b))}" r="3" fill="{p.color}" '
+                f'<circle cx="{coord(px(a))}" cy="{coord(py(b))}" r="3" fill="{p.color}" '
                 'fill-opacity="0.8"/>'
             )
         legend.append(("bar", p.color, p.label))
-    out += _legend_above(legend, x1, 34)
+    out += legend_above(legend, x1, 34)
     out.append(
-        f'<path d="M{_f(x0)} {_f(y0)}V{_f(y1)}H{_f(x1)}" fill="none" stroke="#000" '
+        f'<path d="M{coord(x0)} {coord(y0)}V{coord(y1)}H{coord(x1)}" fill="none" stroke="#000" '
         'stroke-width="0.8"/>'
     )
-    out.append(_text((x0 + x1) / 2, height - 16, s.xlabel, 10.0, "middle"))
-    out.append(_text(16, (y0 + y1) / 2, s.ylabel, 10.0, "middle", rotate=-90))
-    return _svg(width, height, out)
+    out.append(svg_text((x0 + x1) / 2, height - 16, s.xlabel, 10.0, "middle"))
+    out.append(svg_text(16, (y0 + y1) / 2, s.ylabel, 10.0, "middle", rotate=-90))
+    return svg_root(width, height, out)

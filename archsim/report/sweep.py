@@ -1,5 +1,8 @@
 """Self-contained HTML report of a sweep: metric vs parameter, Pareto front, table of points.
 
+The figures are SVG written as text (``sweep_svg``): the report imports neither matplotlib nor
+anything that does.
+
 Input is the sweep's totals frame: one row per point with ``point``, ``point_key``, ``seed``,
 one column per swept axis (its dotted path), ``status`` ("ok"/"error"), ``error`` and metric
 columns (``total_time_s``, ``total_energy_pj``, ...). The page loads nothing from the network;
@@ -23,8 +26,8 @@ from archsim.errors import ArchsimError
 from archsim.report.formatting import MISSING, fmt_int, fmt_num, fmt_value
 from archsim.report.page import environment, write_page
 from archsim.report.pareto import metric_sense, pareto_mask
-from archsim.report.plots import figure_to_svg
-from archsim.report.sweep_plots import metric_unit, plot_metric_grid, plot_pareto
+from archsim.report.sweep_axes import metric_unit
+from archsim.report.sweep_svg import metric_grid_svgs, pareto_svg
 
 __all__ = ["render_sweep_report", "write_sweep_report", "SWEEP_TEMPLATE", "DEFAULT_PARETO"]
 
@@ -199,12 +202,12 @@ def _context(
     figures = []
     if pair is not None:
         colour = next((a for a in axes if points.loc[ok, a].nunique() > 1), None)
-        fig = plot_pareto(points, pair[0], pair[1], front, color_by=colour, senses=senses)
+        svg = pareto_svg(points, pair[0], pair[1], front, color_by=colour, senses=senses)
         word = {"min": "lower", "max": "higher"}
         figures.append(
             {
                 "id": "pareto",
-                "svg": Markup(figure_to_svg(fig, id_prefix="fig-pareto-")),
+                "svg": Markup(svg),
                 "caption": f"{pair[1]} vs {pair[0]} ({word[senses[1]]} and {word[senses[0]]} "
                 "are better) over the successful points"
                 + (f", coloured by {colour}" if colour else "")
@@ -212,11 +215,11 @@ def _context(
                 "both and better in one).",
             }
         )
-    for i, fig in enumerate(plot_metric_grid(points, axes, metrics)):
+    for i, svg in enumerate(metric_grid_svgs(points, axes, metrics)):
         figures.append(
             {
                 "id": f"grid-{i}",
-                "svg": Markup(figure_to_svg(fig, id_prefix=f"fig-grid-{i}-")),
+                "svg": Markup(svg),
                 "caption": "Each metric (rows) against each swept parameter (columns): grey dots "
                 "are points, the line is the median over the other axes and the band their "
                 "min\u2013max.",

@@ -7,10 +7,7 @@ The frame has one column per swept axis (dotted config path) and one per metric;
 
 from __future__ import annotations
 
-import contextlib
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -23,7 +20,14 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from archsim.report.plots import energy_unit, si_format
+from archsim.report.formatting import si_format
+from archsim.report.sweep_axes import (
+    AxisValues,
+    MetricUnit,
+    axis_label,
+    axis_values,
+    metric_unit,
+)
 
 __all__ = [
     "MetricUnit",
@@ -47,83 +51,6 @@ _FRONT = "#c44e52"
 _MAX_DISCRETE = 10
 
 
-@dataclass(frozen=True)
-class MetricUnit:
-    """How to show a metric: ``label`` (with unit) and ``scale`` (display = value * scale)."""
-
-    label: str
-    scale: float
-
-
-def metric_unit(metric: str, values: Sequence[float] | pd.Series) -> MetricUnit:
-    """A readable unit for ``metric`` given the values it takes (s -> ms/us, pJ -> uJ, ...)."""
-    arr = pd.to_numeric(pd.Series(values), errors="coerce").abs()
-    top = float(arr.max()) if arr.notna().any() else 0.0
-    name = metric.removeprefix("total_").replace("_", " ")
-    if metric.endswith("_pj"):
-        unit, per = energy_unit(top)
-        return MetricUnit(f"{name[:-3]} ({unit})", 1.0 / per)
-    if metric.endswith("_s"):
-        for unit, per in (("s", 1.0), ("ms", 1e-3), ("\u00b5s", 1e-6), ("ns", 1e-9)):
-            if top >= per or unit == "ns":
-                return MetricUnit(f"{name[:-2]} ({unit})", 1.0 / per)
-    if metric.endswith("_w"):
-        if top >= 1.0 or top == 0.0:
-            return MetricUnit(f"{name[:-2]} (W)", 1.0)
-        return MetricUnit(f"{name[:-2]} (mW)", 1e3)
-    if metric.endswith("_mm2"):
-        return MetricUnit(f"{name[:-4]} (mm\u00b2)", 1.0)
-    if metric.endswith("_gops"):
-        return MetricUnit(f"{name[:-5]} GOP/s", 1.0)
-    if metric.endswith("_bytes"):
-        return MetricUnit(f"{name[:-6]} (bytes)", 1.0)
-    return MetricUnit(name, 1.0)
-
-
-@dataclass(frozen=True)
-class _AxisValues:
-    """Plot positions of one swept axis: numeric (maybe log2) or categorical."""
-
-    positions: np.ndarray
-    ticks: list[float]
-    labels: list[str]
-    log: bool
-    numeric: bool
-
-
-def _label(value: Any) -> str:
-    """Tick label of an axis value: compact numbers (``400M``, ``64``, ``0.5``), else text."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
-        return str(value)
-    return si_format(float(value))
-
-
-def axis_values(column: pd.Series) -> _AxisValues:
-    """Positions of ``column``'s values on a plot axis, with its tick positions and labels."""
-    values = column.tolist()
-    present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    numeric = bool(present) and all(
-        isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_)
-        for v in present
-    )
-    if numeric:
-        pos = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
-        uniq = sorted(set(pos[np.isfinite(pos)].tolist()))
-        log = bool(uniq) and uniq[0] > 0 and uniq[-1] / uniq[0] >= 8
-        if len(uniq) > 12:  # let matplotlib choose the ticks
-            return _AxisValues(pos, [], [], log, True)
-        return _AxisValues(pos, uniq, [_label(u) for u in uniq], log, True)
-    order: list[str] = []
-    for v in values:
-        if str(v) not in order:
-            order.append(str(v))
-    with contextlib.suppress(ValueError):  # numbers as text sort as numbers
-        order = sorted(order, key=lambda s: (float(s), s))
-    index = {s: i for i, s in enumerate(order)}
-    pos = np.array([index[str(v)] for v in values], dtype=float)
-    return _AxisValues(pos, [float(i) for i in range(len(order))], order, False, False)
-
-
 def _new_figure(width: float, height: float) -> Figure:
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
@@ -137,7 +64,7 @@ def _style(ax: Axes) -> None:
     ax.tick_params(labelsize=8)
 
 
-def _set_x(ax: Axes, xv: _AxisValues, columns: int = 1) -> None:
+def _set_x(ax: Axes, xv: AxisValues, columns: int = 1) -> None:
     if xv.log:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_minor_formatter(NullFormatter())
@@ -234,7 +161,7 @@ def _colour(ax: Axes, fig: Figure, column: pd.Series, name: str) -> Any:
         cmap = matplotlib.colormaps["tab10"]
         index = {u: i for i, u in enumerate(uniq)}
         colours = [cmap(index[p] % 10) if np.isfinite(p) else "#bbbbbb" for p in xv.positions]
-        labels = xv.labels if xv.labels and len(xv.labels) == len(uniq) else map(_label, uniq)
+        labels = xv.labels if xv.labels and len(xv.labels) == len(uniq) else map(axis_label, uniq)
         handles = [
             Line2D([], [], color=cmap(i % 10), marker="o", ls="", ms=5, label=str(lab))
             for i, lab in enumerate(labels)
@@ -251,7 +178,7 @@ def _colour(ax: Axes, fig: Figure, column: pd.Series, name: str) -> Any:
         norm = BoundaryNorm(edges, 256)
     sm = matplotlib.cm.ScalarMappable(norm=norm, cmap="viridis")
     bar = fig.colorbar(sm, ax=ax, pad=0.01, fraction=0.04)
-    bar.set_label(name, fontsize=8)
+    bar.setaxis_label(name, fontsize=8)
     bar.ax.tick_params(labelsize=7)
     return sm.to_rgba(xv.positions)
 

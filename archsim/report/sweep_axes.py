@@ -1,0 +1,97 @@
+"""How a sweep's figures show its columns: metric units and swept-axis positions (no matplotlib).
+
+Shared by the matplotlib figures of ``sweep_plots`` (the Python API) and the SVG figures of
+``sweep_svg`` (the sweep report, which must not import matplotlib: see ``sweep_svg``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from archsim.report.formatting import energy_unit, si_format
+
+__all__ = ["MetricUnit", "AxisValues", "metric_unit", "axis_values", "axis_label"]
+
+
+@dataclass(frozen=True)
+class MetricUnit:
+    """How to show a metric: ``label`` (with unit) and ``scale`` (display = value * scale)."""
+
+    label: str
+    scale: float
+
+
+def metric_unit(metric: str, values: Sequence[float] | pd.Series) -> MetricUnit:
+    """A readable unit for ``metric`` given the values it takes (s -> ms/us, pJ -> uJ, ...)."""
+    arr = pd.to_numeric(pd.Series(values), errors="coerce").abs()
+    top = float(arr.max()) if arr.notna().any() else 0.0
+    name = metric.removeprefix("total_").replace("_", " ")
+    if metric.endswith("_pj"):
+        unit, per = energy_unit(top)
+        return MetricUnit(f"{name[:-3]} ({unit})", 1.0 / per)
+    if metric.endswith("_s"):
+        for unit, per in (("s", 1.0), ("ms", 1e-3), ("\u00b5s", 1e-6), ("ns", 1e-9)):
+            if top >= per or unit == "ns":
+                return MetricUnit(f"{name[:-2]} ({unit})", 1.0 / per)
+    if metric.endswith("_w"):
+        if top >= 1.0 or top == 0.0:
+            return MetricUnit(f"{name[:-2]} (W)", 1.0)
+        return MetricUnit(f"{name[:-2]} (mW)", 1e3)
+    if metric.endswith("_mm2"):
+        return MetricUnit(f"{name[:-4]} (mm\u00b2)", 1.0)
+    if metric.endswith("_gops"):
+        return MetricUnit(f"{name[:-5]} GOP/s", 1.0)
+    if metric.endswith("_bytes"):
+        return MetricUnit(f"{name[:-6]} (bytes)", 1.0)
+    return MetricUnit(name, 1.0)
+
+
+@dataclass(frozen=True)
+class AxisValues:
+    """Plot positions of one swept axis: numeric (maybe log2) or categorical."""
+
+    positions: np.ndarray
+    ticks: list[float]
+    labels: list[str]
+    log: bool
+    numeric: bool
+
+
+def axis_label(value: Any) -> str:
+    """Tick label of an axis value: compact numbers (``400M``, ``64``, ``0.5``), else text."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
+        return str(value)
+    return si_format(float(value))
+
+
+def axis_values(column: pd.Series) -> AxisValues:
+    """Positions of ``column``'s values on a plot axis, with its tick positions and labels."""
+    values = column.tolist()
+    present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    numeric = bool(present) and all(
+        isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_)
+        for v in present
+    )
+    if numeric:
+        pos = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+        uniq = sorted(set(pos[np.isfinite(pos)].tolist()))
+        log = bool(uniq) and uniq[0] > 0 and uniq[-1] / uniq[0] >= 8
+        if len(uniq) > 12:  # let matplotlib choose the ticks
+            return AxisValues(pos, [], [], log, True)
+        return AxisValues(pos, uniq, [axis_label(u) for u in uniq], log, True)
+    order: list[str] = []
+    for v in values:
+        if str(v) not in order:
+            order.append(str(v))
+    with contextlib.suppress(ValueError):  # numbers as text sort as numbers
+        order = sorted(order, key=lambda s: (float(s), s))
+    index = {s: i for i, s in enumerate(order)}
+    pos = np.array([index[str(v)] for v in values], dtype=float)
+    return AxisValues(pos, [float(i) for i in range(len(order))], order, False, False)
