@@ -17,7 +17,7 @@ import pandas as pd
 
 from archsim.report.formatting import energy_unit, si_format
 
-__all__ = ["MetricUnit", "AxisValues", "metric_unit", "axis_values", "axis_label"]
+__all__ = ["MetricUnit", "AxisValues", "metric_unit", "axis_values", "axis_label", "ok_points"]
 
 
 @dataclass(frozen=True)
@@ -95,3 +95,10 @@ def axis_values(column: pd.Series) -> AxisValues:
     index = {s: i for i, s in enumerate(order)}
     pos = np.array([index[str(v)] for v in values], dtype=float)
     return AxisValues(pos, [float(i) for i in range(len(order))], order, False, False)
+
+
+def ok_points(points: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a totals frame whose ``status`` is ``ok`` (all rows when it has none)."""
+    if "status" not in points:
+        return points
+    return points[points["status"].astype(str) == "ok"]

@@ -27,6 +27,7 @@ from archsim.report.sweep_axes import (
     axis_label,
     axis_values,
     metric_unit,
+    ok_points,
 )
 
 __all__ = [
@@ -86,12 +87,6 @@ def _log_if_wide(ax: Axes, values: np.ndarray, span: float = 50.0, axis: str = "
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
 
 
-def _ok(points: pd.DataFrame) -> pd.DataFrame:
-    if "status" not in points:
-        return points
-    return points[points["status"].astype(str) == "ok"]
-
-
 def _no_data(fig: Figure, text: str) -> Figure:
     ax = fig.add_subplot()
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
@@ -108,7 +103,7 @@ def plot_metric_grid(
     and their min-max range (band). Axes whose values span 8x or more use a log2 scale. At most
     :data:`MAX_GRID_COLUMNS` axes per figure; more axes give more figures.
     """
-    ok = _ok(points)
+    ok = ok_points(points)
     if ok.empty or not axes or not metrics:
         return [_no_data(_new_figure(12.5, 2.0), "no successful points to plot")]
     figures = []
@@ -199,7 +194,7 @@ def plot_pareto(
     than 50x use a log scale.
     """
     fig = _new_figure(12.5, 5.2)
-    ok = _ok(points)
+    ok = ok_points(points)
     xs = pd.to_numeric(ok[x], errors="coerce") if x in ok else pd.Series(dtype=float)
     ys = pd.to_numeric(ok[y], errors="coerce") if y in ok else pd.Series(dtype=float)
     good = np.isfinite(xs.to_numpy(dtype=float)) & np.isfinite(ys.to_numpy(dtype=float))

@@ -28,7 +28,13 @@ from archsim.report.svg_charts import (
     svg_text,
     text_width,
 )
-from archsim.report.sweep_axes import AxisValues, axis_label, axis_values, metric_unit
+from archsim.report.sweep_axes import (
+    AxisValues,
+    axis_label,
+    axis_values,
+    metric_unit,
+    ok_points,
+)
 
 __all__ = ["metric_grid_svgs", "pareto_svg", "MAX_GRID_COLUMNS"]
 
@@ -166,12 +172,6 @@ def _no_data(text: str, height: float = 120.0) -> str:
     return svg_root(_WIDTH, height, [svg_text(_WIDTH / 2, height / 2, text, 11.0, "middle")])
 
 
-def _ok(points: pd.DataFrame) -> pd.DataFrame:
-    if "status" not in points:
-        return points
-    return points[points["status"].astype(str) == "ok"]
-
-
 def _numbers(column: pd.Series) -> np.ndarray:
     return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
 
@@ -182,7 +182,7 @@ def metric_grid_svgs(
     """Small multiples, one panel per (metric row, swept-axis column), as ``plot_metric_grid``:
     every successful point (grey dots), the median over the other axes (line) and their
     min-max range (band); at most ``MAX_GRID_COLUMNS`` axes per figure."""
-    ok = _ok(points)
+    ok = ok_points(points)
     if ok.empty or not axes or not metrics:
         return [_no_data("no successful points to plot")]
     return [
@@ -298,7 +298,7 @@ def pareto_svg(
     front (``pareto_mask``, aligned with ``points``) circled and joined (a staircase when both
     are minimised), points coloured by the swept axis ``color_by``; axes spanning more than
     50x on a log scale."""
-    ok = _ok(points)
+    ok = ok_points(points)
     xr = _numbers(ok[x]) if x in ok else np.zeros(0)
     yr = _numbers(ok[y]) if y in ok else np.zeros(0)
     good = np.isfinite(xr) & np.isfinite(yr)
