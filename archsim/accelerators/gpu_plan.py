@@ -98,12 +98,24 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _leading(rows: int, cols: int) -> int:
+    """Leading dimension (elements) of a row-major ``rows x cols`` matrix as a library gets it:
+    ``cols``, except for a single column, a contiguous vector whose stride between rows of
+    one element says nothing about alignment. PyTorch hands such a tensor to cuBLAS as the
+    other layout, with the vector's length as leading dimension (``prepare_matrix_for_cublas``
+    in ATen's ``Blas.cpp``: a stride-1 dimension next to a size-1 one), so a GEMV with N = 1
+    runs the aligned kernels as its M = 1 transpose does."""
+    return rows if cols == 1 else cols
+
+
 def leading_dimensions_bytes(prob: GemmProblem) -> tuple[int, int, int]:
     """Leading dimensions of A, B and D in bytes (row-major storage: A m x k or, transposed,
-    k x m; B k x n or n x k; D m x n)."""
-    lda = prob.m if prob.transpose_a else prob.k
-    ldb = prob.k if prob.transpose_b else prob.n
-    return lda * prob.in_bytes, ldb * prob.in_bytes, prob.n * prob.out_bytes
+    k x m; B k x n or n x k; D m x n); a stored single column counts as its length (see
+    ``_leading``)."""
+    lda = _leading(prob.k, prob.m) if prob.transpose_a else _leading(prob.m, prob.k)
+    ldb = _leading(prob.n, prob.k) if prob.transpose_b else _leading(prob.k, prob.n)
+    ldd = _leading(prob.m, prob.n)
+    return lda * prob.in_bytes, ldb * prob.in_bytes, ldd * prob.out_bytes
 
 
 def widest_load_bytes(prob: GemmProblem) -> int:

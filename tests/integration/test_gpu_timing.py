@@ -86,6 +86,20 @@ def test_h100_unaligned_leading_dimensions_take_the_slow_family() -> None:
     assert family_for(h100, _prob(4095, 4095, 4095, "fp32")) is None  # FP32: CUDA cores
 
 
+def test_a_single_column_is_a_vector_not_an_unaligned_matrix() -> None:
+    """A GEMV with N = 1 (B a k x 1 column, D an m x 1 column) has 1-element row strides,
+    which said 'unaligned' and sent it to the fallback at 3.9x the time of its M = 1
+    transpose; PyTorch hands such vectors to cuBLAS with their length as leading dimension."""
+    h100 = archsim.load_hardware("h100")
+    for n1 in (_prob(4096, 1, 4096), _prob(4096, 1, 4096, transpose_a=True)):
+        assert family_for(h100, n1).name == "sm90_tma_wgmma"
+    m1, n1 = _seconds(h100, _prob(1, 4096, 4096)), _seconds(h100, _prob(4096, 1, 4096))
+    assert abs(n1 / m1 - 1) < 0.15, f"N = 1 {n1 * 1e6:.2f} us vs M = 1 {m1 * 1e6:.2f} us"
+    # a single row keeps its stride: an odd k is still an unaligned A
+    assert family_for(h100, _prob(1, 4096, 4095)).name == "sm80_unaligned"
+    assert family_for(h100, _prob(4096, 2, 4096)).name == "sm80_unaligned"  # 4-byte rows
+
+
 def test_launch_mode_is_a_config_option() -> None:
     h100 = archsim.load_hardware("h100")
     assert h100.launch.mode == "graph"
