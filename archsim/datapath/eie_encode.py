@@ -88,6 +88,20 @@ INT32_MAX = 2**31 - 1
 # of their arguments). The arrays come from NumPy, and the bias column is the loop's last.
 
 
+@nb.njit(cache=True, inline="always")
+def _shift_of(n):  # pragma: no cover - compiled
+    """(k, True) when ``n == 2**k``, else (0, False). The encoding kernels divide by the row
+    count per PE and by the largest relative jump for every entry; numba's int64 divide by a
+    value known only at run time took most of their time. Row indices are >= 0 (CSC), so the
+    PE division is the float64 quotient truncated (exact for a correctly rounded quotient of
+    integers below 2**53) and the jump (``1 << relative_index_bits``) an arithmetic shift,
+    which floors as ``//`` does."""
+    k = 0
+    while (1 << k) < n:
+        k += 1
+    return k, (1 << k) == n
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _pointer_rows(
     n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, wanted, out, last, run, base
@@ -99,6 +113,8 @@ def _pointer_rows(
     scratch, num_pes); the bias column comes after the padded ones. ``base``: PE ``pe`` owns
     ``base[pe]:base[pe + 1]``. False when a PE would hold more than ``INT32_MAX`` entries.
     ``last``: int64 scratch, num_pes."""
+    pes = np.float64(num_pes)  # r // num_pes as a truncated float64 quotient (see _fill)
+    shift, pow2 = _shift_of(max_jump)
     for pe in range(num_pes):
         last[pe] = -1
         run[pe] = 0
@@ -116,13 +132,15 @@ def _pointer_rows(
         else:  # a padding column, or past the bias column
             continue
         for i in range(lo, hi):
-            r = rows[i]
-            pe = r % num_pes
-            lr = r // num_pes
-            run[pe] += (lr - last[pe] - 1) // max_jump + 1
+            r = np.int64(rows[i])
+            lr = np.int64(np.float64(r) / pes)
+            pe = r - lr * num_pes
+            d = lr - last[pe] - 1
+            run[pe] += ((d >> shift) if pow2 else d // max_jump) + 1
             last[pe] = lr
         for i in range(lo, hi):
-            last[rows[i] % num_pes] = -1
+            r = np.int64(rows[i])
+            last[r - np.int64(np.float64(r) / pes) * num_pes] = -1
     base[0] = 0
     for pe in range(num_pes):  # int64 sums: an overflow of the int32 rows shows here
         if run[pe] > INT32_MAX:
@@ -153,6 +171,8 @@ def _fill(
     padding first where a gap is longer than ``max_jump``: code 0, z = max_jump - 1, the row
     cursor advanced by ``max_jump``. Then ``real_cum[e + 1]``: real (code != 0) entries among
     the first ``e + 1``. ``write``, ``last``: int64 scratch, num_pes."""
+    pes = np.float64(num_pes)
+    shift, pow2 = _shift_of(max_jump)
     for pe in range(num_pes):
         write[pe] = base[pe]  # next entry address per PE: columns in order
         last[pe] = -1
@@ -165,12 +185,12 @@ def _fill(
         else:
             rows, vals, lo, hi = bias_rows, bias_vals, 0, bias_rows.size
         for i in range(lo, hi):
-            r = rows[i]
-            pe = r % num_pes
-            lr = r // num_pes
+            r = np.int64(rows[i])
+            lr = np.int64(np.float64(r) / pes)  # exact: r >= 0, r < 2**53 / num_pes
+            pe = r - lr * num_pes
             pos = write[pe]
             d = lr - last[pe] - 1
-            npad = d // max_jump
+            npad = (d >> shift) if pow2 else d // max_jump  # floor either way
             cursor = last[pe]
             for _ in range(npad):
                 cursor += max_jump
@@ -182,7 +202,8 @@ def _fill(
             write[pe] = pos + 1
             last[pe] = lr
         for i in range(lo, hi):
-            last[rows[i] % num_pes] = -1
+            r = np.int64(rows[i])
+            last[r - np.int64(np.float64(r) / pes) * num_pes] = -1
     if real_cum.size == 0:  # not wanted (``encode_eie_rows``)
         return
     run = 0
