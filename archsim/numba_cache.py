@@ -95,6 +95,7 @@ def __getattr__(name: str) -> Any:
 def kernel_status(accelerator: str) -> dict[str, bool]:
     """``module.function`` -> whether its compiled code is in the cache and matches the source,
     for every cached kernel of ``accelerator`` (imports the kernel modules, compiles nothing)."""
+    from numba.core.caching import NullCache
     from numba.core.registry import CPUDispatcher
 
     status: dict[str, bool] = {}
@@ -102,8 +103,8 @@ def kernel_status(accelerator: str) -> dict[str, bool]:
         module = import_module(mod_name)
         for name, obj in sorted(vars(module).items()):
             cache = getattr(obj, "_cache", None)
-            if not isinstance(obj, CPUDispatcher) or cache is None:
-                continue
+            if not isinstance(obj, CPUDispatcher) or cache is None or isinstance(cache, NullCache):
+                continue  # not a kernel, or an uncached (inlined) helper
             status[f"{mod_name.rsplit('.', 1)[-1]}.{name}"] = _is_warm(cache)
     return status
 

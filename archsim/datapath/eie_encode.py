@@ -88,7 +88,7 @@ INT32_MAX = 2**31 - 1
 # of their arguments). The arrays come from NumPy, and the bias column is the loop's last.
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(inline="always")  # inlined into the (cached) kernels: nothing of its own to cache
 def _shift_of(n):  # pragma: no cover - compiled
     """(k, True) when ``n == 2**k``, else (0, False). The encoding kernels divide by the row
     count per PE and by the largest relative jump for every entry; numba's int64 divide by a
