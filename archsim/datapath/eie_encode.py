@@ -102,6 +102,14 @@ def _shift_of(n):  # pragma: no cover - compiled
     return k, (1 << k) == n
 
 
+@nb.njit(inline="always")
+def _pe_row(r, num_pes, pes):  # pragma: no cover - compiled
+    """(PE, local row) of row ``r >= 0``: ``r % num_pes``, ``r // num_pes``, with the quotient
+    the float64 one truncated (``pes`` = ``float(num_pes)``; see ``_shift_of``)."""
+    lr = np.int64(np.float64(r) / pes)
+    return np.int64(r) - lr * num_pes, lr
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _pointer_rows(
     n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, wanted, out, last, run, base
@@ -113,7 +121,7 @@ def _pointer_rows(
     scratch, num_pes); the bias column comes after the padded ones. ``base``: PE ``pe`` owns
     ``base[pe]:base[pe + 1]``. False when a PE would hold more than ``INT32_MAX`` entries.
     ``last``: int64 scratch, num_pes."""
-    pes = np.float64(num_pes)  # r // num_pes as a truncated float64 quotient (see _fill)
+    pes = np.float64(num_pes)  # for _pe_row
     shift, pow2 = _shift_of(max_jump)
     for pe in range(num_pes):
         last[pe] = -1
@@ -132,15 +140,12 @@ def _pointer_rows(
         else:  # a padding column, or past the bias column
             continue
         for i in range(lo, hi):
-            r = np.int64(rows[i])
-            lr = np.int64(np.float64(r) / pes)
-            pe = r - lr * num_pes
+            pe, lr = _pe_row(rows[i], num_pes, pes)
             d = lr - last[pe] - 1
             run[pe] += ((d >> shift) if pow2 else d // max_jump) + 1
             last[pe] = lr
         for i in range(lo, hi):
-            r = np.int64(rows[i])
-            last[r - np.int64(np.float64(r) / pes) * num_pes] = -1
+            last[_pe_row(rows[i], num_pes, pes)[0]] = -1
     base[0] = 0
     for pe in range(num_pes):  # int64 sums: an overflow of the int32 rows shows here
         if run[pe] > INT32_MAX:
@@ -185,9 +190,7 @@ def _fill(
         else:
             rows, vals, lo, hi = bias_rows, bias_vals, 0, bias_rows.size
         for i in range(lo, hi):
-            r = np.int64(rows[i])
-            lr = np.int64(np.float64(r) / pes)  # exact: r >= 0, r < 2**53 / num_pes
-            pe = r - lr * num_pes
+            pe, lr = _pe_row(rows[i], num_pes, pes)  # exact: r >= 0, r < 2**53 / num_pes
             pos = write[pe]
             d = lr - last[pe] - 1
             npad = (d >> shift) if pow2 else d // max_jump  # floor either way
@@ -202,8 +205,7 @@ def _fill(
             write[pe] = pos + 1
             last[pe] = lr
         for i in range(lo, hi):
-            r = np.int64(rows[i])
-            last[r - np.int64(np.float64(r) / pes) * num_pes] = -1
+            last[_pe_row(rows[i], num_pes, pes)[0]] = -1
     if real_cum.size == 0:  # not wanted (``encode_eie_rows``)
         return
     run = 0

@@ -96,6 +96,16 @@ def eie_schedule(
 # np.zeros/np.empty signature costs numba a compile of its own on a cold cache.
 
 
+@nb.njit(inline="always")  # inlined into the cached kernels below
+def _lines(a0, n, per_line):  # pragma: no cover - compiled
+    """First and last SpMat line of ``n >= 1`` entries from address ``a0 >= 0``: ``a //
+    entries_per_line`` as the float64 quotient truncated (``per_line`` its float), exact for
+    addresses below 2**53 / entries_per_line (a correctly rounded quotient of integers never
+    reaches the next integer) and about 5x faster than numba's int64 divide by a value known
+    only at run time (1,500 columns x 512 PEs: 4.6 -> 0.8 ms)."""
+    return np.int64(np.float64(a0) / per_line), np.int64(np.float64(a0 + n - 1) / per_line)
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _schedule(
     item_col,
@@ -117,7 +127,7 @@ def _schedule(
     lines, bypasses, busy = per_pe[0], per_pe[1], per_pe[2]
     last_cycle, last_line, last_entry_cycle = regs[0], regs[1], regs[2]
     bypass_on = drain >= 2
-    per_line = np.float64(entries_per_line)  # see _line_reads: exact, 5x an int64 divide
+    per_line = np.float64(entries_per_line)  # for _lines
     stall = 0
     push = 0
     for k in range(n_items):
@@ -151,8 +161,7 @@ def _schedule(
                 if p + 1 > busy[i]:
                     busy[i] = p + 1
                 continue
-            l0 = np.int64(np.float64(a0) / per_line)
-            l1 = np.int64(np.float64(a0 + n - 1) / per_line)
+            l0, l1 = _lines(a0, n, per_line)
             lines[i] += l1 - l0 + 1 - (1 if l0 == last_line[i] else 0)
             last_line[i] = l1
             if bypass_on and cand[i] and last_entry_cycle[i] == p:
@@ -245,12 +254,7 @@ def eie_line_reads(
 def _line_reads(
     item_col, num_pes, col_ptr, entries_per_line, reads, last_line
 ):  # pragma: no cover - compiled
-    """:func:`eie_line_reads`' loop (``reads`` zeros on entry; ``last_line`` scratch).
-
-    A line number is ``a // entries_per_line``, computed as the float64 quotient truncated:
-    exact for addresses below 2**53 / entries_per_line (a correctly rounded quotient of
-    integers never reaches the next integer), and about 5x faster than numba's int64 divide
-    by a value known only at run time (1,500 columns x 512 PEs: 4.6 -> 0.8 ms)."""
+    """:func:`eie_line_reads`' loop (``reads`` zeros on entry; ``last_line`` scratch)."""
     per_line = np.float64(entries_per_line)
     for i in range(num_pes):
         last_line[i] = -1
@@ -263,8 +267,7 @@ def _line_reads(
             n = np.int64(stop[i]) - a0
             if n == 0:
                 continue
-            l0 = np.int64(np.float64(a0) / per_line)
-            l1 = np.int64(np.float64(a0 + n - 1) / per_line)
+            l0, l1 = _lines(a0, n, per_line)
             reads[i] += l1 - l0 + 1 - (1 if l0 == last_line[i] else 0)
             last_line[i] = l1
 

@@ -32,7 +32,6 @@ __all__ = [
     "svg_root",
     "legend_above",
     "text_width",
-    "FONT",
     "GRID",
 ]
 
@@ -71,7 +70,7 @@ TAB20 = (
     "#17becf",
     "#9edae5",
 )
-FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
+_FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
 GRID = "#dddddd"
 #: Most layer names written under a chart; beyond that only every k-th layer is named.
 _MAX_LABELS = 80
@@ -151,7 +150,7 @@ def svg_text(
     bold = f' font-weight="{weight}"' if weight else ""
     return (
         f'<text x="{coord(x)}" y="{coord(y)}" font-size="{coord(size)}" text-anchor="{anchor}"'
-        f"{bold}{extra} {FONT}>{escape(text)}</text>"
+        f"{bold}{extra} {_FONT}>{escape(text)}</text>"
     )
 
 

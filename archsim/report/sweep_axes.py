@@ -17,7 +17,15 @@ import pandas as pd
 
 from archsim.report.formatting import energy_unit, si_format
 
-__all__ = ["MetricUnit", "AxisValues", "metric_unit", "axis_values", "axis_label", "ok_points"]
+__all__ = [
+    "MetricUnit",
+    "AxisValues",
+    "metric_unit",
+    "axis_values",
+    "axis_label",
+    "ok_points",
+    "spans_wide",
+]
 
 
 @dataclass(frozen=True)
@@ -102,3 +110,10 @@ def ok_points(points: pd.DataFrame) -> pd.DataFrame:
     if "status" not in points:
         return points
     return points[points["status"].astype(str) == "ok"]
+
+
+def spans_wide(values: np.ndarray, span: float = 50.0) -> bool:
+    """Whether an axis of ``values`` is drawn on a log scale: its finite values are all
+    positive and span more than ``span`` x."""
+    v = values[np.isfinite(values)]
+    return bool(len(v)) and v.min() > 0 and v.max() / v.min() > span

@@ -28,6 +28,7 @@ from archsim.report.sweep_axes import (
     axis_values,
     metric_unit,
     ok_points,
+    spans_wide,
 )
 
 __all__ = [
@@ -82,8 +83,7 @@ def _set_x(ax: Axes, xv: AxisValues, columns: int = 1) -> None:
 
 def _log_if_wide(ax: Axes, values: np.ndarray, span: float = 50.0, axis: str = "y") -> None:
     """Log scale on ``axis`` when the finite values are all positive and span > ``span`` x."""
-    vals = values[np.isfinite(values)]
-    if len(vals) and vals.min() > 0 and vals.max() / vals.min() > span:
+    if spans_wide(values, span):
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
 
 

@@ -34,6 +34,7 @@ from archsim.report.sweep_axes import (
     axis_values,
     metric_unit,
     ok_points,
+    spans_wide,
 )
 
 __all__ = ["metric_grid_svgs", "pareto_svg", "MAX_GRID_COLUMNS"]
@@ -84,12 +85,6 @@ def _range(values: np.ndarray, log: bool) -> _Scale:
         return _Scale(math.exp(a - pad), math.exp(b + pad), True)
     pad = (hi - lo) * 0.05 or (abs(lo) * 0.05 or 0.5)
     return _Scale(lo - pad, hi + pad, False)
-
-
-def _wide(values: np.ndarray, span: float = 50.0) -> bool:
-    """Log scale: the finite values are all positive and span more than ``span`` x."""
-    v = values[np.isfinite(values)]
-    return bool(len(v)) and v.min() > 0 and v.max() / v.min() > span
 
 
 def _ticks(s: _Scale, base: float = 10.0, target: int = 5) -> list[float]:
@@ -200,18 +195,18 @@ def _grid(ok: pd.DataFrame, axes: list[str], metrics: Sequence[str]) -> str:
          ("bar", "#c8d3e8", "min\u2013max")],
         _WIDTH - _RIGHT, 16.0,
     )  # fmt: skip
-    columns = [(a, *_x_axis(axis_values(ok[a]))) for a in axes]
+    columns = [(a, xv, *_x_axis(xv)) for a in axes for xv in [axis_values(ok[a])]]
     for r, metric in enumerate(metrics):
         unit = metric_unit(metric, ok[metric])
         raw = _numbers(ok[metric])
         y_all = raw * unit.scale
-        ys = _range(y_all, _wide(raw)).at(top + panel_h, top)
+        ys = _range(y_all, spans_wide(raw)).at(top + panel_h, top)
         out.append(svg_text(16, top + panel_h / 2, unit.label, 9.0, "middle", rotate=-90))
         last = r == len(metrics) - 1
-        for c, (axis, xs0, ticks, labels) in enumerate(columns):
+        for c, (axis, xv, xs0, ticks, labels) in enumerate(columns):
             x0 = _LEFT + c * (panel_w + gap)
             xs = xs0.at(x0, x0 + panel_w)
-            xpos = axis_values(ok[axis]).positions
+            xpos = xv.positions
             out += _frame(xs, ys, ticks, labels if last else None, c == 0)
             if last:
                 below = 48 if _rotated(labels, panel_w) else 30
@@ -235,7 +230,7 @@ def _grid(ok: pd.DataFrame, axes: list[str], metrics: Sequence[str]) -> str:
             )
             out.append(_dots(px, ys(med.to_numpy()), _LINE, 2.2, 1))
         top += panel_h + row_gap
-    rotated = any(_rotated(labels, panel_w) for _, _, _, labels in columns)
+    rotated = any(_rotated(labels, panel_w) for *_, labels in columns)
     return svg_root(_WIDTH, top - row_gap + (56 if rotated else 38), out)
 
 
@@ -265,24 +260,24 @@ def _colours(column: pd.Series, name: str, right: float, y0: float, y1: float):
     if len(uniq) <= 24:  # one colour per value (matplotlib's BoundaryNorm between them)
         rank = {u: i / (len(uniq) - 1) for i, u in enumerate(uniq)}
         colours = [_viridis(rank[p]) if np.isfinite(p) else "#bbbbbb" for p in pos]
-        steps, shown = [_viridis(rank[u]) for u in uniq], uniq
+        steps = [_viridis(rank[u]) for u in uniq]
     else:
         s = _Scale(uniq[0], uniq[-1], xv.log)
         colours = [_viridis(float(s(p))) if np.isfinite(p) else "#bbbbbb" for p in pos]
         steps = [_viridis(i / 31) for i in range(32)]
-        shown = _ticks(_Scale(uniq[0], uniq[-1], xv.log))
     h = (y1 - y0 - 20) / len(steps)
     for i, c in enumerate(reversed(steps)):
         out.append(
             f'<rect x="{coord(right + 14)}" y="{coord(y0 + 14 + i * h)}" width="12" '
             f'height="{coord(h + 0.3)}" fill="{c}"/>'
         )
-    bar = _Scale(uniq[0], uniq[-1], xv.log and len(uniq) > 24, y1 - 6, y0 + 14)
-    for k, v in enumerate(shown):
-        y = y1 - 6 - (k + 0.5) * h if len(uniq) <= 24 else float(bar(v))
-        if len(uniq) <= 24 and len(shown) > 12 and k % 2:
-            continue
-        out.append(svg_text(right + 30, y + 3, axis_label(v), 8.0))
+    if len(uniq) <= 24:  # a label at each value's step (every other one past 12)
+        every = 2 if len(uniq) > 12 else 1
+        labels = [(y1 - 6 - (k + 0.5) * h, v) for k, v in enumerate(uniq) if k % every == 0]
+    else:  # round values where they fall on the bar
+        bar = _Scale(uniq[0], uniq[-1], xv.log, y1 - 6, y0 + 14)
+        labels = [(float(bar(v)), v) for v in _ticks(_Scale(uniq[0], uniq[-1], xv.log))]
+    out += [svg_text(right + 30, y + 3, axis_label(v), 8.0) for y, v in labels]
     return colours, out
 
 
@@ -313,16 +308,16 @@ def pareto_svg(
         legend_w = 40.0 + max(text_width(color_by, 9.0), 60.0)
     right = _WIDTH - _RIGHT - legend_w
     bottom = height - 50.0
-    xs = _range(xd, _wide(xd)).at(_LEFT, right)
-    ys = _range(yd, _wide(yd)).at(bottom, top)
+    xs = _range(xd, spans_wide(xd)).at(_LEFT, right)
+    ys = _range(yd, spans_wide(yd)).at(bottom, top)
     xticks = _ticks(xs, target=8)
     out: list[str] = _frame(xs, ys, xticks, [si_format(t) for t in xticks], True)
     if legend_w:
         colours, legend = _colours(ok[color_by], color_by, right, top, bottom)  # type: ignore[index]
         out += legend
+        by = np.array(colours)
         for c in dict.fromkeys(colours):
-            sel = np.array([k == c for k in colours])
-            out.append(_dots(xs(xd[sel]), ys(yd[sel]), c, 2.4, 0.75))
+            out.append(_dots(xs(xd[by == c]), ys(yd[by == c]), c, 2.4, 0.75))
     else:
         out.append(_dots(xs(xd), ys(yd), _DOT, 2.4, 0.75))
     on = front.reindex(ok.index).fillna(False).to_numpy(dtype=bool)
