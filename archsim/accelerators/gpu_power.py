@@ -80,7 +80,7 @@ class ClockSolution:
     run: KernelRun  # the fastest plan simulated at clock_hz
     board_power_w: float
     power_limited: bool
-    limit: str  # "power", "max_clock" or "tensor_current"
+    limit: str  # "power", "max_clock", "locked_clock" or "tensor_current"
     plans_tried: int  # plans simulated at max clock to pick the kernel
 
 
@@ -173,16 +173,20 @@ def _highest_clock(p: GpuPowerConfig, ok, cap: float) -> float:  # type: ignore[
 
 
 def _cap(cfg: GpuConfig, cycles: int, busy_cycles: int) -> tuple[float, str]:
-    """(clock cap, its name): max boost, or the tensor peak-current clock at this duty."""
+    """(clock cap, its name): max boost (or the user's locked clock), or the tensor
+    peak-current clock at this duty."""
     p = cfg.power
     assert p is not None
     f_max, f_t = p.max_clock_hz, p.tensor_current_clock_hz
+    name = "max_clock"
+    if p.locked_clock_hz is not None and p.locked_clock_hz < f_max:
+        f_max, name = p.locked_clock_hz, "locked_clock"
     if f_t is None or busy_cycles == 0:
-        return f_max, "max_clock"
+        return f_max, name
     duty = min(1.0, busy_cycles / (cfg.sms * cycles))
     budget = f_t * p.voltage_v(f_t)
     f = _highest_clock(p, lambda x: duty * x * p.voltage_v(x) <= budget, f_max)
-    return (f_max, "max_clock") if f >= f_max else (f, "tensor_current")
+    return (f_max, name) if f >= f_max else (f, "tensor_current")
 
 
 def _board_power_w(

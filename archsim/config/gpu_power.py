@@ -13,11 +13,13 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from archsim.config.base import ArchsimModel
 
-__all__ = ["GpuPowerConfig", "VfPoint", "OPERAND_BITS"]
+__all__ = ["GpuPowerConfig", "VfPoint", "SIGNIFICAND_BITS", "FP16_SIGNIFICAND_BITS"]
 
-#: bits of one A/B operand element in the tensor core's multipliers: TF32 is stored in 32 bits but
-#: multiplied as 19 (1 sign, 8 exponent, 10 mantissa bits; NVIDIA A100 whitepaper, "TF32")
-OPERAND_BITS = {"fp8": 8, "int8": 8, "fp16": 16, "bf16": 16, "tf32": 19, "fp32": 32}
+#: significand bits of one A/B element in the tensor core's multiplier array, the implicit 1
+#: included: FP16 1+10, BF16 1+7, TF32 1+10 (stored in 32 bits, multiplied as 19: NVIDIA A100
+#: whitepaper, "TF32"), FP8 E4M3 1+3 (E5M2's 1+2 is priced as E4M3), INT8 8
+SIGNIFICAND_BITS = {"fp16": 11, "bf16": 8, "tf32": 11, "fp8": 4, "int8": 8}
+FP16_SIGNIFICAND_BITS = SIGNIFICAND_BITS["fp16"]
 
 
 class VfPoint(ArchsimModel):
@@ -51,6 +53,12 @@ class GpuPowerConfig(ArchsimModel):
         "limit (independent of the data); at tensor duty d the cap is the clock f with "
         "d * f * V(f) = this clock * V(this clock). None: no such limit.",
     )
+    locked_clock_hz: PositiveFloat | None = Field(
+        default=None,
+        description="SM clock locked by the user (nvidia-smi --lock-gpu-clocks), Hz: the GPU "
+        "runs at it unless the power or peak-current limit forces it lower. None: it boosts "
+        "up to max_clock_hz.",
+    )
     sm_active_energy_pj_per_cycle: NonNegativeFloat = Field(
         description="Energy of one SM for one clock while a kernel runs (clock tree, schedulers, "
         "control), independent of the data, pJ at V(max_clock_hz)."
@@ -59,10 +67,20 @@ class GpuPowerConfig(ArchsimModel):
         description="Extra energy of one SM's tensor pipes for one busy clock that does not "
         "depend on the data (zero operands), pJ at V(max_clock_hz)."
     )
-    mma_energy_pj_per_operand_bit: NonNegativeFloat = Field(
-        description="Data-dependent energy of one tensor-core FMA per bit of operand width "
-        "(multiplier, adder and operand delivery of random data), pJ at V(max_clock_hz); an "
-        "FMA at precision p costs this x OPERAND_BITS[p]."
+    mma_fp16_energy_pj: NonNegativeFloat = Field(
+        description="Data-dependent energy of one FP16 tensor-core FMA accumulating in FP32 on "
+        "random operands (multiplier array, adder tree, operand delivery), pJ at "
+        "V(max_clock_hz)."
+    )
+    mma_multiplier_fraction: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of mma_fp16_energy_pj spent in the significand multiplier array. An "
+        "FMA at precision p costs mma_fp16_energy_pj x (1 - fraction + fraction x "
+        "(SIGNIFICAND_BITS[p] / 11)^2): an array's partial products grow with the square of "
+        "the significand width, while the unnormalised adder tree that sums the products is "
+        "the same for every input precision. 0: every precision costs the FP16 price.",
     )
     data_independent_fraction: float = Field(
         default=0.0,
@@ -104,6 +122,11 @@ class GpuPowerConfig(ArchsimModel):
             raise ValueError(
                 f"tensor_current_clock_hz={cap:g} must lie in {lo:g} .. {self.max_clock_hz:g} Hz"
             )
+        lock = self.locked_clock_hz
+        if lock is not None and not lo <= lock <= self.max_clock_hz:
+            raise ValueError(
+                f"locked_clock_hz={lock:g} must lie in {lo:g} .. {self.max_clock_hz:g} Hz"
+            )
         if self.power_limit_w <= self.static_power_w:
             raise ValueError(
                 f"power_limit_w={self.power_limit_w:g} must exceed static_power_w="
@@ -130,3 +153,10 @@ class GpuPowerConfig(ArchsimModel):
     def energy_scale(self, clock_hz: float) -> float:
         """(V(clock_hz) / V(max_clock_hz))^2: dynamic energy per action relative to max clock."""
         return (self.voltage_v(clock_hz) / self.voltage_v(self.max_clock_hz)) ** 2
+
+    def mma_energy_pj(self, precision: str) -> float:
+        """Data-dependent energy of one tensor-core FMA at ``precision`` (a key of
+        :data:`SIGNIFICAND_BITS`), pJ at V(max_clock_hz)."""
+        f = self.mma_multiplier_fraction
+        width = SIGNIFICAND_BITS[precision] / FP16_SIGNIFICAND_BITS
+        return self.mma_fp16_energy_pj * (1.0 - f + f * width**2)

@@ -9,7 +9,7 @@
 Energy scales with the configured node; no area model for GPUs (no public per-unit areas).
 
 With a ``power:`` block the prices are the board's instead (``board_price_list``): static power,
-SM-active and tensor-busy energy per cycle, FMA energy per operand bit and per-byte access
+SM-active and tensor-busy energy per cycle, FMA energy by significand width and per-byte access
 energies, all named, cited fields of the preset at the max-clock voltage; the clock solve
 (``accelerators.gpu_power``) scales them per layer by V(f)^2 and operand activity.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archsim.config.gpu_power import OPERAND_BITS
 from archsim.energy.ops import fp_add_energy_pj, fp_mult_energy_pj
 from archsim.energy.pricing import PriceList, dram_pj_per_byte
 from archsim.energy.scaling import energy_scale
@@ -45,8 +44,7 @@ def board_price_list(config: GpuConfig, tables: EnergyTables | None = None) -> P
     if p is None:
         raise ValueError(f"{config.name}: no power block to price the board from")
     hbm = dram_pj_per_byte(tables or load_tables(), config.hbm)
-    bit = p.mma_energy_pj_per_operand_bit
-    tensor = _with_padding({f"fma_{q}": bit * OPERAND_BITS[q] for q in TENSOR_PRECISIONS})
+    tensor = _with_padding({f"fma_{q}": p.mma_energy_pj(q) for q in TENSOR_PRECISIONS})
     cuda = _with_padding({f"fma_{q}": p.cuda_fma_energy_pj for q in ("fp32", "fp16")})
     energy = {
         "sm": {"active_cycles": p.sm_active_energy_pj_per_cycle},

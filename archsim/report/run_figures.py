@@ -45,6 +45,7 @@ _BOUND_COLORS = {"compute": "#4c72b0", "memory": "#dd8452", "latency": "#8c8c8c"
 #: SM-clock bar colours and legend names by ``tc_clock_limit`` (what holds the clock down)
 CLOCK_LIMITS = {
     "max_clock": ("#55a868", "at max boost"),
+    "locked_clock": ("#64b5cd", "at the locked clock"),
     "tensor_current": ("#8172b3", "tensor peak-current cap"),
     "power": ("#c44e52", "held at the power limit"),
 }

@@ -95,8 +95,12 @@ FIELDS: tuple[CalibrationField, ...] = (
         "energy per active SM-cycle (pJ): the power-limited clock of sustained GEMMs",
     ),
     CalibrationField(
-        "power.mma_energy_pj_per_operand_bit", 0.02, 0.3,
-        "tensor-core FMA energy per operand bit (pJ): the power-limited clock of large GEMMs",
+        "power.mma_fp16_energy_pj", 0.3, 5.0,
+        "FP16 tensor-core FMA energy (pJ): the power-limited clock of large GEMMs",
+    ),
+    CalibrationField(
+        "power.mma_multiplier_fraction", 0.0, 1.0,
+        "multiplier-array share of an FMA's energy: power-limited clocks across precisions",
     ),
 )  # fmt: skip
 

@@ -209,12 +209,23 @@ def _simulated(df: pd.DataFrame) -> dict[str, pd.Series]:
     return out
 
 
+#: board power limit of a preset whose clock is pinned: none that any kernel reaches, W
+_NO_LIMIT_W = 1.0e9
+
+
 def _at_clock(hw: Any, mhz: float) -> Any:
-    """``hw`` with its SM clock pinned to a measured ``mhz`` (the one place a clock is pinned):
-    a preset with a ``power`` block runs with it off (fixed clock, no board-power solve)."""
-    pin: dict[str, Any] = {"clock.frequency_hz": float(mhz) * 1e6}
-    if getattr(hw, "power", None) is not None:
-        pin["power"] = None
+    """``hw`` with its SM clock pinned to a measured ``mhz`` (the one place a clock is pinned).
+    A preset with a ``power`` block keeps it, with the clock locked there and no limit that
+    could lower it, so its board power and energy are priced at the measured clock."""
+    if getattr(hw, "power", None) is None:
+        return hw.with_overrides({"clock.frequency_hz": float(mhz) * 1e6}, "--clock measured")
+    p = hw.power
+    lock = min(max(float(mhz) * 1e6, p.min_clock_hz), p.max_clock_hz)
+    pin: dict[str, Any] = {
+        "power.locked_clock_hz": lock,
+        "power.tensor_current_clock_hz": None,
+        "power.power_limit_w": _NO_LIMIT_W,
+    }
     return hw.with_overrides(pin, source="--clock measured")
 
 

@@ -41,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=["model", "measured"],
         default=None,
         help="with --measured: simulate at the model's clock (default) or pin each row's SM "
-        "clock to its measured sm_mhz (isolates the time model from the clock model)",
+        "clock to its measured sm_mhz (isolates the time model from the clock model; board power "
+        "and energy are then priced at that clock)",
     )
 
 

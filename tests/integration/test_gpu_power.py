@@ -75,7 +75,7 @@ def test_padded_tile_fmas_cost_only_their_data_independent_share(h100):
     assert tc["pad_fma_fp16"] >= 7 * tc["fma_fp16"]
     row = res.to_dataframe().iloc[0]
     assert row.clock_hz == 1.98e9 and not row.power_limited
-    price = h100.power.mma_energy_pj_per_operand_bit * 16
+    price = h100.power.mma_fp16_energy_pj
     frac = h100.power.data_independent_fraction
     want = price * (tc["fma_fp16"] + frac * tc["pad_fma_fp16"])
     assert row.energy_tensor_core_pj == pytest.approx(want, rel=1e-9)
@@ -166,3 +166,20 @@ def test_fp32_cuda_core_gemms_hold_max_boost_as_their_times_say(h100, h100_dir):
         assert r.time_s == pytest.approx(t, rel=0.06)
         assert r.board_power_w == pytest.approx(watts, rel=0.03)
         assert (ffma_use > 0.9) == (size in (4096, 6144))
+
+
+def test_a_locked_clock_caps_the_clock_but_not_the_power_limit(h100):
+    """nvidia-smi --lock-gpu-clocks: light work runs at the locked clock (not max boost); a
+    sustained GEMM whose power-limited clock is below the lock is still held by the limit."""
+    light = h100.with_overrides({"power.locked_clock_hz": 1.5e9})
+    r = _run(light, (512, 512, 512)).to_dataframe().iloc[0]
+    assert r.clock_hz == 1.5e9 and r.tc_clock_limit == "locked_clock" and not r.power_limited
+    free = _run(h100, (512, 512, 512)).to_dataframe().iloc[0]
+    assert r.time_s > free.time_s and r.board_power_w < free.board_power_w
+    big = _run(h100, (8192, 8192, 8192)).to_dataframe().iloc[0]
+    above = h100.with_overrides({"power.locked_clock_hz": big.clock_hz + 300e6})
+    held = _run(above, (8192, 8192, 8192)).to_dataframe().iloc[0]
+    assert held.power_limited and held.clock_hz == big.clock_hz
+    with pytest.raises(archsim.ConfigError) as exc:
+        h100.with_overrides({"power.locked_clock_hz": 3e9})
+    assert "locked_clock_hz" in str(exc.value) and "\n" not in str(exc.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import archsim
-from archsim.config.gpu_power import OPERAND_BITS
+from archsim.config.gpu_power import SIGNIFICAND_BITS
 from archsim.config.workload import toggle_fraction
 from archsim.energy.pricing_gpu import gpu_price_list
 
@@ -69,20 +69,40 @@ def test_toggle_fraction():
     assert toggle_fraction(0.37) == 0.37
 
 
-def test_board_prices_scale_with_operand_width(h100):
-    """Per FMA energy grows with the multipliers' operand bits, so each 16- and 8-bit precision
-    costs the same per clock; TF32 (19 bits at half rate) costs 19/32 of FP16 per clock."""
+def test_board_prices_scale_with_significand_width(h100):
+    """Per FMA energy: FP16's (Dally's HMMA / 64) with its multiplier share (Horowitz: fp16
+    multiply / (multiply + fp32 add) = 0.55) scaled by (significand bits / 11)^2 and the rest
+    the same; so BF16 and INT8 (8-bit arrays) cost 0.741x FP16 per FMA, FP8 E4M3 0.523x and
+    TF32 (FP16's 11-bit significand) 1x."""
+    p = h100.power
+    assert p.mma_fp16_energy_pj == pytest.approx(110 / 64)
+    assert p.mma_multiplier_fraction == pytest.approx(1.1 / (1.1 + 0.9))
     prices = gpu_price_list(h100)
     tc = prices.energy_pj["tensor_core"]
-    per_bit = h100.power.mma_energy_pj_per_operand_bit
-    for p in ("fp16", "bf16", "tf32", "fp8", "int8"):
-        assert tc[f"fma_{p}"] == pytest.approx(per_bit * OPERAND_BITS[p])
-    assert tc["fma_fp8"] * 2 == pytest.approx(tc["fma_fp16"])
-    rate = h100.tensor_cores.precision_rate
-    for p in ("bf16", "fp8", "int8"):  # FMA per clock x pJ per FMA: the same as fp16
-        assert rate[p] * tc[f"fma_{p}"] == pytest.approx(tc["fma_fp16"])
-    assert rate["tf32"] * tc["fma_tf32"] == pytest.approx(tc["fma_fp16"] * 19 / 32)
+    fp16 = tc["fma_fp16"]
+    assert fp16 == pytest.approx(110 / 64)
+    want = {"bf16": 0.45 + 0.55 * 64 / 121, "int8": 0.45 + 0.55 * 64 / 121,
+            "fp8": 0.45 + 0.55 * 16 / 121, "tf32": 1.0}  # fmt: skip
+    for q, ratio in want.items():
+        assert tc[f"fma_{q}"] / fp16 == pytest.approx(ratio, rel=1e-9), q
+        assert tc[f"pad_fma_{q}"] == tc[f"fma_{q}"]
+        assert p.mma_energy_pj(q) == tc[f"fma_{q}"]
+    assert set(SIGNIFICAND_BITS) == {"fp16", "bf16", "tf32", "fp8", "int8"}
     assert prices.static_power_w == {"board_static": 126.08}
+
+
+def test_multiplier_fraction_zero_prices_every_precision_as_fp16(h100):
+    flat = h100.with_overrides({"power.mma_multiplier_fraction": 0.0})
+    tc = gpu_price_list(flat).energy_pj["tensor_core"]
+    for q in SIGNIFICAND_BITS:
+        assert tc[f"fma_{q}"] == pytest.approx(h100.power.mma_fp16_energy_pj)
+
+
+def test_bad_multiplier_fraction_is_a_one_line_error(h100):
+    with pytest.raises(archsim.ConfigError) as exc:
+        h100.with_overrides({"power.mma_multiplier_fraction": 1.5})
+    msg = str(exc.value)
+    assert "mma_multiplier_fraction" in msg and "\n" not in msg
 
 
 def test_no_power_block_keeps_node_scaled_prices():

@@ -145,9 +145,12 @@ def test_measured_clock_pins_each_row(folder: Path) -> None:
     big = rows.loc["2048x2048x2048"]  # measured at 1500 MHz, preset 1830 MHz
     assert big["clock_source"] == "measured"
     model = compare(hw, read_folder(folder)).rows.set_index("label").loc["2048x2048x2048"]
-    # pinned: the row at 1500 MHz with the power solve off; modelled: the solved clock
-    # (1425 MHz, power-limited), so the pinned row is the faster one
-    pinned = hw.with_overrides({"clock.frequency_hz": 1.5e9, "power": None})
+    # pinned: the row locked at 1500 MHz with no limit that could lower it, still priced at
+    # that clock's voltage; modelled: the solved clock (bf16 power-limited above 1500 MHz),
+    # so the pinned row is the slower one and draws less
+    pinned = hw.with_overrides({"power.locked_clock_hz": 1.5e9,
+                                "power.tensor_current_clock_hz": None,
+                                "power.power_limit_w": 1e9})  # fmt: skip
     wl = WorkloadSpec.model_validate(
         {
             "schema_version": 1,
@@ -156,10 +159,16 @@ def test_measured_clock_pins_each_row(folder: Path) -> None:
             "layers": [{"name": "g", **big["layer"]}],
         }
     )
-    assert big["sim_time_s"] == pytest.approx(archsim.simulate(pinned, wl).layers[0].time_s)
+    at_lock = archsim.simulate(pinned, wl).layers[0]
+    assert big["sim_time_s"] == pytest.approx(at_lock.time_s)
+    assert at_lock.extras["clock_hz"] == 1.5e9
+    assert at_lock.extras["tc_clock_limit"] == "locked_clock"
+    assert big["sim_clock_hz"] == 1.5e9
+    assert big["sim_board_w"] == pytest.approx(at_lock.extras["board_power_w"])
     solved = archsim.simulate(hw, wl).layers[0]
     assert model["sim_time_s"] == pytest.approx(solved.time_s)
-    assert solved.extras["clock_hz"] < 1.5e9 and big["sim_time_s"] < model["sim_time_s"]
+    assert solved.extras["power_limited"] and solved.extras["clock_hz"] > 1.5e9
+    assert big["sim_time_s"] > model["sim_time_s"] and big["sim_board_w"] < model["sim_board_w"]
     assert rows[rows["precision"] == "int8"].iloc[0]["clock_source"] == "preset"  # blank sm_mhz
 
 
