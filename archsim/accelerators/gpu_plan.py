@@ -343,7 +343,8 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
             cfg, prob, tile, ks, tensor_ops, fraction
         )
         first = len(out)
-        for split in sorted(set(cfg.library.split_k_factors)):
+        splits = cfg.library.split_k_factors if fam is None or fam.split_k else [1]
+        for split in sorted(set(splits)):
             k_slice = _cdiv(_cdiv(prob.k, split), ks) * ks
             if split > 1 and (base >= cfg.sms * per_sm or _cdiv(prob.k, k_slice) < split):
                 continue

@@ -82,6 +82,11 @@ class KernelFamily(ArchsimModel):
         description="CTAs of a thread-block cluster (along M) that receive each B tile from one "
         "L2 read (Hopper TMA multicast); 1: none.",
     )
+    split_k: bool = Field(
+        default=True,
+        description="Also try the library's split-K factors (library.split_k_factors); False: "
+        "never, e.g. a family the caller gives no workspace for the FP32 partials.",
+    )
     stream_k: bool = Field(
         default=False,
         description="Also try Stream-K: persistent CTAs split the tiles' k-iterations evenly "
