@@ -104,7 +104,12 @@ _A100_MID = (
     " is 91-95 GB/s where LL128's model gives 126. LL128 is enabled on a single NVSwitch node "
     "(search.cc: typeInter PIX <= PXB) and its 20 GB/s per-channel cap does not bind at 12-24 "
     "channels; the mechanism (NCCL's chunking, or per-step cost at chunks under one 576 kB "
-    "LL128 line buffer) was not identified, so nothing was fitted."
+    "LL128 line buffer) was not identified, so nothing was fitted. One difference in how the "
+    "table was run: nccl-tests -g 8, one thread driving all eight GPUs, whose per-op floor in "
+    "this table (0 and 4 B rows) is 34-35 us, where the one-process-per-GPU H100 table above "
+    "starts at 13 us and the model at 15 us; at 1-16 MB the rows sit 37-55 us above the model. "
+    "A host cost that adds to GPU time is not what nccl-tests' asynchronous loop should show, "
+    "so it is recorded, not modelled."
 )
 _TRAIN_REASON = (
     "Per-GPU work comes from the single-GPU model (GEMMs of ResNet-50 v1.5, the network DLE "
