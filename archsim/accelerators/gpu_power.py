@@ -185,8 +185,13 @@ def _cap(cfg: GpuConfig, cycles: int, busy_cycles: int) -> tuple[float, str]:
         return f_max, name
     duty = min(1.0, busy_cycles / (cfg.sms * cycles))
     budget = f_t * p.voltage_v(f_t)
-    f = _highest_clock(p, lambda x: duty * x * p.voltage_v(x) <= budget, f_max)
-    return (f_max, name) if f >= f_max else (f, "tensor_current")
+
+    def ok(x: float) -> bool:
+        return duty * x * p.voltage_v(x) <= budget
+
+    if ok(f_max):  # a locked clock need not lie on the grid
+        return f_max, name
+    return _highest_clock(p, ok, f_max), "tensor_current"
 
 
 def _board_power_w(
@@ -223,6 +228,8 @@ def _power_limited_clock(
             + sm_pj_per_clock * 1e-12 * f * s
         )
 
+    if power(cap) <= p.power_limit_w:  # a locked clock need not lie on the grid
+        return cap
     return _highest_clock(p, lambda x: power(x) <= p.power_limit_w, cap)
 
 

@@ -183,3 +183,12 @@ def test_a_locked_clock_caps_the_clock_but_not_the_power_limit(h100):
     with pytest.raises(archsim.ConfigError) as exc:
         h100.with_overrides({"power.locked_clock_hz": 3e9})
     assert "locked_clock_hz" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_an_off_grid_lock_under_the_limit_is_kept_exactly(h100):
+    """A lock between two 15 MHz steps (a measured mean such as 1606.36 MHz, as
+    `validate --clock measured` pins) runs at exactly that clock when the power allows, and
+    is reported as the locked clock, not as power-limited."""
+    locked = h100.with_overrides({"power.locked_clock_hz": 1.60636e9, "power.power_limit_w": 1e9})
+    r = _run(locked, (4096, 4096, 4096)).to_dataframe().iloc[0]
+    assert r.clock_hz == 1.60636e9 and r.tc_clock_limit == "locked_clock" and not r.power_limited
