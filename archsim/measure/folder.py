@@ -85,6 +85,7 @@ class MeasuredFolder:
     memory_eager: dict[str, Any]
     energy: dict[str, Any]
     ignored: tuple[str, ...] = field(default_factory=tuple)
+    bursts: dict[str, Any] = field(default_factory=dict)  # probe.burst_trace entries
 
     @property
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -189,6 +190,42 @@ def _check_entries(block: dict[str, Any], prefix: str, where: str) -> None:
                                    "an object of readings")  # fmt: skip
 
 
+#: columns of one ``bursts.<entry>.trace`` row (see :func:`archsim.measure.probe.burst_trace`)
+BURST_COLUMNS = ("t_s", "s_per_call", "sm_mhz", "board_w", "energy_j")
+
+
+def _check_bursts(block: Any, where: str) -> dict[str, Any]:
+    """The optional ``bursts`` block: entries with ``calls_per_replay`` and a ``trace`` of
+    rows of :data:`BURST_COLUMNS` numbers, times not decreasing."""
+    if not isinstance(block, dict):
+        raise MeasurementError(where, "bursts", f"{block!r} is not valid; allowed: an object "
+                               "of burst traces")  # fmt: skip
+    for key, entry in block.items():
+        path = f"bursts.{key}"
+        if not isinstance(entry, dict):
+            raise MeasurementError(where, path, "is not valid; allowed: an object with "
+                                   "calls_per_replay and trace")  # fmt: skip
+        _need(entry, "calls_per_replay", int, f"{where}: {path}")
+        trace = _need(entry, "trace", list, f"{where}: {path}")
+        last = -math.inf
+        for i, row in enumerate(trace):
+            ok = (
+                isinstance(row, list)
+                and len(row) == len(BURST_COLUMNS)
+                and all(
+                    isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+                    for v in row
+                )
+            )
+            if not ok or row[0] < last:
+                raise MeasurementError(
+                    where, f"{path}.trace.{i}", f"{row!r} is not valid; allowed: "
+                    f"[{', '.join(BURST_COLUMNS)}], finite numbers, t_s not decreasing",
+                )  # fmt: skip
+            last = row[0]
+    return block
+
+
 def _read_device(path: Path) -> tuple[dict, dict, dict]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -236,7 +273,13 @@ def read_folder(path: str | Path) -> MeasuredFolder:
         raise MeasurementError(device_file, "", "file missing; required: device, memory_eager "
                                "and energy readings (written by `archsim probe gpu`)")  # fmt: skip
     device, memory, energy = _read_device(device_file)
-    return MeasuredFolder(folder, gemm, conv, device, memory, energy, tuple(ignored))
+    bursts = _read_bursts(device_file)
+    return MeasuredFolder(folder, gemm, conv, device, memory, energy, tuple(ignored), bursts)
+
+
+def _read_bursts(path: Path) -> dict[str, Any]:
+    doc = json.loads(path.read_text(encoding="utf-8"))  # _read_device checked it parses
+    return _check_bursts(doc["bursts"], str(path)) if "bursts" in doc else {}
 
 
 def _csv_text(frame: pd.DataFrame) -> str:

@@ -49,6 +49,8 @@ class ProbePlan:
     energy_copy_mb: int
     energy_seconds: float = 4.0
     idle_wait_s: float = 2.0
+    bursts: tuple[tuple[str, int], ...] = ()  # (precision, size): probe.burst_trace from idle
+    burst_seconds: float = 1.0
 
     def square(self) -> list[GemmShape]:
         """Square NN GEMMs, every precision (fp8: B column-major, as ``torch._scaled_mm``)."""
@@ -125,6 +127,8 @@ FULL = ProbePlan(
     memory_mb=(1, 4, 8, 16, 24, 32, 40, 64, 256, 1024, 4096),
     energy_gemms=tuple((p, 8192, False) for p in _ALL) + (("fp16", 8192, True),),
     energy_copy_mb=1024,
+    # a mid-size GEMM that held 1980 MHz in ../shared/data/h100 and a large one that did not
+    bursts=(("fp16", 1536), ("fp16", 8192)),
 )
 QUICK = ProbePlan(
     square_sizes=(256, 1024, 4096),
@@ -141,4 +145,6 @@ QUICK = ProbePlan(
     energy_gemms=(("fp16", 8192, False),),
     energy_copy_mb=1024,
     energy_seconds=2.0,
+    bursts=(("fp16", 1536),),
+    burst_seconds=0.5,
 )

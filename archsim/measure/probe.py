@@ -24,11 +24,15 @@ from archsim.measure.backend import Backend, ConvShape, GemmShape, Op
 from archsim.measure.plan import ProbePlan, network_convs
 
 __all__ = [
+    "BURST_REPLAY_S",
     "MAX_CALL_S",
     "Timing",
+    "burst_trace",
     "calls_per_replay",
     "measure_energy",
     "memory_eager",
+    "burst_readings",
+    "burst_summary",
     "run_probe",
     "time_in_graph",
 ]
@@ -38,6 +42,7 @@ MAX_CALLS = 500
 REPLAYS = 5
 SAMPLE_S = 0.010  # NVML sampling period
 MAX_CALL_S = 0.1
+BURST_REPLAY_S = 0.002  # one replay of a burst trace lasts about this long
 #: memory an op may use, as a fraction of the free device memory
 MEMORY_HEADROOM = 0.8
 
@@ -308,6 +313,67 @@ def energy_readings(
     return out
 
 
+def burst_trace(backend: Backend, op: Op, seconds: float, idle_s: float) -> dict[str, Any]:
+    """How the clock, board power and time per call move from idle into a sustained run.
+
+    After ``idle_s`` with the GPU idle, graph replays of about :data:`BURST_REPLAY_S` run back
+    to back for ``seconds``; as each one ends the host reads the SM clock, board power and the
+    energy counter. Each ``trace`` row: [s from the first replay's start to this one's, s per
+    call in this replay, MHz, W, J since the first replay began]. It settles whether a short
+    run (the 17-77 ms of a mid-size row in ``gemm_square.csv``) holds max boost while a long
+    one is held at the power limit, and how fast the clock comes down.
+    """
+    backend.round_trip(op)  # allocation, library autotuning
+    calls = max(1, min(MAX_CALLS, math.ceil(BURST_REPLAY_S / max(backend.round_trip(op), 1e-9))))
+    replay = backend.graph(op, calls)
+    replay()
+    backend.sleep(idle_s)
+    t0, e0 = backend.now(), backend.energy_j()
+    trace = []
+    while True:
+        t = backend.now() - t0
+        if t >= seconds:
+            break
+        per_call = replay() / calls
+        mhz, watts = backend.telemetry()
+        trace.append([t, per_call, mhz, watts, backend.energy_j() - e0])
+    return {"calls_per_replay": calls, "idle_s": idle_s, "trace": trace}
+
+
+def burst_readings(
+    backend: Backend, plan: ProbePlan, progress: Progress | None = None
+) -> dict[str, Any]:
+    """The ``bursts`` block: one :func:`burst_trace` per (precision, size) of ``plan``."""
+    out: dict[str, Any] = {}
+    for precision, size in plan.bursts:
+        key = f"gemm_{precision}_{size}"
+        why = backend.unsupported(precision)
+        if why:
+            _skip(progress, f"burst {key}", why)
+            continue
+        b = "n x k" if precision == "fp8" else "k x n"
+        shape = GemmShape(size, size, size, "m x k", b, precision)
+        out[key] = burst_trace(backend, backend.gemm(shape), plan.burst_seconds, plan.idle_wait_s)
+        backend.release()
+        if progress:
+            s = burst_summary(out[key])
+            progress(f"burst {key}: {s['first_mhz']:.0f} -> {s['last_mhz']:.0f} MHz, "
+                     f"{s['first_us']:.1f} -> {s['last_us']:.1f} us per call")  # fmt: skip
+    return out
+
+
+def burst_summary(entry: dict[str, Any], drop: float = 0.05) -> dict[str, float]:
+    """First and last clock (MHz) and time per call (us) of a burst trace, and the time (s)
+    at which the clock first fell more than ``drop`` below its first reading (NaN: never)."""
+    trace = entry["trace"]
+    first, last = trace[0], trace[-1]
+    fell = next((row[0] for row in trace if row[2] < first[2] * (1 - drop)), math.nan)
+    return {
+        "first_mhz": first[2], "last_mhz": last[2], "first_us": first[1] * 1e6,
+        "last_us": last[1] * 1e6, "clock_falls_s": fell, "seconds": last[0],
+    }  # fmt: skip
+
+
 def run_probe(
     backend: Backend, plan: ProbePlan, progress: Progress | None = None
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
@@ -329,4 +395,6 @@ def run_probe(
         "memory_eager": memory_eager(backend, plan.memory_mb, progress),
         "energy": energy_readings(backend, plan, progress),
     }
+    if plan.bursts:
+        doc["bursts"] = burst_readings(backend, plan, progress)
     return tables, doc

@@ -189,6 +189,28 @@ def check_unused(args: argparse.Namespace) -> None:
             )
 
 
+def _burst_lines(bursts: dict) -> str:
+    """One line per burst trace: clock and time per call at its start and end."""
+    from archsim.measure.probe import burst_summary
+
+    out = ["bursts from idle (graph replays back to back; clock and time per call):"]
+    for key, entry in bursts.items():
+        if not entry["trace"]:
+            out.append(f"  {key}: empty trace")
+            continue
+        s = burst_summary(entry)
+        falls = (
+            f"clock first 5 % down at {s['clock_falls_s'] * 1e3:.0f} ms"
+            if s["clock_falls_s"] == s["clock_falls_s"]
+            else "clock never 5 % down"
+        )
+        out.append(
+            f"  {key}: {s['first_mhz']:.0f} -> {s['last_mhz']:.0f} MHz, {s['first_us']:.2f} "
+            f"-> {s['last_us']:.2f} us per call over {s['seconds']:.2f} s; {falls}"
+        )
+    return "\n".join(out)
+
+
 def run_measured(args: argparse.Namespace) -> int:
     """Implementation of ``archsim validate tensor_core --measured DIR``."""
     from archsim.measure.folder import read_folder
@@ -215,6 +237,8 @@ def run_measured(args: argparse.Namespace) -> int:
     _echo(f"{folder.device.get('name', '?')} ({folder.path}) vs archsim {hw.name}, "
           f"clock: {args.clock}")  # fmt: skip
     _echo(format_comparison(cmp))
+    if folder.bursts:
+        _echo(_burst_lines(folder.bursts))
     for note in (*cmp.notes, *(f"ignored {f}" for f in folder.ignored)):
         _echo(f"note: {note}")
     lines, ok = goal_lines(cmp)

@@ -14,7 +14,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.measure.backend import BackendUnavailable, GemmShape
-from archsim.measure.fake import EAGER_FLOOR_S, REPLAY_FACTORS, FakeBackend
+from archsim.measure.fake import EAGER_FLOOR_S, REPLAY_FACTORS, SYNC_S, FakeBackend
 from archsim.measure.folder import (
     CONV_COLUMNS,
     DEVICE_FILE,
@@ -26,7 +26,10 @@ from archsim.measure.folder import (
 from archsim.measure.loader import load_backend
 from archsim.measure.plan import QUICK
 from archsim.measure.probe import (
+    BURST_REPLAY_S,
     MAX_CALL_S,
+    burst_summary,
+    burst_trace,
     calls_per_replay,
     gemm_rows,
     measure_energy,
@@ -177,6 +180,9 @@ def fake_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (lambda d: _sed(d / "gemm_square.csv", "m x k,", "m by k,"), "line 2: a_stored"),
         (lambda d: _sed(d / "conv_alexnet.csv", ",227,", ",-227,"), "h: -227 is out of range"),
         (lambda d: (d / "gemm_square.csv").write_text(""), "empty file"),
+        (lambda d: _edit_json(d, lambda doc: doc["bursts"]["gemm_fp16_1536"]["trace"].append(
+            [0.0, 1e-5, 1980, 500, 1.0])), "bursts.gemm_fp16_1536.trace."),
+        (lambda d: _edit_json(d, lambda doc: doc.update(bursts=[1, 2])), "bursts: [1, 2]"),
     ],
 )  # fmt: skip
 def test_malformed_folder_is_one_line_naming_file_and_field(
@@ -188,6 +194,12 @@ def test_malformed_folder_is_one_line_naming_file_and_field(
         read_folder(d)
     message = str(info.value)
     assert needle in message and "\n" not in message
+
+
+def _edit_json(d: Path, change) -> None:
+    doc = json.loads((d / DEVICE_FILE).read_text())
+    change(doc)
+    (d / DEVICE_FILE).write_text(json.dumps(doc))
 
 
 def _sed(path: Path, old: str, new: str) -> None:
@@ -279,3 +291,40 @@ def test_full_plan_times_the_convs_of_every_network_preset() -> None:
     r50 = tables["conv_resnet50.csv"]
     assert set(r50["net"]) == {"resnet50"} and sorted(set(r50["batch"])) == [1, 32, 256]
     assert list(r50["layer"][:2]) == ["conv1", "res2a_branch1"]
+
+
+def test_burst_trace_from_idle_on_the_fake() -> None:
+    """Replays of ~2 ms back to back for the window, each row [t, s/call, MHz, W, J]; times
+    start at 0 and grow, energy accumulates, the GPU idled before."""
+    fake = FakeBackend()
+    op = fake.gemm(GemmShape(1536, 1536, 1536))
+    entry = burst_trace(fake, op, seconds=0.5, idle_s=2.0)
+    calls, trace = entry["calls_per_replay"], entry["trace"]
+    assert calls == math.ceil(BURST_REPLAY_S / (max(op.seconds, EAGER_FLOOR_S) + SYNC_S))
+    assert entry["idle_s"] == 2.0 and len(trace) >= 10
+    assert trace[0][0] == 0.0 and all(b[0] > a[0] for a, b in zip(trace, trace[1:], strict=False))
+    assert trace[-1][0] < 0.5 <= trace[-1][0] + calls * op.seconds * max(REPLAY_FACTORS)
+    assert {round(r[1] / op.seconds, 9) for r in trace} <= {round(f, 9) for f in REPLAY_FACTORS}
+    assert all(b[4] > a[4] for a, b in zip(trace, trace[1:], strict=False))
+    s = burst_summary(entry)
+    assert s["first_us"] == pytest.approx(trace[0][1] * 1e6)
+    assert math.isnan(s["clock_falls_s"])  # the fake never throttles
+
+
+def test_burst_summary_finds_the_first_clock_drop() -> None:
+    trace = [[0.0, 1e-5, 1980, 600, 0.0], [0.01, 1e-5, 1965, 700, 6.0],
+             [0.02, 1.2e-5, 1500, 700, 13.0], [0.03, 1.3e-5, 1380, 700, 20.0]]  # fmt: skip
+    s = burst_summary({"calls_per_replay": 200, "trace": trace})
+    assert s["clock_falls_s"] == 0.02 and s["first_mhz"] == 1980 and s["last_mhz"] == 1380
+    assert s["last_us"] == pytest.approx(13.0)
+
+
+def test_quick_probe_writes_a_burst_trace_that_validate_summarises(
+    quick_probe, fake_folder: Path, capsys
+) -> None:
+    bursts = quick_probe[1]["bursts"]
+    assert list(bursts) == ["gemm_fp16_1536"] and bursts["gemm_fp16_1536"]["trace"]
+    assert read_folder(fake_folder).bursts.keys() == {"gemm_fp16_1536"}
+    main(["validate", "tensor_core", "--measured", str(fake_folder), "--hardware", "h100", "-q"])
+    out = capsys.readouterr().out
+    assert "bursts from idle" in out and "gemm_fp16_1536: 1755 -> 1755 MHz, " in out
