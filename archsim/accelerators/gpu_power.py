@@ -172,6 +172,12 @@ def _highest_clock(p: GpuPowerConfig, ok, cap: float) -> float:  # type: ignore[
     return p.max_clock_hz - lo * step
 
 
+def _clock_at_most(p: GpuPowerConfig, ok, cap: float) -> float:  # type: ignore[no-untyped-def]
+    """``cap`` itself when ``ok(cap)`` (a locked clock need not lie on the grid), else
+    :func:`_highest_clock`."""
+    return cap if ok(cap) else _highest_clock(p, ok, cap)
+
+
 def _cap(cfg: GpuConfig, cycles: int, busy_cycles: int) -> tuple[float, str]:
     """(clock cap, its name): max boost (or the user's locked clock), or the tensor
     peak-current clock at this duty."""
@@ -186,12 +192,8 @@ def _cap(cfg: GpuConfig, cycles: int, busy_cycles: int) -> tuple[float, str]:
     duty = min(1.0, busy_cycles / (cfg.sms * cycles))
     budget = f_t * p.voltage_v(f_t)
 
-    def ok(x: float) -> bool:
-        return duty * x * p.voltage_v(x) <= budget
-
-    if ok(f_max):  # a locked clock need not lie on the grid
-        return f_max, name
-    return _highest_clock(p, ok, f_max), "tensor_current"
+    f = _clock_at_most(p, lambda x: duty * x * p.voltage_v(x) <= budget, f_max)
+    return (f_max, name) if f >= f_max else (f, "tensor_current")
 
 
 def _board_power_w(
@@ -228,9 +230,7 @@ def _power_limited_clock(
             + sm_pj_per_clock * 1e-12 * f * s
         )
 
-    if power(cap) <= p.power_limit_w:  # a locked clock need not lie on the grid
-        return cap
-    return _highest_clock(p, lambda x: power(x) <= p.power_limit_w, cap)
+    return _clock_at_most(p, lambda x: power(x) <= p.power_limit_w, cap)
 
 
 @dataclass(frozen=True)

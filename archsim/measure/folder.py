@@ -226,7 +226,7 @@ def _check_bursts(block: Any, where: str) -> dict[str, Any]:
     return block
 
 
-def _read_device(path: Path) -> tuple[dict, dict, dict]:
+def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -245,7 +245,8 @@ def _read_device(path: Path) -> tuple[dict, dict, dict]:
     if "idle_watts" in energy:
         _need(energy, "idle_watts", float, f"{where}: energy")
     _check_entries(energy, "energy", where)
-    return device, memory, energy
+    bursts = _check_bursts(doc["bursts"], where) if "bursts" in doc else {}
+    return device, memory, energy, bursts
 
 
 def read_folder(path: str | Path) -> MeasuredFolder:
@@ -272,14 +273,8 @@ def read_folder(path: str | Path) -> MeasuredFolder:
     if not device_file.is_file():
         raise MeasurementError(device_file, "", "file missing; required: device, memory_eager "
                                "and energy readings (written by `archsim probe gpu`)")  # fmt: skip
-    device, memory, energy = _read_device(device_file)
-    bursts = _read_bursts(device_file)
+    device, memory, energy, bursts = _read_device(device_file)
     return MeasuredFolder(folder, gemm, conv, device, memory, energy, tuple(ignored), bursts)
-
-
-def _read_bursts(path: Path) -> dict[str, Any]:
-    doc = json.loads(path.read_text(encoding="utf-8"))  # _read_device checked it parses
-    return _check_bursts(doc["bursts"], str(path)) if "bursts" in doc else {}
 
 
 def _csv_text(frame: pd.DataFrame) -> str:

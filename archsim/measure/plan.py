@@ -54,7 +54,7 @@ class ProbePlan:
 
     def square(self) -> list[GemmShape]:
         """Square NN GEMMs, every precision (fp8: B column-major, as ``torch._scaled_mm``)."""
-        return [_shape(s, s, s, p) for s in self.square_sizes for p in self.precisions]
+        return [square_gemm(s, p) for s in self.square_sizes for p in self.precisions]
 
     def layouts(self) -> list[GemmShape]:
         """Square GEMMs stored NN, NT, TN and TT."""
@@ -67,7 +67,7 @@ class ProbePlan:
 
     def unaligned(self) -> list[GemmShape]:
         """Square GEMMs whose sizes are not multiples of 8."""
-        return [_shape(s, s, s, p) for s in self.unaligned_sizes for p in self.unaligned_precisions]
+        return [square_gemm(s, p) for s in self.unaligned_sizes for p in self.unaligned_precisions]
 
     def llm(self) -> list[tuple[str, GemmShape]]:
         """(projection, GEMM): activations m x k times weights stored n x k."""
@@ -79,9 +79,11 @@ class ProbePlan:
         ]
 
 
-def _shape(m: int, n: int, k: int, precision: str) -> GemmShape:
-    b = "n x k" if precision == "fp8" else "k x n"  # _scaled_mm wants B column-major
-    return GemmShape(m, n, k, "m x k", b, precision)
+def square_gemm(size: int, precision: str, zeros: bool = False) -> GemmShape:
+    """A size^3 GEMM, A stored m x k; B k x n, or n x k for fp8 (``torch._scaled_mm`` wants B
+    column-major)."""
+    b = "n x k" if precision == "fp8" else "k x n"
+    return GemmShape(size, size, size, "m x k", b, precision, zeros)
 
 
 def network_convs(network: str, batches: tuple[int, ...]) -> list[ConvShape]:

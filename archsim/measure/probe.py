@@ -21,18 +21,18 @@ from typing import Any
 import pandas as pd
 
 from archsim.measure.backend import Backend, ConvShape, GemmShape, Op
-from archsim.measure.plan import ProbePlan, network_convs
+from archsim.measure.plan import ProbePlan, network_convs, square_gemm
 
 __all__ = [
     "BURST_REPLAY_S",
     "MAX_CALL_S",
     "Timing",
+    "burst_readings",
+    "burst_summary",
     "burst_trace",
     "calls_per_replay",
     "measure_energy",
     "memory_eager",
-    "burst_readings",
-    "burst_summary",
     "run_probe",
     "time_in_graph",
 ]
@@ -49,11 +49,11 @@ MEMORY_HEADROOM = 0.8
 Progress = Callable[[str], None]
 
 
-def calls_per_replay(seconds_per_call: float) -> int:
-    """n such that n calls take >= 20 ms, capped at 500."""
+def calls_per_replay(seconds_per_call: float, replay_s: float = REPLAY_S) -> int:
+    """n such that n calls take >= ``replay_s`` (20 ms), capped at 500."""
     if seconds_per_call <= 0:
         return MAX_CALLS
-    return min(MAX_CALLS, max(1, math.ceil(REPLAY_S / seconds_per_call)))
+    return min(MAX_CALLS, max(1, math.ceil(replay_s / seconds_per_call)))
 
 
 @dataclass(frozen=True)
@@ -284,8 +284,7 @@ def energy_readings(
     out: dict[str, Any] = {}
     for precision, size, zeros in plan.energy_gemms:
         key = f"gemm_{precision}_{size}" + ("_zeros" if zeros else "")
-        b = "n x k" if precision == "fp8" else "k x n"
-        shape = GemmShape(size, size, size, "m x k", b, precision, zeros)
+        shape = square_gemm(size, precision, zeros)
         why = backend.unsupported(precision)
         if why:
             _skip(progress, key, why)
@@ -324,7 +323,7 @@ def burst_trace(backend: Backend, op: Op, seconds: float, idle_s: float) -> dict
     one is held at the power limit, and how fast the clock comes down.
     """
     backend.round_trip(op)  # allocation, library autotuning
-    calls = max(1, min(MAX_CALLS, math.ceil(BURST_REPLAY_S / max(backend.round_trip(op), 1e-9))))
+    calls = calls_per_replay(backend.round_trip(op), BURST_REPLAY_S)
     replay = backend.graph(op, calls)
     replay()
     backend.sleep(idle_s)
@@ -351,9 +350,8 @@ def burst_readings(
         if why:
             _skip(progress, f"burst {key}", why)
             continue
-        b = "n x k" if precision == "fp8" else "k x n"
-        shape = GemmShape(size, size, size, "m x k", b, precision)
-        out[key] = burst_trace(backend, backend.gemm(shape), plan.burst_seconds, plan.idle_wait_s)
+        op = backend.gemm(square_gemm(size, precision))
+        out[key] = burst_trace(backend, op, plan.burst_seconds, plan.idle_wait_s)
         backend.release()
         if progress:
             s = burst_summary(out[key])

@@ -201,7 +201,7 @@ def _burst_lines(bursts: dict) -> str:
         s = burst_summary(entry)
         falls = (
             f"clock first 5 % down at {s['clock_falls_s'] * 1e3:.0f} ms"
-            if s["clock_falls_s"] == s["clock_falls_s"]
+            if not math.isnan(s["clock_falls_s"])
             else "clock never 5 % down"
         )
         out.append(
