@@ -212,7 +212,12 @@ def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     algos = cfg.conv_library.algorithms
     out: list[ConvCandidate] = []
     out += _implicit(cfg, layer)
-    winograd_ok = layer.r == layer.s == 3 and layer.stride == 1 and layer.groups == 1
+    winograd_ok = (
+        layer.r == layer.s == 3
+        and layer.stride == 1
+        and layer.groups == 1
+        and layer.memory_format in cfg.conv_library.winograd_memory_formats
+    )
     for tile in (2, 4):
         if winograd_ok and f"winograd_{tile}x{tile}" in algos and _aligned(cfg, layer):
             out.append(_winograd(layer, tile))

@@ -70,6 +70,17 @@ class ConvLibraryConfig(ArchsimModel):
         description="Kernel families of the ONE-launch grouped tensor-core conv (groups > 1, "
         "each group a grid dimension of the same kernel), fastest first; None: ``families``.",
     )
+    winograd_memory_formats: list[Literal["nhwc", "nchw"]] = Field(
+        default=["nchw"],
+        description="Layer memory formats for which the Winograd algorithms apply. cuDNN's "
+        "Winograd algorithms (WINOGRAD, WINOGRAD_NONFUSED) take NCHW filters only: with an NHWC "
+        "filter descriptor cudnnConvolutionForward supports IMPLICIT_GEMM and "
+        "IMPLICIT_PRECOMP_GEMM alone (cuDNN API Reference, cudnnConvolutionForward, supported "
+        "configurations; the same table as encoded in Rust-GPU/Rust-CUDA@3cb598f "
+        "crates/cudnn/src/convolution_algo.rs, where every Winograd entry has an NCHW filter). "
+        "So a channels-last conv (torch.channels_last, the layout of ../shared/data/h100/"
+        "conv_alexnet.csv) runs implicit GEMM whatever cudnn.benchmark times.",
+    )
     split_k: bool = Field(
         default=False,
         description="Whether forward conv kernels split the reduction (C*R*S) across CTAs. "

@@ -166,6 +166,13 @@ class ConvLayer(ArchsimModel):
     precision: ConvPrecision = Field(
         default="fp16", description="Operand type on a GPU (fp16, bf16, tf32, fp32, int8)."
     )
+    memory_format: Literal["nhwc", "nchw"] = Field(
+        default="nhwc",
+        description="Layout of the activations and filters a GPU conv library is given: nhwc "
+        "(channels last, as torch.channels_last and cuDNN's tensor-core kernels) or nchw "
+        "(frameworks' default). It decides which algorithms apply "
+        "(conv_library.winograd_memory_formats).",
+    )
     weight_distribution: Literal["uniform"] = "uniform"
     operand_activity: OperandActivity = _ACTIVITY_FIELD
     data: str | None = Field(

@@ -17,7 +17,10 @@ preset's achievable HBM bandwidth or its launch cost, whichever is longer:
   forward pass (its cast cache lives for one autocast region): a kernel reading 4 and writing 2
   bytes per weight;
 * ``memory_format="nchw"`` with a tensor-core precision: cuDNN transposes each conv's input to
-  NHWC and its output back (``TrainingConfig.nchw_transpose_passes`` each).
+  NHWC and its output back (``TrainingConfig.nchw_transpose_passes`` each), except around a
+  Winograd conv, whose transforms read and write NCHW. The layers run in the pass's memory
+  format, which decides whether Winograd applies (``conv_library.winograd_memory_formats``:
+  NCHW only for cuDNN); the algorithm is chosen on the conv kernels alone.
 
 ``algorithms`` restricts cuDNN's algorithm choice to what the framework asks for.
 ``launch`` picks the preset's per-kernel cost (``graph`` or ``eager``) for every kernel.
@@ -93,23 +96,25 @@ class InferencePass:
         return self.batch / self.time_s
 
 
-def _conv_workload(wl: WorkloadSpec, precision: str, batch: int) -> WorkloadSpec:
+def _conv_workload(wl: WorkloadSpec, precision: str, batch: int, fmt: str) -> WorkloadSpec:
     layers = []
+    fmt = {"memory_format": fmt}
     for spec in wl.layers:
         if not isinstance(spec, ConvLayer):
             raise SimulationError(
                 f"layer {getattr(spec, 'name', '?')!r}: an inference pass takes conv layers "
                 "only; allowed: a workload of conv layers"
             )
-        layers.append(spec.model_copy(update={"n": batch, "precision": precision}))
+        layers.append(spec.model_copy(update={"n": batch, "precision": precision, **fmt}))
     return wl.model_copy(update={"layers": layers})
 
 
 def _transposes(
-    spec: ConvLayer, outputs: int, act: int, opts: InferenceOptions, t: TrainingConfig
+    spec: ConvLayer, outputs: int, act: int, opts: InferenceOptions, t: TrainingConfig, algo: str
 ) -> tuple[int, int]:
-    """(bytes moved, kernels) of cuDNN's NCHW <-> NHWC transposes around one tensor-core conv."""
-    if opts.memory_format != "nchw" or opts.precision == "fp32":
+    """(bytes moved, kernels) of cuDNN's NCHW <-> NHWC transposes around one tensor-core conv
+    (none around Winograd, whose transforms read and write NCHW themselves)."""
+    if opts.memory_format != "nchw" or opts.precision == "fp32" or algo.startswith("winograd"):
         return 0, 0
     inputs = outputs // (spec.k * spec.out_h * spec.out_w) * spec.c * spec.h * spec.w
     return t.nchw_transpose_passes * (inputs + outputs) * act, 2
@@ -158,7 +163,7 @@ def inference_pass(
     cfg = cfg.with_overrides(overrides)
     wl = load_workload(workload)
     prec, _, act, _ = PRECISIONS[opts.precision]
-    run = simulate(cfg, _conv_workload(wl, prec, opts.batch))
+    run = simulate(cfg, _conv_workload(wl, prec, opts.batch, opts.memory_format))
     t = training or TrainingConfig()
     hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
     launch = cfg.launch_overhead_s
@@ -169,7 +174,8 @@ def inference_pass(
         assert isinstance(spec, ConvLayer)
         outputs = opts.batch * spec.k * spec.out_h * spec.out_w
         moved, n = _elementwise(spec, outputs, act, opts, t)
-        tr_moved, tr_n = _transposes(spec, outputs, act, opts, t)
+        algo = str(lr.extras.get("tc_conv_algo", ""))
+        tr_moved, tr_n = _transposes(spec, outputs, act, opts, t, algo)
         ew, tr = max(moved / hbm, n * launch), max(tr_moved / hbm, tr_n * launch)
         conv_s, ew_s, tr_s = conv_s + lr.time_s, ew_s + ew + tr, tr_s + tr
         kernels += 1 + n + tr_n

@@ -42,9 +42,15 @@ def _gemms(layer: ConvLayer, algo: str) -> list[GemmStep]:
 
 
 def test_candidates_follow_the_layer_shape() -> None:
-    assert _algos(_conv()) == ["implicit_gemm", "winograd_2x2", "winograd_4x4"]
+    # channels-last (the default): cuDNN's Winograd takes NCHW filters only
+    assert _algos(_conv()) == ["implicit_gemm"]
+    assert _algos(_conv(memory_format="nchw")) == ["implicit_gemm", "winograd_2x2", "winograd_4x4"]
+    nhwc_too = H100.with_overrides({"conv_library.winograd_memory_formats": ["nhwc", "nchw"]})
+    assert [c.algorithm for c in conv_candidates(nhwc_too, _conv())] == _algos(
+        _conv(memory_format="nchw")
+    )
     assert _algos(_conv(r=1, s=1, pad=0)) == ["gemm_1x1"]
-    assert _algos(_conv(stride=2)) == ["implicit_gemm"]  # Winograd: stride 1 only
+    assert _algos(_conv(stride=2, memory_format="nchw")) == ["implicit_gemm"]  # stride 1 only
     assert _algos(_conv(groups=2)) == ["implicit_gemm"]  # one launch, cuDNN's group count
     # depthwise: 1 channel per group breaks the tensor-op rule -> CUDA-core kernels only
     assert _algos(_conv(groups=64)) == ["implicit_gemm", "depthwise_direct"]
@@ -98,7 +104,7 @@ def test_implicit_gemm_reads_the_input_not_im2col() -> None:
 
 
 def test_winograd_shapes() -> None:
-    layer = _conv(n=2, h=13, w=13)  # 13x13 output
+    layer = _conv(n=2, h=13, w=13, memory_format="nchw")  # 13x13 output
     for tile, alpha2 in ((2, 16), (4, 36)):
         (g,) = _gemms(layer, f"winograd_{tile}x{tile}")
         tiles = 2 * math.ceil(13 / tile) ** 2
@@ -121,9 +127,10 @@ def test_memory_kernel_closed_form() -> None:
 
 
 def test_choice_is_the_fastest_candidate() -> None:
-    choice = best_conv(H100, _conv(n=8))
+    choice = best_conv(H100, _conv(n=8, memory_format="nchw"))
     assert choice.cycles == min(choice.tried.values())
     assert set(choice.tried) == {"implicit_gemm", "winograd_2x2", "winograd_4x4"}
+    assert set(best_conv(H100, _conv(n=8)).tried) == {"implicit_gemm"}
     per_launch = H100.with_overrides(
         {"conv_library.grouped_batched_tensor_op": False,
          "conv_library.algorithms": ["implicit_gemm", "grouped_per_launch"]}

@@ -47,13 +47,20 @@ def test_small_batch_pays_a_launch_per_kernel() -> None:
 
 def test_nchw_transposes_and_forced_algorithm() -> None:
     nhwc = inference_pass("v100", "vgg16", InferenceOptions("amp_fp16", 32))
+    gemm = ("implicit_gemm",)
+    forced = InferenceOptions("amp_fp16", 32, memory_format="nchw", algorithms=gemm)
+    nchw_gemm = inference_pass("v100", "vgg16", forced)
+    # channels-last: no transposes and no Winograd (cuDNN's Winograd takes NCHW filters only)
+    assert nhwc.transpose_s == 0.0 and nchw_gemm.conv_s == nhwc.conv_s
+    # NCHW implicit GEMM: 13 convs, each with an input and an output transpose (2 B x 2 passes)
+    assert nchw_gemm.transpose_s > 3e-3 and nchw_gemm.kernels == nhwc.kernels + 26
+    # NCHW with every algorithm: Winograd wins some layers, and those need no transposes
     nchw = inference_pass("v100", "vgg16", InferenceOptions("amp_fp16", 32, memory_format="nchw"))
-    assert nhwc.transpose_s == 0.0 and nchw.transpose_s > 3e-3  # 3.7 ms of 2 B x (in + out) x 2
-    assert nchw.conv_s == nhwc.conv_s
+    assert nchw.conv_s < nhwc.conv_s
+    assert 0.0 < nchw.transpose_s < nchw_gemm.transpose_s
+    assert nhwc.kernels < nchw.kernels < nchw_gemm.kernels
     fp32 = inference_pass("v100", "vgg16", InferenceOptions("fp32", 32, memory_format="nchw"))
     assert fp32.transpose_s == 0.0  # CUDA-core FP32 convs run NCHW natively
-    forced = InferenceOptions("amp_fp16", 32, algorithms=("implicit_gemm",))
-    assert inference_pass("v100", "vgg16", forced).conv_s > nhwc.conv_s  # no Winograd
 
 
 def test_samples_per_s_and_autocast_casts() -> None:
