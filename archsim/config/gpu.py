@@ -202,6 +202,17 @@ class GemmLibraryConfig(ArchsimModel):
     split_k_factors: list[PositiveInt] = Field(
         default=[1, 2, 4, 8, 16, 32], min_length=1, description="Split-K slice counts tried."
     )
+    cuda_core_tiles: list[ThreadBlockTile] = Field(
+        default=[
+            ThreadBlockTile(m=32, n=128, k=16, warps=2, stages=2),
+            ThreadBlockTile(m=128, n=32, k=16, warps=2, stages=2),
+        ],
+        description="CTA tiles the CUDA-core (SIMT) GEMM kernels have besides the preset's tile "
+        "menu: CUTLASS's skinny SIMT tiles (python/cutlass_library/generator.py, "
+        "GenerateSM50_Simt: 32x128x8 and 128x32x8, 2 warps, 2 stages; k given at 16 bits), so "
+        "an FP32 GEMM with a dimension of 1-32 (a matrix-vector product) is not computed on "
+        "64-row tiles of padding.",
+    )
 
 
 class LaunchConfig(ArchsimModel):

@@ -359,3 +359,21 @@ def test_h100_small_tf32_nn_runs_a_pre_hopper_kernel_large_ones_transpose() -> N
     t = small.cycles / h100.clock.frequency_hz
     print(f"tf32 128^3 NN: {t * 1e6:.2f} us, measured 3.93 us")
     assert t == pytest.approx(3.93e-6, rel=0.25)
+
+
+def test_fp32_matrix_vector_runs_on_a_skinny_simt_tile() -> None:
+    """An FP32 GEMM with m = 1 on the CUDA cores takes CUTLASS's 32-row SIMT tile
+    (library.cuda_core_tiles), so it streams its 4-byte weight from HBM at about twice the FP16
+    time instead of computing 64-row tiles of padding (1.9x longer again without that tile)."""
+    h100 = archsim.load_hardware("h100")
+    shape = (1, 8192, 28672)  # llama70b:down at one token, B stored n x k
+    fp32 = _prob(*shape, "fp32", transpose_b=True)
+    best, _ = run_gemm(h100, fp32)
+    assert not best.plan.tensor_ops and (best.plan.tile.m, best.plan.tile.n) == (32, 128)
+    t32, t16 = _seconds(h100, fp32), _seconds(h100, _prob(*shape, transpose_b=True))
+    weight_s = 8192 * 28672 * 4 / (h100.hbm.bandwidth_bytes_per_s * h100.hbm_achievable_fraction)
+    print(f"fp32 {t32 * 1e6:.1f} us, fp16 {t16 * 1e6:.1f} us, weight stream {weight_s * 1e6:.1f}")
+    assert weight_s <= t32 <= 1.15 * weight_s
+    assert 1.8 <= t32 / t16 <= 2.3
+    padded = h100.with_overrides({"library.cuda_core_tiles": []})
+    assert _seconds(padded, fp32) > 1.7 * t32
