@@ -426,3 +426,14 @@ def test_huge_gpu_batch_runs_without_listing_every_wave(tmp_path: Path, capsys: 
 
     res = json.loads((out / "results.json").read_text())
     assert res["total_cycles"] > 10**10  # 10^13 x 64 x 32 MACs take a while
+
+
+def test_unknown_conv_memory_format_is_one_line(tmp_path: Path, capsys: Any) -> None:
+    layer = "{name: c, kind: conv, c: 64, k: 64, h: 14, w: 14, r: 3, s: 3, memory_format: nchwc}"
+    wl = _workload(tmp_path, layer)
+    code = main(["run", "h100", str(wl), "-o", str(tmp_path / "out"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    for needle in ("big.yaml", "layers.0.memory_format", "'nhwc' or 'nchw'", "nchwc"):
+        assert needle in err, err
+    assert not (tmp_path / "out").exists()
