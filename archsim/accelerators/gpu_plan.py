@@ -326,8 +326,9 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
             scaled = fill * widest_load_bytes(prob) / fam.fill_access_bytes
             fill = min(scaled, cfg.sm_memory.shared_bandwidth_bytes_per_clock)
     tiles = fam.tiles if fam is not None and fam.tiles else cfg.tiles
-    if fam is None:
-        tiles = [*tiles, *cfg.library.cuda_core_tiles]
+    if fam is None:  # skinny SIMT tiles, for GEMMs whose short side fits in one of them
+        short = min(prob.m, prob.n)
+        tiles = [*tiles, *(t for t in cfg.library.cuda_core_tiles if short <= min(t.m, t.n))]
     stream_k = fam is not None and fam.stream_k
     fraction = fam.mma_rate_fraction if fam is not None else 1.0
     multicast = fam.multicast_ctas if fam is not None else 1

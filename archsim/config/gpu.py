@@ -211,7 +211,8 @@ class GemmLibraryConfig(ArchsimModel):
         "menu: CUTLASS's skinny SIMT tiles (python/cutlass_library/generator.py, "
         "GenerateSM50_Simt: 32x128x8 and 128x32x8, 2 warps, 2 stages; k given at 16 bits), so "
         "an FP32 GEMM with a dimension of 1-32 (a matrix-vector product) is not computed on "
-        "64-row tiles of padding.",
+        "64-row tiles of padding. A tile is offered only to GEMMs whose shorter side (M or N) "
+        "fits in its shorter side, the shapes such kernels are for.",
     )
 
 

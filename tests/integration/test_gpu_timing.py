@@ -377,3 +377,6 @@ def test_fp32_matrix_vector_runs_on_a_skinny_simt_tile() -> None:
     assert 1.8 <= t32 / t16 <= 2.3
     padded = h100.with_overrides({"library.cuda_core_tiles": []})
     assert _seconds(padded, fp32) > 1.7 * t32
+    # only shapes whose short side fits the skinny tile's are offered it
+    square, _ = run_gemm(h100, _prob(4096, 4096, 4096, "fp32"))
+    assert min(square.plan.tile.m, square.plan.tile.n) >= 64
