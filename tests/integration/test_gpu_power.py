@@ -50,25 +50,31 @@ def test_zero_operands_draw_less_and_clock_higher(h100):
     assert rows["zeros"].clock_hz > rows[0.5].clock_hz > rows["random"].clock_hz
     assert rows["zeros"].board_power_w < rows["random"].board_power_w
     assert rows["zeros"].tc_operand_toggle == 0.0
-    # nothing toggles in the datapath, but its clocked registers and SRAM accesses still cost
-    # data_independent_fraction of the random-data energy (the same FMAs, V^2 taken out)
+    # nothing toggles in the datapath, but its clocked registers still cost the busy-cycle
+    # energy (and data_independent_fraction of the FMAs' random-data price, 0 on H100); the
+    # same FMAs and busy cycles, V^2 taken out
     p = h100.power
     per_v2 = {a: r.energy_tensor_core_pj / p.energy_scale(r.clock_hz) for a, r in rows.items()}
-    frac = p.data_independent_fraction
-    assert 0 < frac < 0.5
+    frac, busy_pj = p.data_independent_fraction, p.tensor_busy_energy_pj_per_cycle
+    assert 0 <= frac < 0.5 and busy_pj > 0
     tc = runs["random"].layers[0].counts["tensor_core"]
     fma, pad = tc["fma_fp16"], tc.get("pad_fma_fp16", 0)  # pad: tile overhang, zeros anyway
     assert pad < 0.01 * fma
-    at = {t: (fma * (frac + (1 - frac) * t) + pad * frac) for t in (1.0, 0.5, 0.0)}
+    price = p.mma_fp16_energy_pj
+    at = {
+        t: price * (fma * (frac + (1 - frac) * t) + pad * frac) + busy_pj * tc["busy_cycles"]
+        for t in (1.0, 0.5, 0.0)
+    }
     assert per_v2["zeros"] / per_v2["random"] == pytest.approx(at[0.0] / at[1.0], rel=1e-9)
     assert per_v2[0.5] / per_v2["random"] == pytest.approx(at[0.5] / at[1.0], rel=1e-9)
 
 
 def test_padded_tile_fmas_cost_only_their_data_independent_share(h100):
     """A decode-sized GEMM (m = 8) runs 128-row tiles: 15/16 of the tensor-core FMAs multiply
-    the zeros the loads fill in past row 8, so they cost data_independent_fraction of the
-    price. The weight-streaming GEMV then holds max boost, as the measured rows do
-    (gemm_llm.csv llama70b:down m=8: 1980 MHz; before, the model throttled it to 1520)."""
+    the zeros the loads fill in past row 8, so they cost only the busy-cycle energy (and
+    data_independent_fraction of the price). The weight-streaming GEMV then holds max boost,
+    as the measured rows do (gemm_llm.csv llama70b:down m=8: 1980 MHz; before, the model
+    throttled it to 1520)."""
     res = _run(h100, (8, 8192, 28672))
     tc = res.layers[0].counts["tensor_core"]
     assert tc["fma_fp16"] == 8 * 8192 * 28672
@@ -77,7 +83,8 @@ def test_padded_tile_fmas_cost_only_their_data_independent_share(h100):
     assert row.clock_hz == 1.98e9 and not row.power_limited
     price = h100.power.mma_fp16_energy_pj
     frac = h100.power.data_independent_fraction
-    want = price * (tc["fma_fp16"] + frac * tc["pad_fma_fp16"])
+    busy = h100.power.tensor_busy_energy_pj_per_cycle * tc["busy_cycles"]
+    want = price * (tc["fma_fp16"] + frac * tc["pad_fma_fp16"]) + busy
     assert row.energy_tensor_core_pj == pytest.approx(want, rel=1e-9)
 
 

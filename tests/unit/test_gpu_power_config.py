@@ -70,17 +70,22 @@ def test_toggle_fraction():
 
 
 def test_board_prices_scale_with_significand_width(h100):
-    """Per FMA energy: FP16's (Dally's HMMA / 64) with its multiplier share (Horowitz: fp16
-    multiply / (multiply + fp32 add) = 0.55) scaled by (significand bits / 11)^2 and the rest
-    the same; so BF16 and INT8 (8-bit arrays) cost 0.741x FP16 per FMA, FP8 E4M3 0.523x and
-    TF32 (FP16's 11-bit significand) 1x."""
+    """Per FMA energy: FP16's (Dally's HMMA / 64, less its share of the busy-cycle energy) with
+    its multiplier share (Horowitz: fp16 multiply / (multiply + fp32 add) = 0.55) scaled by
+    (significand bits / 11)^2 and the rest the same; so BF16 and INT8 (8-bit arrays) cost 0.741x
+    FP16 per FMA, FP8 E4M3 0.523x and TF32 (FP16's 11-bit significand) 1x. The busy-cycle
+    energy comes on top, per busy tensor-pipe cycle (2048 FP16 FMAs per SM-cycle on H100)."""
     p = h100.power
-    assert p.mma_fp16_energy_pj == pytest.approx(110 / 64)
+    fp16_per_cycle = h100.tensor_cores.per_sm * h100.tensor_cores.fp16_fma_per_clock
+    assert fp16_per_cycle == 2048
+    busy_share = p.tensor_busy_energy_pj_per_cycle / fp16_per_cycle
+    assert p.mma_fp16_energy_pj + busy_share == pytest.approx(110 / 64, rel=1e-4)
     assert p.mma_multiplier_fraction == pytest.approx(1.1 / (1.1 + 0.9))
     prices = gpu_price_list(h100)
     tc = prices.energy_pj["tensor_core"]
+    assert tc["busy_cycles"] == p.tensor_busy_energy_pj_per_cycle > 0
     fp16 = tc["fma_fp16"]
-    assert fp16 == pytest.approx(110 / 64)
+    assert fp16 == p.mma_fp16_energy_pj
     want = {"bf16": 0.45 + 0.55 * 64 / 121, "int8": 0.45 + 0.55 * 64 / 121,
             "fp8": 0.45 + 0.55 * 16 / 121, "tf32": 1.0}  # fmt: skip
     for q, ratio in want.items():
