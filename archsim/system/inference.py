@@ -98,14 +98,14 @@ class InferencePass:
 
 def _conv_workload(wl: WorkloadSpec, precision: str, batch: int, fmt: str) -> WorkloadSpec:
     layers = []
-    fmt = {"memory_format": fmt}
+    update = {"n": batch, "precision": precision, "memory_format": fmt}
     for spec in wl.layers:
         if not isinstance(spec, ConvLayer):
             raise SimulationError(
                 f"layer {getattr(spec, 'name', '?')!r}: an inference pass takes conv layers "
                 "only; allowed: a workload of conv layers"
             )
-        layers.append(spec.model_copy(update={"n": batch, "precision": precision, **fmt}))
+        layers.append(spec.model_copy(update=update))
     return wl.model_copy(update={"layers": layers})
 
 
