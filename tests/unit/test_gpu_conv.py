@@ -228,3 +228,19 @@ def test_small_layers_are_computed_by_their_algorithm() -> None:
     wl = WorkloadSpec(schema_version=1, name="t", source="test", layers=[_conv(name="a")])
     row = archsim.simulate("h100", wl).to_dataframe().iloc[0]
     assert 0.0 <= row.tc_conv_functional_max_error < 1e-12
+
+
+@pytest.mark.parametrize("net", ["vgg16", "resnet50", "googlenet"])
+def test_channels_last_convs_stay_under_the_dense_peak(net: str) -> None:
+    """Every conv of the preset networks, channels-last (the default) at batch 1 / 32 / 256 on
+    H100, does at most the part's dense FP16 FMA rate at the clock it runs at: no Winograd
+    (cuDNN's needs NCHW filters), so no layer beats the tensor cores' peak."""
+    wl = archsim.load_workload(net)
+    per_cycle = 2 * H100.peak_fma_per_cycle  # FLOP per SM-cycle, whole GPU
+    for n in (1, 32, 256):
+        layers = [spec.model_copy(update={"n": n}) for spec in wl.layers]
+        df = archsim.simulate(H100, wl.model_copy(update={"layers": layers})).to_dataframe()
+        assert not df.tc_conv_algo.str.startswith("winograd").any()
+        flops = 2 * df.macs_dense / df.time_s
+        peak = per_cycle * df.clock_hz
+        assert (flops <= peak).all(), df.loc[flops > peak, "layer"].tolist()
