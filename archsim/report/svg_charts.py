@@ -208,7 +208,7 @@ def _layer_label_layout(labels: Sequence[str]) -> tuple[int, float, float, float
     return step, 7.0, 90.0, text_width("x" * longest, 7.0) + 10
 
 
-def _panelsvg_root(
+def _panel_svg(
     p: Panel, labels: Sequence[str], top: float, width: float, show_labels: bool
 ) -> tuple[list[str], float]:
     """SVG elements of one panel drawn from ``top``; returns them and the panel's bottom."""
@@ -334,7 +334,7 @@ def layer_chart(labels: Sequence[str], panels: Sequence[Panel]) -> str:
     body: list[str] = []
     top = 4.0
     for k, panel in enumerate(panels):
-        elements, top = _panelsvg_root(panel, labels, top, width, k == len(panels) - 1)
+        elements, top = _panel_svg(panel, labels, top, width, k == len(panels) - 1)
         body += elements
         top += 8.0
     return svg_root(width, top + 4.0, body)

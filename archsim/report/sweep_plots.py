@@ -173,7 +173,7 @@ def _colour(ax: Axes, fig: Figure, column: pd.Series, name: str) -> Any:
         norm = BoundaryNorm(edges, 256)
     sm = matplotlib.cm.ScalarMappable(norm=norm, cmap="viridis")
     bar = fig.colorbar(sm, ax=ax, pad=0.01, fraction=0.04)
-    bar.setaxis_label(name, fontsize=8)
+    bar.set_label(name, fontsize=8)
     bar.ax.tick_params(labelsize=7)
     return sm.to_rgba(xv.positions)
 

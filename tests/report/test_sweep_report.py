@@ -141,3 +141,20 @@ def test_error_column_only_when_a_point_failed() -> None:
     pts.loc[0, ["status", "error"]] = ["error", "boom"]
     html = render_sweep_report(pts, axes=AXES, metrics=METRICS, title="t")
     assert 'title="why the point failed"' in html and '<td class="msg">boom</td>' in html
+
+
+def test_matplotlib_pareto_colour_bar_for_a_continuous_axis() -> None:
+    """More than ten distinct values of the colouring axis give a colour bar labelled with the
+    axis name (the Python API's matplotlib twin of the report's SVG figure)."""
+    from archsim.report.sweep_plots import plot_pareto
+
+    n = 24
+    pts = pd.DataFrame({
+        "status": ["ok"] * n, "fifo": [float(i) for i in range(n)],
+        "total_time_s": [1e-3 * (1 + i) for i in range(n)],
+        "total_energy_pj": [1e9 / (1 + i) for i in range(n)],
+    })  # fmt: skip
+    front = pareto_mask(pts, {"total_time_s": "min", "total_energy_pj": "min"})
+    fig = plot_pareto(pts, "total_time_s", "total_energy_pj", front, color_by="fifo")
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert "fifo" in labels, labels
