@@ -191,7 +191,6 @@ def _cap(cfg: GpuConfig, cycles: int, busy_cycles: int) -> tuple[float, str]:
         return f_max, name
     duty = min(1.0, busy_cycles / (cfg.sms * cycles))
     budget = f_t * p.voltage_v(f_t)
-
     f = _clock_at_most(p, lambda x: duty * x * p.voltage_v(x) <= budget, f_max)
     return (f_max, name) if f >= f_max else (f, "tensor_current")
 

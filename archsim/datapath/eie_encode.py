@@ -103,6 +103,12 @@ def _shift_of(n):  # pragma: no cover - compiled
 
 
 @nb.njit(inline="always")
+def _floor_jumps(d, max_jump, shift, pow2):  # pragma: no cover - compiled
+    """``d // max_jump`` (floor), as a shift when ``max_jump == 2**shift`` (see ``_shift_of``)."""
+    return (d >> shift) if pow2 else d // max_jump
+
+
+@nb.njit(inline="always")
 def _pe_row(r, num_pes, pes):  # pragma: no cover - compiled
     """(PE, local row) of row ``r >= 0``: ``r % num_pes``, ``r // num_pes``, with the quotient
     the float64 one truncated (``pes`` = ``float(num_pes)``; see ``_shift_of``)."""
@@ -142,7 +148,7 @@ def _pointer_rows(
         for i in range(lo, hi):
             pe, lr = _pe_row(rows[i], num_pes, pes)
             d = lr - last[pe] - 1
-            run[pe] += ((d >> shift) if pow2 else d // max_jump) + 1
+            run[pe] += _floor_jumps(d, max_jump, shift, pow2) + 1
             last[pe] = lr
         for i in range(lo, hi):
             last[_pe_row(rows[i], num_pes, pes)[0]] = -1
@@ -193,7 +199,7 @@ def _fill(
             pe, lr = _pe_row(rows[i], num_pes, pes)  # exact: r >= 0, r < 2**53 / num_pes
             pos = write[pe]
             d = lr - last[pe] - 1
-            npad = (d >> shift) if pow2 else d // max_jump  # floor either way
+            npad = _floor_jumps(d, max_jump, shift, pow2)
             cursor = last[pe]
             for _ in range(npad):
                 cursor += max_jump

@@ -25,7 +25,13 @@ __all__ = [
     "axis_label",
     "ok_points",
     "spans_wide",
+    "ColourClasses",
+    "colour_classes",
+    "MAX_DISCRETE",
 ]
+
+#: Distinct values up to which a numeric colouring axis gets one colour per value (else a bar).
+MAX_DISCRETE = 10
 
 
 @dataclass(frozen=True)
@@ -117,3 +123,30 @@ def spans_wide(values: np.ndarray, span: float = 50.0) -> bool:
     positive and span more than ``span`` x."""
     v = values[np.isfinite(values)]
     return bool(len(v)) and v.min() > 0 and v.max() / v.min() > span
+
+
+@dataclass(frozen=True)
+class ColourClasses:
+    """How points are coloured by a swept axis: its distinct finite ``values`` (ascending) and
+    their ``labels``; ``discrete``: one tab10 colour per value (text, or at most
+    :data:`MAX_DISCRETE` numbers; else a colour bar), ``index``: each point's value number
+    (None where the point has no finite value)."""
+
+    values: list[float]
+    labels: list[str]
+    discrete: bool
+    index: list[int | None]
+
+
+def colour_classes(xv: AxisValues) -> ColourClasses:
+    """The :class:`ColourClasses` of a colouring axis's positions."""
+    pos = xv.positions
+    uniq = sorted(set(pos[np.isfinite(pos)].tolist()))
+    labels = (
+        xv.labels if xv.labels and len(xv.labels) == len(uniq) else [axis_label(u) for u in uniq]
+    )
+    number = {u: i for i, u in enumerate(uniq)}
+    index = [number[p] if np.isfinite(p) else None for p in pos.tolist()]
+    return ColourClasses(
+        uniq, [str(lab) for lab in labels], not xv.numeric or len(uniq) <= MAX_DISCRETE, index
+    )

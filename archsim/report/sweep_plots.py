@@ -24,8 +24,8 @@ from archsim.report.formatting import si_format
 from archsim.report.sweep_axes import (
     AxisValues,
     MetricUnit,
-    axis_label,
     axis_values,
+    colour_classes,
     metric_unit,
     ok_points,
     spans_wide,
@@ -50,7 +50,6 @@ _LINE = "#4c72b0"
 _DOT = "#8c8c8c"
 _FRONT = "#c44e52"
 #: Distinct values up to which an axis is coloured with discrete colours (else a colour bar).
-_MAX_DISCRETE = 10
 
 
 def _new_figure(width: float, height: float) -> Figure:
@@ -151,15 +150,14 @@ def plot_metric_grid(
 def _colour(ax: Axes, fig: Figure, column: pd.Series, name: str) -> Any:
     """Colours of the points by ``column``, with a legend (few values) or a colour bar."""
     xv = axis_values(column)
-    uniq = sorted(set(xv.positions[np.isfinite(xv.positions)].tolist()))
-    if not xv.numeric or len(uniq) <= _MAX_DISCRETE:
+    classes = colour_classes(xv)
+    uniq = classes.values
+    if classes.discrete:
         cmap = matplotlib.colormaps["tab10"]
-        index = {u: i for i, u in enumerate(uniq)}
-        colours = [cmap(index[p] % 10) if np.isfinite(p) else "#bbbbbb" for p in xv.positions]
-        labels = xv.labels if xv.labels and len(xv.labels) == len(uniq) else map(axis_label, uniq)
+        colours = ["#bbbbbb" if i is None else cmap(i % 10) for i in classes.index]
         handles = [
-            Line2D([], [], color=cmap(i % 10), marker="o", ls="", ms=5, label=str(lab))
-            for i, lab in enumerate(labels)
+            Line2D([], [], color=cmap(i % 10), marker="o", ls="", ms=5, label=lab)
+            for i, lab in enumerate(classes.labels)
         ]
         fig.legend(
             handles=handles, title=name, fontsize=8, title_fontsize=8, frameon=False,

@@ -32,6 +32,7 @@ from archsim.report.sweep_axes import (
     AxisValues,
     axis_label,
     axis_values,
+    colour_classes,
     metric_unit,
     ok_points,
     spans_wide,
@@ -41,8 +42,6 @@ __all__ = ["metric_grid_svgs", "pareto_svg", "MAX_GRID_COLUMNS"]
 
 #: Panels per row of the metric grid; more axes start a new figure (as ``sweep_plots``).
 MAX_GRID_COLUMNS = 4
-#: Distinct values up to which points are coloured with discrete colours (else a colour bar).
-_MAX_DISCRETE = 10
 _WIDTH = 1100.0
 _LEFT, _RIGHT = 72.0, 16.0
 _LINE, _DOT, _FRONT = "#4c72b0", "#8c8c8c", "#c44e52"
@@ -246,16 +245,15 @@ def _colours(column: pd.Series, name: str, right: float, y0: float, y1: float):
     right of ``right`` between ``y0`` and ``y1``."""
     xv = axis_values(column)
     pos = xv.positions
-    uniq = sorted(set(pos[np.isfinite(pos)].tolist()))
+    classes = colour_classes(xv)
+    uniq = classes.values
     out = [svg_text(right + 14, y0 + 4, name, 9.0)]
-    if not xv.numeric or len(uniq) <= _MAX_DISCRETE:
-        index = {u: i for i, u in enumerate(uniq)}
-        colours = [TAB10[index[p] % 10] if np.isfinite(p) else "#bbbbbb" for p in pos]
-        labels = xv.labels if xv.labels and len(xv.labels) == len(uniq) else map(axis_label, uniq)
-        for i, lab in enumerate(labels):
+    if classes.discrete:
+        colours = ["#bbbbbb" if i is None else TAB10[i % 10] for i in classes.index]
+        for i, lab in enumerate(classes.labels):
             y = y0 + 20 + 15 * i
             out.append(_dots(np.array([right + 20.0]), np.array([y - 3.0]), TAB10[i % 10], 3, 1))
-            out.append(svg_text(right + 30, y, str(lab), 9.0))
+            out.append(svg_text(right + 30, y, lab, 9.0))
         return colours, out
     if len(uniq) <= 24:  # one colour per value (matplotlib's BoundaryNorm between them)
         rank = {u: i / (len(uniq) - 1) for i, u in enumerate(uniq)}
