@@ -309,7 +309,9 @@ class GemmLayer(ArchsimModel):
     transpose_b: bool = Field(default=False, description="B stored transposed (n x k).")
     batch: int = Field(default=1, ge=1, description="Independent GEMMs of this shape (batched).")
     precision: GemmPrecision = Field(default="fp16", description="Type of the A and B operands.")
-    accumulate: GemmAccumulate = Field(default="fp32", description="Accumulator type.")
+    accumulate: GemmAccumulate = Field(
+        default="fp32", description="Accumulator type (default: int32 for int8, else fp32)."
+    )
     output: GemmOutput | None = Field(
         default=None, description="Type of C and D (default: the accumulator type)."
     )
@@ -320,6 +322,15 @@ class GemmLayer(ArchsimModel):
     data: str | None = Field(
         default=None, description="Not supported for gemm layers (must be left out)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_accumulate(cls, data: Any) -> Any:
+        """An int8 GEMM accumulates in int32 unless told otherwise (its only accumulator), as
+        the conv layers' int8 does; every other precision in fp32."""
+        if isinstance(data, dict) and data.get("precision") == "int8" and "accumulate" not in data:
+            return {**data, "accumulate": "int32"}
+        return data
 
     @model_validator(mode="after")
     def _check_gemm(self) -> GemmLayer:

@@ -146,6 +146,18 @@ def test_valid_precision_pairs(tmp_path: Path, precision: str, accumulate: str) 
 
 
 @pytest.mark.parametrize(
+    ("precision", "accumulate"), [("int8", "int32"), ("fp16", "fp32"), ("fp8", "fp32")]
+)
+def test_accumulate_defaults_to_the_precisions_accumulator(
+    tmp_path: Path, precision: str, accumulate: str
+) -> None:
+    """An int8 GEMM with no ``accumulate`` accumulates in int32 (its only accumulator), as an
+    int8 conv does; it used to be an error that asked the user to say so."""
+    layer = archsim.load_workload(_write(tmp_path, _gemm(precision=precision))).layers[0]
+    assert (layer.accumulate, layer.output) == (accumulate, None)
+
+
+@pytest.mark.parametrize(
     ("over", "field", "words"),
     [
         ({"m": 0}, "layers.0.m", "greater than or equal to 1"),
@@ -155,7 +167,6 @@ def test_valid_precision_pairs(tmp_path: Path, precision: str, accumulate: str) 
         ({"precision": "fp64"}, "layers.0.precision", "fp16"),
         ({"accumulate": "fp64"}, "layers.0.accumulate", "int32"),
         ({"precision": "int8", "accumulate": "fp32"}, "layers.0.accumulate", "allowed: int32"),
-        ({"precision": "int8"}, "layers.0.accumulate", "precision='int8'"),
         ({"precision": "bf16", "accumulate": "fp16"}, "layers.0.accumulate", "allowed: fp32"),
         ({"precision": "fp16", "accumulate": "int32"}, "layers.0.accumulate", "fp32, fp16"),
         ({"precision": "fp8_e4m3", "output": "int32"}, "layers.0.output", "fp32, fp16, bf16"),
