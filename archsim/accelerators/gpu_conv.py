@@ -275,17 +275,19 @@ def _simt_family(cfg: GpuConfig) -> KernelFamily:
 
 
 def memory_cycles(cfg: GpuConfig, step: MemoryStep) -> int:
-    """Launch + the longer of moving the bytes (L2 when they fit, else HBM) and the FMAs on the
-    FP16 CUDA cores, in SM cycles."""
+    """Launch + the longer of moving the bytes (L2 when they fit in what stays resident there,
+    ``l2.resident_capacity_bytes``, else HBM) and the FMAs on the FP16 CUDA cores, in SM
+    cycles; at least ``min_kernel_s`` (an eager launch)."""
     clock = cfg.clock.frequency_hz
     moved = step.read_bytes + step.write_bytes
-    if moved <= cfg.l2.size_bytes:
+    if moved <= (cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes):
         bw = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
     else:
         bw = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
     compute = step.fma / (cfg.sms * cfg.cuda_cores.fp16_fma_per_clock)
     launch = math.ceil(cfg.launch_overhead_s * clock - 1e-9)
-    return launch + max(1, math.ceil(max(moved / bw, compute) - 1e-9))
+    body = launch + max(1, math.ceil(max(moved / bw, compute) - 1e-9))
+    return max(math.ceil(cfg.min_kernel_s * clock - 1e-9), body)
 
 
 def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int, Any]]:

@@ -26,11 +26,13 @@ from typing import Any
 from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.gpu_conv import (
     ConvChoice,
+    MemoryStep,
     best_conv,
     candidate_runs,
     conv_outcome,
     gemm_config,
     memory_counts,
+    memory_cycles,
 )
 from archsim.accelerators.gpu_plan import KernelPlan
 from archsim.accelerators.gpu_run import simulate_tensor_core
@@ -55,6 +57,7 @@ __all__ = [
     "simulate_gpu",
     "solve_clock",
     "solve_conv_clock",
+    "solve_memory_clock",
 ]
 
 Prices = Mapping[str, Mapping[str, float]]
@@ -306,10 +309,7 @@ def _conv_board_counts(cfg: GpuConfig, choice: ConvChoice) -> tuple[int, Counts]
     for step, n, run in candidate_runs(cfg, choice.candidate):
         cycles += n
         if run is None:
-            c = memory_counts(step)
-            if "cuda_core" in c:
-                c["cuda_core"] = {"fma_fp16": c["cuda_core"]["fma"], "instruction": 0}
-            c["sm"] = {"active_cycles": cfg.sms * n}
+            c = _memory_board_counts(cfg, step, n)
         else:
             gcfg = gemm_config(cfg, step)
             c = board_counts(gcfg, step.problem, run, gemm_counts(step.problem, run))
@@ -318,6 +318,31 @@ def _conv_board_counts(cfg: GpuConfig, choice: ConvChoice) -> tuple[int, Counts]
             for act, k in actions.items():
                 slot[act] = slot.get(act, 0) + k
     return cycles, total
+
+
+def _memory_board_counts(cfg: GpuConfig, step: MemoryStep, cycles: int) -> Counts:
+    """Board counts of a memory kernel of ``cycles`` SM clocks: its bytes and FP16 CUDA-core
+    FMAs, with every SM clocked for the kernel."""
+    c = memory_counts(step)
+    if "cuda_core" in c:
+        c["cuda_core"] = {"fma_fp16": c["cuda_core"]["fma"], "instruction": 0}
+    c["sm"] = {"active_cycles": cfg.sms * cycles}
+    return c
+
+
+def solve_memory_clock(
+    cfg: GpuConfig, step: MemoryStep, prices: Prices
+) -> tuple[float, float, float, str]:
+    """(clock Hz, seconds, board W, limit name) of one streaming memory kernel (a device copy,
+    an element-wise pass: ``gpu_conv.memory_cycles``) at its steady clock under the limit."""
+
+    def measure(f: float) -> _Timed:
+        at = _at_clock(cfg, f)
+        n = memory_cycles(at, step)
+        return _Timed(n, _memory_board_counts(at, step, n), None)
+
+    f, cur, watts, limit = _solve(cfg, measure, prices, 1.0)
+    return f, cur.cycles / f, watts, limit
 
 
 def solve_conv_clock(

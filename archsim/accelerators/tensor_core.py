@@ -155,6 +155,8 @@ class _KernelModel:
         hbm_lat = max(l2_lat, math.ceil(cfg.hbm.latency_s * clock))
         self.latency = l2_lat + round(self.miss * (hbm_lat - l2_lat))
         self.launch = math.ceil(cfg.launch_overhead_s * clock - 1e-9)
+        # least cycles of each kernel (eager: the host's launch interval; see LaunchConfig)
+        self.floor = math.ceil(cfg.min_kernel_s * clock - 1e-9)
         self.load_hbm = activation_limited_load_bandwidth(cfg, prob, plan)
         self._cache: dict[tuple[int, int, int], np.ndarray] = {}
 
@@ -215,8 +217,11 @@ class _KernelModel:
             procs = [ctx.env.process(sm_group(n, r)) for n, r in groups]
             yield ctx.env.all_of(procs)
             marks["main_end"] = int(ctx.env.now)
+            waited = self.floor - (marks["main_end"] - start)
+            if waited > 0:  # an eager kernel shorter than the host's launch interval
+                yield ctx.timeout(waited)
             if self.plan.split_k > 1:
-                yield ctx.timeout(self.launch + self._reduce_cycles(mem))
+                yield ctx.timeout(self._reduce_kernel_cycles(mem))
             if self.plan.transposes:
                 yield ctx.timeout(self._transpose_cycles(mem))
 
@@ -249,9 +254,9 @@ class _KernelModel:
             tensor[g] += seg[1] * (int(r[_TENSOR_BUSY]) // sub_cores)
             heapq.heappush(events, (now + seg[1] * int(r[0]), created, g))
             created += 1
-        end = main_end
+        end = max(main_end, self.floor)
         if self.plan.split_k > 1:
-            end += self.launch + self._reduce_cycles(mem)
+            end += self._reduce_kernel_cycles(mem)
         if self.plan.transposes:
             end += self._transpose_cycles(mem)
         return self._result(end, main_end - self.launch, busiest)
@@ -278,12 +283,16 @@ class _KernelModel:
             return 0
         return q.batch * q.m * q.n * (4 * p.split_k + q.c_d_bytes)
 
-    def _reduce_cycles(self, mem: _Memory) -> int:
-        return max(1, math.ceil(self._reduce_bytes() / mem.hbm))
+    def _reduce_kernel_cycles(self, mem: _Memory) -> int:
+        """The split-K reduction kernel, launch included (at least ``floor``)."""
+        body = max(1, math.ceil(self._reduce_bytes() / mem.hbm))
+        return max(self.floor, self.launch + body)
 
     def _transpose_cycles(self, mem: _Memory) -> int:
-        p = self.plan
-        return p.transposes * self.launch + math.ceil(2 * p.transpose_bytes / mem.hbm)
+        """The operand transpose kernels, launches included (each at least ``floor``)."""
+        p = self.plan  # the bytes split evenly between them
+        body = p.transposes * self.launch + math.ceil(2 * p.transpose_bytes / mem.hbm)
+        return max(p.transposes * self.floor, body)
 
 
 _TRAFFIC: dict[tuple[str, GemmProblem, KernelPlan], tuple[int, int]] = {}

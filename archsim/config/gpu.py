@@ -222,15 +222,24 @@ class LaunchConfig(ArchsimModel):
     mode: Literal["graph", "eager"] = Field(
         default="graph",
         description="graph: back-to-back kernels replayed from a CUDA graph (DeepBench and the "
-        "measurement files time so); eager: launched one by one from Python.",
+        "measurement files time so); eager: launched one by one from Python, the host issuing "
+        "each while the GPU runs the ones before it.",
     )
-    graph_s: NonNegativeFloat = Field(description="Per kernel in a CUDA graph, s.")
-    eager_s: NonNegativeFloat = Field(description="Per kernel launched eagerly from Python, s.")
+    graph_s: NonNegativeFloat = Field(
+        description="Per kernel in a CUDA graph, s: the GPU's own cost of starting a kernel "
+        "after the one before it, in either mode."
+    )
+    eager_s: NonNegativeFloat = Field(
+        description="Per kernel launched eagerly from Python, s: the host's interval between "
+        "two launches. The host issues while the GPU runs, so an eager kernel takes the longer "
+        "of this and its time in a graph (a back-to-back loop of one tiny kernel measures it)."
+    )
 
     @property
     def seconds(self) -> float:
-        """The launch cost of the configured mode, s."""
-        return self.graph_s if self.mode == "graph" else self.eager_s
+        """The least time one kernel takes on the stream in the configured mode, s: the
+        graph's per-kernel cost, or the host's launch interval when eager."""
+        return self.graph_s if self.mode == "graph" else max(self.graph_s, self.eager_s)
 
 
 class GpuConfig(ArchsimModel):
@@ -270,7 +279,15 @@ class GpuConfig(ArchsimModel):
 
     @property
     def launch_overhead_s(self) -> float:
-        """Launch cost per kernel in the configured ``launch.mode``, s."""
+        """The GPU's cost of starting each kernel (``launch.graph_s``), s, in either mode; an
+        eager kernel also takes at least :attr:`min_kernel_s`."""
+        return self.launch.graph_s
+
+    @property
+    def min_kernel_s(self) -> float:
+        """The least time one kernel takes on the stream, launch included, s: ``graph_s``, or
+        when eager the host's launch interval ``eager_s`` (the host issues the next kernel while
+        the GPU runs this one, so only a kernel shorter than that interval waits for it)."""
         return self.launch.seconds
 
     @property

@@ -131,6 +131,17 @@ def _network_table(networks: pd.DataFrame | None) -> list[list[str]]:
     ]  # fmt: skip
 
 
+def _memory_table(memory: pd.DataFrame | None) -> list[list[str]]:
+    """The folder's eager device copies (``validation.measured_memory``), measured and simulated."""
+    if memory is None or memory.empty:
+        return []
+    return [
+        [m["entry"], _fmt(m["bytes_moved"], ".0f", 2**20), _fmt(m["time_s"], ".2f", 1e-6),
+         _fmt(m["sim_time_s"], ".2f", 1e-6), _pct(m["error"], signed=True), m["reason"]]
+        for m in memory.to_dict(orient="records")
+    ]  # fmt: skip
+
+
 def render_measured_report(
     rows: pd.DataFrame,
     groups: pd.DataFrame,
@@ -145,11 +156,13 @@ def render_measured_report(
     power: pd.DataFrame | None = None,
     energy: pd.DataFrame | None = None,
     networks: pd.DataFrame | None = None,
+    memory: pd.DataFrame | None = None,
 ) -> str:
     """The page's HTML text (self-contained, deterministic). ``power``: sustained rows with
     ``energy_j`` / ``sim_energy_j`` (and ``sim_clock_hz`` / ``sim_board_w`` when the model
     reports them); ``energy``: the folder's energy readings vs the model; ``networks``:
-    ``validation.measured.network_totals``."""
+    ``validation.measured.network_totals``; ``memory``: ``validation.measured_memory``'s
+    device copies."""
     from archsim.simulate import archsim_version
 
     spear = overall["spearman"]
@@ -187,6 +200,9 @@ def render_measured_report(
         "network_header": ["file", "network", "batch", "precision", "layers",
                            "measured \u00b5s", "archsim \u00b5s", "error"],
         "network_rows": _network_table(networks),
+        "memory_header": ["reading", "MB moved", "measured \u00b5s", "archsim \u00b5s", "error",
+                          "not compared because"],
+        "memory_rows": _memory_table(memory),
     }  # fmt: skip
     from markupsafe import Markup
 

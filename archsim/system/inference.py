@@ -166,7 +166,7 @@ def inference_pass(
     run = simulate(cfg, _conv_workload(wl, prec, opts.batch, opts.memory_format))
     t = training or TrainingConfig()
     hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
-    launch = cfg.launch_overhead_s
+    launch = cfg.min_kernel_s  # each elementwise kernel at least its launch (eager: the host's)
     conv_s = ew_s = tr_s = 0.0
     kernels = 0
     per_layer: dict[str, float] = {}

@@ -30,6 +30,7 @@ from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.measure.folder import MeasuredFolder
 from archsim.simulate import simulate
+from archsim.validation.measured_memory import copy_energy, memory_rows
 
 __all__ = [
     "ACCUMULATE",
@@ -297,6 +298,7 @@ class Comparison:
     energy: pd.DataFrame  # the JSON's energy entries vs the model
     notes: tuple[str, ...]
     networks: pd.DataFrame = field(default_factory=pd.DataFrame)  # see network_totals
+    memory: pd.DataFrame = field(default_factory=pd.DataFrame)  # see measured_memory
 
 
 def network_totals(rows: pd.DataFrame) -> pd.DataFrame:
@@ -369,6 +371,11 @@ def _energy_rows(hw: Any, energy: dict[str, Any]) -> pd.DataFrame:
             "sm_mhz": float(smi.get("clocks.sm", "nan")), "sim_energy_j": math.nan,
             "sim_power_w": math.nan, "sim_clock_hz": math.nan, "reason": "",
         }  # fmt: skip
+        copy = copy_energy(hw, key, entry)
+        if copy is not None:
+            rec.update(copy)
+            recs.append(rec)
+            continue
         layer, why = _energy_layer(key)
         if layer is None:
             rec["reason"] = why
@@ -435,4 +442,5 @@ def compare(
         energy=_energy_rows(hw, folder.energy),
         notes=tuple(notes),
         networks=network_totals(rows),
+        memory=memory_rows(hw, folder.memory_eager),
     )

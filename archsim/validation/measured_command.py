@@ -69,6 +69,7 @@ def _stat_line(name: str, s: dict[str, float]) -> str:
 def format_comparison(cmp: Comparison) -> str:
     """Per-shape table, per file x precision statistics, power and energy comparisons."""
     from archsim.validation.measured import LONG_CALL_S
+    from archsim.validation.measured_memory import format_memory
 
     lines = [
         f"{'file':<20}{'shape':<26}{'prec':<6}{'lay':<5}{'meas us':>10}{'sim us':>10}{'error':>9}",
@@ -115,8 +116,9 @@ def format_comparison(cmp: Comparison) -> str:
                 f"{e['sim_power_w']:.0f} W" + (
                     f"; {e['sm_mhz']:.0f} MHz vs {e['sim_clock_hz'] / 1e6:.0f}"
                     if not math.isnan(e["sim_clock_hz"]) else "")
+                + (f" ({e['note']})" if isinstance(e.get("note"), str) else "")
             )  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(lines + format_memory(cmp.memory))
 
 
 def _power_table(power: pd.DataFrame) -> str:
@@ -170,7 +172,7 @@ def _write_html(cmp: Comparison, args: argparse.Namespace, hw_name: str, goals: 
         title=f"archsim {hw_name} vs measured silicon", folder=str(args.measured),
         hardware=hw_name, clock=args.clock,
         goals=[(g.startswith("PASS"), g[5:]) for g in goals], notes=cmp.notes,
-        power=cmp.power, energy=cmp.energy, networks=cmp.networks,
+        power=cmp.power, energy=cmp.energy, networks=cmp.networks, memory=cmp.memory,
     )  # fmt: skip
     try:
         path = write_measured_report(Path(args.html), text)

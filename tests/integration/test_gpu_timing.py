@@ -3,6 +3,7 @@ clock domains, and the closed-form L2 traffic."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -101,14 +102,22 @@ def test_a_single_column_is_a_vector_not_an_unaligned_matrix() -> None:
 
 
 def test_launch_mode_is_a_config_option() -> None:
+    """Eager: the host issues each kernel while the GPU runs the one before, so a kernel takes
+    the longer of the host's launch interval and its time in a graph."""
     h100 = archsim.load_hardware("h100")
     assert h100.launch.mode == "graph"
     eager = h100.with_overrides({"launch.mode": "eager"})
-    prob = _prob(128, 128, 128)
-    g, e = run_gemm(h100, prob)[0], run_gemm(eager, prob)[0]
     clock = h100.clock.frequency_hz
-    assert e.cycles - g.cycles == round((h100.launch.eager_s - h100.launch.graph_s) * clock)
+    small = _prob(128, 128, 128)  # shorter than the host's interval: waits for it
+    g, e = run_gemm(h100, small)[0], run_gemm(eager, small)[0]
+    assert e.cycles == math.ceil(h100.launch.eager_s * clock - 1e-9)
     assert g.cycles / clock == pytest.approx(2.54e-6, rel=0.1)  # gemm_square.csv 128^3 floor
+    big = _prob(4096, 4096, 4096)  # ~200 us: the host is far ahead, nothing changes
+    assert run_gemm(eager, big)[0].cycles == run_gemm(h100, big)[0].cycles
+    split = _prob(1, 1, 65536)  # unaligned: split-K, a GEMM kernel and its reduction kernel
+    gs, es = run_gemm(h100, split)[0], run_gemm(eager, split)[0]
+    assert gs.plan.split_k > 1 and es.plan.split_k > 1
+    assert es.cycles >= 2 * math.ceil(h100.launch.eager_s * clock - 1e-9)
 
 
 def test_time_at_any_clock_hbm_in_bytes_per_second() -> None:

@@ -37,7 +37,9 @@ DEVICE = {
     "memory_eager": {"tiny_kernel_back_to_back_s": 1.2e-5},
     "energy": {"idle_watts": 126.0, "gemm_fp16_2048": {"joules_per_call": 0.01, "watts": 600.0,
                "smi_mid": [{"clocks.sm": "1700"}]},
-               "hbm_copy_1024MB": {"joules_per_call": 0.36, "watts": 510.0}},
+               "hbm_copy_1024MB": {"joules_per_call": 0.36, "watts": 510.0},
+               "hbm_copy_2048MB": {"joules_per_call": 0.36, "watts": 510.0,
+                                   "bytes_per_call": 2 << 30}},
 }  # fmt: skip
 
 
@@ -134,7 +136,10 @@ def test_rows_the_model_cannot_run_keep_a_reason(comparison) -> None:
         assert math.isnan(fp8["sim_time_s"]) and "'fp8'" in fp8["reason"]
         assert any("not simulated: 1 row(s)" in n for n in comparison.notes)
     energy = comparison.energy.set_index("entry")
-    assert energy.loc["hbm_copy_1024MB", "reason"] == "no archsim kernel for this operation"
+    assert energy.loc["hbm_copy_1024MB", "reason"].startswith("no bytes_per_call")
+    copy = energy.loc["hbm_copy_2048MB"]  # a streaming kernel at its steady clock
+    assert copy["reason"] == "" and copy["sim_clock_hz"] == 1.98e9
+    assert copy["sim_energy_j"] == pytest.approx(0.36, rel=0.1), copy.to_dict()
     assert energy.loc["gemm_fp16_2048", "sim_energy_j"] > 0
 
 
