@@ -9,7 +9,7 @@ whichever executor runs them. A point that raises becomes an ``error`` record; t
 A point that kills its worker process is found by running its chunk again point by point
 (``schedule.run_scheduled``) and recorded as an ``error`` too.
 Local workers are forked by multiprocessing's ``forkserver`` (where the platform has it), which
-imports ``explore.preload`` (the simulator, numba and numba's registries) once for all of them;
+imports ``explore.preload`` (the simulator and numba) once for all of them;
 ``start_workers_early`` starts it while the caller plans, ``stop_workers`` ends it.
 A worker sends back each chunk's records as plain Python values, and the parent turns them into
 one Arrow table (``store.records_to_table``) as it saves them: pyarrow imports pandas the first

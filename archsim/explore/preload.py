@@ -2,9 +2,10 @@
 
 On POSIX a local sweep's workers are forked by multiprocessing's ``forkserver``, which imports
 this module before it forks anything: each worker then starts with the simulator, every
-accelerator model, numba and numba's typing and lowering registries already in memory. Spawned
-workers used to load all of that themselves: about 1.5 s of CPU each before their first point
-(the registries alone 0.4 s), and two workers on two cores did it twice over.
+accelerator model and numba already in memory. Spawned workers used to load all of that
+themselves: about 1.5 s of CPU each before their first point, and two workers on two cores did
+it twice over. (numba's compiler registries, 0.3-0.4 s more, are no longer loaded at all when
+every kernel is in the cache: see ``numba_cache``.)
 Nothing here depends on the sweep (the fork server starts before the sweep is planned);
 what does (the workload's layers, a PE count's encoding) each worker memoises as it runs.
 """
@@ -30,15 +31,12 @@ __all__ = ["MODEL_MODULES", "load"]
 
 
 def load() -> None:
-    """Import the models and fill numba's registries (what a first ``simulate`` would)."""
+    """Import the models (what a first ``simulate`` would). numba's compiler registries are
+    not filled: loading a cached kernel does not need them (``numba_cache``), and a worker
+    that has to compile one fills them as it compiles."""
     for name in MODEL_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    with contextlib.suppress(Exception):  # an optimisation only: a worker would do it anyway
-        from numba.core.registry import cpu_target
-
-        cpu_target.typing_context.refresh()
-        cpu_target.target_context.refresh()
 
 
 load()

@@ -3,7 +3,7 @@ simulator once, or spawned.
 
 Where Python has the ``forkserver`` start method (Linux, macOS), the workers are forked by
 multiprocessing's fork server, which imports ``explore.preload`` (the simulator, every model,
-numba and numba's registries) before it forks anything: a worker then starts in milliseconds,
+numba) before it forks anything: a worker then starts in milliseconds,
 with nothing to import. Spawned workers imported all of that themselves, about 1.5 s of CPU
 each before their first point, and two workers on two cores did it twice over.
 ``archsim sweep`` starts the server first thing (``executor.start_workers_early``), so that its
@@ -60,7 +60,7 @@ def _environ() -> dict[str, str]:
 
 def mp_context(fork_self: bool = False) -> Any:
     """How workers start: forked by multiprocessing's ``forkserver``, which has imported
-    ``explore.preload`` (the simulator, numba and its registries) once for all of them, where
+    ``explore.preload`` (the simulator and numba) once for all of them, where
     the platform has it and this process's environment is still the one the server started
     with; else ``spawn`` (each worker imports what it needs itself). ``fork_self``: a server
     started now is forked from this process (``_fork_server``), for a process that is still
