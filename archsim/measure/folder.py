@@ -177,14 +177,26 @@ def _need(doc: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
+#: readings of a ``memory_eager`` / ``energy`` entry that must be numbers > 0 (a time, the
+#: bytes or energy of one call) and those that may also be 0
+_POSITIVE = ("time_s", "seconds", "joules_per_call", "calls", "bytes_moved", "bytes",
+             "bytes_per_call", "flops_per_call")  # fmt: skip
+_NON_NEGATIVE = ("joules", "watts")
+
+
 def _check_entries(block: dict[str, Any], prefix: str, where: str) -> None:
-    """Entries of ``memory_eager`` / ``energy``: timings and energy readings >= 0."""
+    """Entries of ``memory_eager`` / ``energy``: times, bytes and energy per call > 0, other
+    readings >= 0."""
     for key, value in block.items():
         path = f"{prefix}.{key}"
         if isinstance(value, dict):
-            for num in ("time_s", "seconds", "joules", "watts", "joules_per_call", "calls"):
+            for num in (*_POSITIVE, *_NON_NEGATIVE):
                 if num in value:
                     _need(value, num, float, f"{where}: {path}")
+            for num in _POSITIVE:
+                if num in value and value[num] == 0:
+                    raise MeasurementError(f"{where}: {path}", num, "0 is not valid; allowed: "
+                                           "a number > 0")  # fmt: skip
         elif key != "idle_watts" and not isinstance(value, int | float) or isinstance(value, bool):
             raise MeasurementError(where, path, f"{value!r} is not valid; allowed: a number or "
                                    "an object of readings")  # fmt: skip

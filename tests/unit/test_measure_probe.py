@@ -183,6 +183,12 @@ def fake_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (lambda d: _edit_json(d, lambda doc: doc["bursts"]["gemm_fp16_1536"]["trace"].append(
             [0.0, 1e-5, 1980, 500, 1.0])), "bursts.gemm_fp16_1536.trace."),
         (lambda d: _edit_json(d, lambda doc: doc.update(bursts=[1, 2])), "bursts: [1, 2]"),
+        (lambda d: _edit_json(d, lambda doc: next(v for k, v in doc["memory_eager"].items()
+            if k.startswith("copy_")).update(time_s=0)), "time_s: 0 is not valid"),
+        (lambda d: _edit_json(d, lambda doc: next(v for k, v in doc["memory_eager"].items()
+            if k.startswith("copy_")).update(bytes_moved="lots")), "bytes_moved: 'lots'"),
+        (lambda d: _edit_json(d, lambda doc: next(v for k, v in doc["energy"].items()
+            if k.startswith("hbm_copy")).update(bytes_per_call=-5)), "bytes_per_call: -5"),
     ],
 )  # fmt: skip
 def test_malformed_folder_is_one_line_naming_file_and_field(
