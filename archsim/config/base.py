@@ -102,6 +102,20 @@ COMMON_FIELDS = {
 }
 
 
+#: config class -> {field name: annotation}, for the before-validator that every config model
+#: runs on every validation (a sweep plans by validating each point's whole config)
+_ANNOTATIONS: dict[type, dict[str, Any]] = {}
+
+
+def _field_annotations(cls: type[BaseModel]) -> dict[str, Any]:
+    """``{name: annotation}`` of ``cls``'s fields (cached per class)."""
+    try:
+        return _ANNOTATIONS[cls]
+    except KeyError:
+        found = _ANNOTATIONS[cls] = {n: f.annotation for n, f in cls.model_fields.items()}
+        return found
+
+
 def _type_doc(tp: Any) -> str | None:
     """First line of the docstring of the config model ``tp`` holds (``X | None`` unwrapped)."""
     tp = _unwrap(tp)
@@ -140,20 +154,23 @@ class ArchsimModel(BaseModel):
     @classmethod
     def _no_bool_for_numbers(cls, data: Any) -> Any:
         if isinstance(data, dict):
+            annotations = _field_annotations(cls)
             for name, value in data.items():
-                field = cls.model_fields.get(name) if isinstance(name, str) else None
-                if name == "name" and isinstance(value, str) and field and not value.strip():
+                ann = annotations.get(name, _MISSING) if isinstance(name, str) else _MISSING
+                if ann is _MISSING:
+                    continue  # not a field: pydantic's own error names it
+                if name == "name" and isinstance(value, str) and not value.strip():
                     raise ValueError(
                         "name must not be empty; allowed: a name shown in results and reports"
                     )
-                if isinstance(value, bool) and field and not _accepts_bool(field.annotation):
+                if isinstance(value, bool) and not _accepts_bool(ann):
                     raise ValueError(
                         f"{name} must be a number or text, not a boolean; allowed: a value of "
                         "the field's type (write 1 rather than true)"
                     )
-                bad = _text_for_number(field.annotation, value) if field else None
+                bad = _text_for_number(ann, value)
                 if bad is not None:
-                    what = "integer" if "int" in str(field.annotation) else "number"
+                    what = "integer" if "int" in str(ann) else "number"
                     raise ValueError(
                         f"{name}: {bad!r} is not a number; allowed: a valid {what} written "
                         "without quotes"
