@@ -29,6 +29,7 @@ from archsim.validation.measured import error_stats, measured_rows, simulate_row
 
 __all__ = [
     "FIELDS",
+    "MEASURED_FIELDS",
     "STEPS",
     "CalibrationField",
     "Fit",
@@ -272,14 +273,37 @@ def _set(data: Any, path: str, value: float) -> None:
     data[int(leaf) if isinstance(data, list) else leaf] = value
 
 
+#: config fields a measurement folder holds directly: path -> (``memory_eager`` entry, meaning)
+MEASURED_FIELDS = {
+    "launch.eager_s": (
+        "tiny_kernel_back_to_back_s",
+        "memory_eager.tiny_kernel_back_to_back_s: the host's interval between eager launches",
+    ),
+}
+
+
+def _measured_fields(folder: MeasuredFolder) -> dict[str, tuple[float, str]]:
+    """``{path: (value, where it comes from)}`` of :data:`MEASURED_FIELDS` the folder has."""
+    out = {}
+    for path, (entry, why) in MEASURED_FIELDS.items():
+        value = folder.memory_eager.get(entry)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            out[path] = (float(value), why)
+    return out
+
+
 def write_yaml(hardware: str, result: Fit, folder: MeasuredFolder, out: str | Path) -> Path:
-    """The preset ``hardware`` with the fitted values, as a hardware YAML at ``out``.
+    """The preset ``hardware`` with the fitted values, and the fields the folder measures
+    directly (:data:`MEASURED_FIELDS`: the eager launch interval), as a hardware YAML at ``out``.
 
     A comment header says what was fitted from which folder. The file is checked with
     :func:`archsim.load_hardware` before it is renamed into place (nothing half-written).
     """
     raw = read_yaml(_resolve(hardware, "hardware"))
     for path, value in result.after.items():
+        _set(raw, path, float(f"{value:.6g}"))
+    measured = _measured_fields(folder)
+    for path, (value, _) in measured.items():
         _set(raw, path, float(f"{value:.6g}"))
     raw["name"] = f"{raw.get('name', hardware)}_calibrated"
     device = folder.device.get("name", "?")
@@ -292,6 +316,8 @@ def write_yaml(hardware: str, result: Fit, folder: MeasuredFolder, out: str | Pa
         "# Fitted (start -> fitted, bounds): every other field is the preset's.",
         *(f"#   {p}: {result.before[p]:.6g} -> {v:.6g} in [{fields[p].low:g}, {fields[p].high:g}]"
           f" ({fields[p].meaning})" for p, v in result.after.items()),
+        *(["# Measured, not fitted (the folder's own reading):"] if measured else []),
+        *(f"#   {p}: {v:.6g} ({why})" for p, (v, why) in measured.items()),
     ]  # fmt: skip
     text = "\n".join(header) + "\n" + yaml.safe_dump(raw, sort_keys=False, width=100)
     target = Path(out)

@@ -277,6 +277,8 @@ def test_calibrate_fits_only_registered_fields_within_bounds(synthetic, fitted, 
     cal = archsim.load_hardware(out)
     assert calibrate._get(cal, LAUNCH) == pytest.approx(result.after[LAUNCH], rel=1e-5)
     assert cal.sms == hw.sms and cal.name == "h100_calibrated"
+    # the host's eager launch interval is the folder's own reading, not a fit
+    assert cal.launch.eager_s == 1.2e-5 and "launch.eager_s: 1.2e-05 (memory_eager" in text
     assert sorted(p.name for p in (tmp_path / "cal").iterdir()) == ["my_gpu.yaml"]
 
 
