@@ -155,6 +155,29 @@ def _phase_split(
     return w_out, a_out
 
 
+def _operand_traffic(
+    na: np.ndarray, nw: np.ndarray, i_vec: int, f_vec: int, fifo_depth: int
+) -> tuple[int, int, int]:
+    """(IARAM vector reads, weight-FIFO pushes, pushes if every list fit the FIFO) of one
+    super-tile, from ``na[c, p]`` (PE p's non-zero activations of channel c) and ``nw[g, c]``
+    (group g's non-zero weights of channel c).
+
+    A PE reads its activation vectors of a channel once per group with weights there. A
+    (group, channel)'s weight vectors are pushed once when they fit the FIFO, else re-streamed
+    for every activation vector (the broadcast is assumed to deliver one entry per cycle, the
+    rate a PE consumes them); a PE with no activation vectors in the channel takes none.
+    Summed over PEs first, per channel: O(G C + C P) integers, not a (G, C, P) array."""
+    vecs = -(-na.astype(np.int64) // i_vec)  # (C, P) activation vectors
+    wvecs = -(-nw.astype(np.int64) // f_vec)  # (G, C) weight vectors
+    busy_pes = (vecs > 0).sum(axis=1)  # (C,) PEs with activation vectors in the channel
+    vec_sum = vecs.sum(axis=1)  # (C,)
+    reads = int(((nw > 0).sum(axis=0) * vec_sum).sum())
+    fits = wvecs <= fifo_depth
+    once = int((wvecs * busy_pes[None, :]).sum())
+    pushed = int(np.where(fits, wvecs * busy_pes[None, :], wvecs * vec_sum[None, :]).sum())
+    return reads, pushed, once
+
+
 def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConvRun:
     """Run every image, conv group and super-tile of ``conv`` through the SCNN kernel."""
     ar, mul, grid = cfg.arithmetic, cfg.multipliers, cfg.pe_grid
@@ -245,19 +268,16 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                 drained += window * n_groups * tl.n_pes
                 in_bytes = int(a_ptr[-1]) * word_bits // 8
                 items.append((cycles, in_bytes + w_bytes, 0))
-                na = np.diff(a_ptr).reshape(vc, tl.n_pes)
-                nw = np.diff(w_ptr).reshape(n_groups, vc)
-                vecs = -(-na // mul.activations_per_cycle)  # (vc, P)
-                iaram_reads += int(((nw[:, :, None] > 0) * vecs[None]).sum())
-                # weight FIFO: a (group, channel)'s weight vectors are pushed once when they fit
-                # the FIFO, else re-streamed for every activation vector (the broadcast is
-                # assumed to deliver one entry per cycle, the rate a PE consumes them)
-                wvecs = -(-nw // mul.weights_per_cycle)  # (G, vc)
-                fits = wvecs <= cfg.weight_fifo.depth
-                passes = np.where(fits[:, :, None], 1, vecs[None, :, :])  # (G, vc, P)
-                pushed = int((wvecs[:, :, None] * passes * (vecs[None] > 0)).sum())
+                reads, pushed, once = _operand_traffic(
+                    np.diff(a_ptr).reshape(vc, tl.n_pes),
+                    np.diff(w_ptr).reshape(n_groups, vc),
+                    mul.activations_per_cycle,
+                    mul.weights_per_cycle,
+                    cfg.weight_fifo.depth,
+                )
+                iaram_reads += reads
                 fifo_push += pushed
-                refills += pushed - int((wvecs[:, :, None] * (vecs[None] > 0)).sum())
+                refills += pushed - once
     nnz_out = int(np.count_nonzero(out > 0))
     input_nnz = int(np.count_nonzero(aq_all))
     halo = drained - conv.n * conv.k * out_h * out_w  # partial sums beyond one per output
