@@ -155,19 +155,28 @@ def fold_plan(config: SystolicConfig, g: SystolicGemm) -> list[tuple[int, ...]]:
     return plan
 
 
+def _exact_dtype(bound: int) -> type:
+    """float32 when every partial sum of integer products is at most ``bound`` in magnitude
+    and so exact in its 24-bit significand (whatever order BLAS adds in), else float64: half
+    the memory and twice the BLAS rate for the functional check, the same integers."""
+    return np.float32 if bound < 2**24 else np.float64
+
+
 def _operands(spec: ConvLayer | GemmLayer, g: SystolicGemm, seed: int):
     """Integer I (M x K, im2col for conv) and F (K x N) of the layer's first GEMM, and the
     NumPy reference output (conv: a direct convolution; gemm: ``np.matmul``)."""
     rng = layer_rng(seed, spec.name)
     if isinstance(spec, GemmLayer):
-        a = rng.integers(-8, 8, size=(g.m, g.k)).astype(np.float64)
-        b = rng.integers(-8, 8, size=(g.k, g.n)).astype(np.float64)
+        dt = _exact_dtype(8 * 8 * g.k)
+        a = rng.integers(-8, 8, size=(g.m, g.k)).astype(dt)
+        b = rng.integers(-8, 8, size=(g.k, g.n)).astype(dt)
         return a, b, np.matmul(a, b)
     ih, iw, fh, fw, ch, st, oh, ow, nf = g.geometry
-    x = rng.integers(0, 16, size=(ch, ih, iw)).astype(np.float64)
-    w = rng.integers(-8, 8, size=(nf, ch, fh, fw)).astype(np.float64)
-    ref = np.zeros((oh * ow, nf))
-    cols = np.zeros((oh * ow, fh * fw * ch))
+    dt = _exact_dtype(15 * 8 * fh * fw * ch)
+    x = rng.integers(0, 16, size=(ch, ih, iw)).astype(dt)
+    w = rng.integers(-8, 8, size=(nf, ch, fh, fw)).astype(dt)
+    ref = np.zeros((oh * ow, nf), dtype=dt)
+    cols = np.zeros((oh * ow, fh * fw * ch), dtype=dt)
     xp = np.pad(x, ((0, 0), (0, fh), (0, fw)))  # SCALE-Sim's ceil output size may overhang
     for r in range(fh):
         for s in range(fw):
@@ -182,7 +191,8 @@ def _operands(spec: ConvLayer | GemmLayer, g: SystolicGemm, seed: int):
 
 def systolic_functional(a: np.ndarray, b: np.ndarray, rows: int, cols: int, dataflow: str):
     """``a @ b`` computed fold by fold as the array does (OS: a tile per fold; WS/IS: partial
-    sums of a K-slice added to the OFMAP tile per row fold). Float64 of integers: exact.
+    sums of a K-slice added to the OFMAP tile per row fold). Integers held in float32 or
+    float64 (``_exact_dtype``): exact.
 
     The folds are small products (e.g. 32 x 512 x 32) that BLAS would split over threads at
     every call; the hand-offs cost up to 100x the arithmetic (512^3 on a 32 x 32 array: 9 s
@@ -197,7 +207,7 @@ def systolic_functional(a: np.ndarray, b: np.ndarray, rows: int, cols: int, data
 def _folded(a: np.ndarray, b: np.ndarray, rows: int, cols: int, dataflow: str) -> np.ndarray:
     m, k = a.shape
     n = b.shape[1]
-    out = np.zeros((m, n))
+    out = np.zeros((m, n), dtype=np.result_type(a, b))
     if dataflow == "os":
         for j in range(0, n, cols):
             for i in range(0, m, rows):

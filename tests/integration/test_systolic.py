@@ -213,3 +213,22 @@ def test_run_trace_writes_each_layers_sram_demands(tmp_path: Path, capsys) -> No
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--trace" in err and "systolic" in err
     assert not (tmp_path / "e").exists()
+
+
+def test_functional_check_is_exact_in_either_precision() -> None:
+    """The functional check holds its integers in float32 while every partial sum stays below
+    2**24 (exact in the significand), else in float64; both give the reference exactly."""
+    from archsim.accelerators.systolic import _exact_dtype
+
+    assert _exact_dtype(2**24 - 1) is np.float32 and _exact_dtype(2**24) is np.float64
+    hw = archsim.load_hardware("systolic_32x32_os").with_overrides(
+        {"array.rows": 8, "array.cols": 8}
+    )
+    deep = 2**18  # 8 x 8 x K = 2**24: past float32's exact range, so float64
+    layers = [
+        {"name": "f32", "kind": "gemm", "m": 16, "n": 8, "k": 4096},
+        {"name": "f64", "kind": "gemm", "m": 8, "n": 8, "k": deep},
+    ]
+    res = archsim.simulate(hw, _workload(layers), seed=3)
+    for lr in res.layers:
+        assert lr.extras["systolic_functional_max_error"] == 0.0, lr.layer
