@@ -8,8 +8,9 @@ thread would not overlap it with anything; a second process does. Once the hardw
 the CLI calls :func:`start`: when the accelerator's helper kernels are not in the cache yet, a
 helper process (``python -m archsim.compile_helper eie``, or ``scnn``) imports numba and
 compiles them, with the argument types the run uses, into the same cache while the run imports
-its models, builds the first layer and compiles the encoder (SCNN: the general phase loop, the
-operand preparation, and runs the first layers). Before the run's first call of a helper kernel
+its models, builds the first layer and compiles the encoder (SCNN: the operand terms, the
+no-saturation flags and weight rows; the phases of a layer that may saturate, or of a general
+one, compile their own loops). Before the run's first call of a helper kernel
 the kernel module calls :func:`wait`; numba then loads the compiled code from the cache.
 
 The helper costs CPU of its own (its interpreter, ``import numba`` and numba's first-compile

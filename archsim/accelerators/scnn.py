@@ -155,6 +155,32 @@ def _phase_split(
     return w_out, a_out
 
 
+def _phase_grid(
+    ax: np.ndarray, ay: np.ndarray, a_ptr: np.ndarray, n_pes: int, stride: int, pad: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Activation coordinates of phase-split channels (``_phase_split``: channel c's phase
+    (qy, qx) is virtual channel ``c * stride**2 + qy * stride + qx``) on their phase's sub-grid:
+    ``x' = (x + pad - qx) / stride`` (exact: the channel holds only x with ``(x + pad) %
+    stride == qx``), y likewise. With the taps of :func:`_phase_taps`, ``x' - s'`` is the output
+    column ``(x + pad - s) / stride`` of every product, so the unit-stride kernel, with no
+    padding, delivers the same products to the same accumulator addresses in the same order
+    as the strided one: the same cycles, counts and outputs (placeholders carry the
+    coordinates of the entry they precede, so theirs divide exactly too)."""
+    channel = np.repeat(np.arange(a_ptr.size - 1, dtype=np.int64) // n_pes, np.diff(a_ptr))
+    q = channel % (stride * stride)
+    return (ax + pad - q % stride) // stride, (ay + pad - q // stride) // stride
+
+
+def _phase_taps(
+    wr: np.ndarray, ws: np.ndarray, w_ptr: np.ndarray, n_channels: int, stride: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Filter taps of phase-split channels on their phase's sub-grid: ``r' = (r - qy) /
+    stride``, ``s' = (s - qx) / stride`` (see :func:`_phase_grid`)."""
+    channel = np.repeat(np.arange(w_ptr.size - 1, dtype=np.int64) % n_channels, np.diff(w_ptr))
+    q = channel % (stride * stride)
+    return (wr - q // stride) // stride, (ws - q % stride) // stride
+
+
 def _operand_traffic(
     na: np.ndarray, nw: np.ndarray, i_vec: int, f_vec: int, fifo_depth: int
 ) -> tuple[int, int, int]:
@@ -206,6 +232,10 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
             phase = conv.stride if conv.stride > 1 and cfg.stride_phase_decomposition else 1
             w_ptr, wk, wr, ws, wv, n_groups = compress_weights(wq, kc, cfg.index_bits, phase)
             w_bytes = int(w_ptr[-1]) * word_bits // 8
+            # the kernel's stride and padding: phase-split channels run as unit-stride ones
+            k_stride, k_pad = (1, 0) if phase > 1 else (conv.stride, conv.pad)
+            if phase > 1:
+                wr, ws = _phase_taps(wr, ws, w_ptr, vc, phase)
             for x_lo, x_hi, y_lo, y_hi in _regions(conv.w, conv.h, tx, ty):
                 supertiles += 1
                 tl = scnn_tiling(
@@ -221,6 +251,8 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                 )
                 region = aq[:, y_lo:y_hi, x_lo:x_hi]
                 a_ptr, ax, ay, av = compress_activations(region, tl, cfg.index_bits, phase)
+                if phase > 1:
+                    ax, ay = _phase_grid(ax, ay, a_ptr, tl.n_pes, phase, conv.pad)
                 # the kernel adds its products into the group's block of ``out`` (a C-contiguous
                 # view): no per-super-tile zeroed copy to sum in afterwards
                 part = out[img, j * kg : (j + 1) * kg]
@@ -244,8 +276,8 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                     tl.win_h,
                     out_w,
                     out_h,
-                    conv.stride,
-                    conv.pad,
+                    k_stride,
+                    k_pad,
                     mul.weights_per_cycle,
                     mul.activations_per_cycle,
                     cfg.accumulator.banks,
