@@ -181,6 +181,38 @@ def _phase_taps(
     return (wr - q // stride) // stride, (ws - q % stride) // stride
 
 
+def _channels_with_weights(w_ptr: np.ndarray, n_groups: int, n_channels: int) -> np.ndarray | None:
+    """The channels in which some group has weight entries (placeholders count); None when
+    every channel has. A PE skips a channel without weights at no cost, and the traffic of a
+    super-tile is counted from the whole lists, so the kernel need not walk such channels
+    (three in four of a stride-2 1x1 conv's phase-split channels: its taps are all phase 0)."""
+    has = np.diff(w_ptr).reshape(n_groups, n_channels).sum(axis=0) > 0
+    return None if bool(has.all()) else np.flatnonzero(has)
+
+
+def _segments(ptr: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(new pointers, entry indices) of the segments ``keep`` (ascending) of ``ptr``."""
+    lens = np.diff(ptr)[keep]
+    new = np.zeros(keep.size + 1, dtype=np.int64)
+    np.cumsum(lens, out=new[1:])
+    idx = np.repeat(ptr[:-1][keep] - new[:-1], lens) + np.arange(new[-1], dtype=np.int64)
+    return new, idx
+
+
+def _kept_weights(kept, n_groups, n_channels, w_ptr, *arrays):  # type: ignore[no-untyped-def]
+    """The weight lists (group-major, channel-minor) of the ``kept`` channels only."""
+    seg = (np.arange(n_groups, dtype=np.int64)[:, None] * n_channels + kept[None, :]).ravel()
+    ptr, idx = _segments(w_ptr, seg)
+    return (ptr, *(a[idx] for a in arrays))
+
+
+def _kept_activations(kept, n_pes, a_ptr, *arrays):  # type: ignore[no-untyped-def]
+    """The activation lists (channel-major, PE-minor) of the ``kept`` channels only."""
+    seg = (kept[:, None] * n_pes + np.arange(n_pes, dtype=np.int64)[None, :]).ravel()
+    ptr, idx = _segments(a_ptr, seg)
+    return (ptr, *(a[idx] for a in arrays))
+
+
 def _operand_traffic(
     na: np.ndarray, nw: np.ndarray, i_vec: int, f_vec: int, fifo_depth: int
 ) -> tuple[int, int, int]:
@@ -236,6 +268,11 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
             k_stride, k_pad = (1, 0) if phase > 1 else (conv.stride, conv.pad)
             if phase > 1:
                 wr, ws = _phase_taps(wr, ws, w_ptr, vc, phase)
+            kept = _channels_with_weights(w_ptr, n_groups, vc)
+            kw = (w_ptr, wk, wr, ws, wv) if kept is None else _kept_weights(
+                kept, n_groups, vc, w_ptr, wk, wr, ws, wv
+            )  # fmt: skip
+            k_vc = vc if kept is None else kept.size
             for x_lo, x_hi, y_lo, y_hi in _regions(conv.w, conv.h, tx, ty):
                 supertiles += 1
                 tl = scnn_tiling(
@@ -256,20 +293,16 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                 # the kernel adds its products into the group's block of ``out`` (a C-contiguous
                 # view): no per-super-tile zeroed copy to sum in afterwards
                 part = out[img, j * kg : (j + 1) * kg]
+                ka = (a_ptr, ax, ay, av)
+                if kept is not None:
+                    ka = _kept_activations(kept, tl.n_pes, a_ptr, ax, ay, av)
                 stats = scnn_layer(
                     n_groups,
                     kc,
-                    vc,
+                    k_vc,
                     tl.n_pes,
-                    a_ptr,
-                    ax,
-                    ay,
-                    av,
-                    w_ptr,
-                    wk,
-                    wr,
-                    ws,
-                    wv,
+                    *ka,
+                    *kw,
                     tl.win_x0,
                     tl.win_y0,
                     tl.win_w,

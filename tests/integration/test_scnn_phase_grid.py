@@ -11,10 +11,17 @@ the same operands to it: every per-(group, PE) counter and every output equal.
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from archsim.accelerators.scnn import _phase_grid, _phase_split, _phase_taps
+from archsim.accelerators.scnn import (
+    _channels_with_weights,
+    _kept_activations,
+    _kept_weights,
+    _phase_grid,
+    _phase_split,
+    _phase_taps,
+)
 from archsim.datapath.scnn_kernels import scnn_layer
 from archsim.datapath.scnn_prepare import compress_activations, compress_weights, scnn_tiling
 
@@ -29,6 +36,27 @@ def _run(tl, kc, vc, groups, acts, weights, stride, pad, out, f, i_vec, banks, d
     )  # fmt: skip
 
 
+@example(
+    c=3,
+    k=5,
+    h=11,
+    w=9,
+    r=1,
+    s=1,
+    stride=2,
+    pad=0,
+    px=3,
+    py=2,
+    f=4,
+    i_vec=4,
+    banks=8,
+    depth=2,
+    kc_frac=0.5,
+    wd=0.7,
+    ad=0.6,
+    index_bits=2,
+    seed=11,
+)  # 3 of 4 phases empty
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     c=st.integers(1, 3),
@@ -78,6 +106,15 @@ def test_phase_grid_unit_stride_equals_the_strided_kernel(
                *geometry)  # fmt: skip
     np.testing.assert_array_equal(got, expect)
     np.testing.assert_array_equal(unit, strided)
+    # the kernel need not walk the channels no group has weights in (a PE skips them freely)
+    kept = _channels_with_weights(w_ptr, groups, vc)
+    if kept is not None:
+        ka = _kept_activations(kept, tl.n_pes, a_ptr, gx, gy, av)
+        kw = _kept_weights(kept, groups, vc, w_ptr, wk, tr, ts, wv)
+        fewer = np.zeros_like(strided)
+        same = _run(tl, kc, kept.size, groups, ka, kw, 1, 0, fewer, *geometry)
+        np.testing.assert_array_equal(same, expect)
+        np.testing.assert_array_equal(fewer, strided)
     # every entry (placeholders too) sits exactly on its channel's phase: no rounding
     phase = np.repeat(np.arange(a_ptr.size - 1) // tl.n_pes, np.diff(a_ptr)) % stride**2
     np.testing.assert_array_equal(ax + pad - gx * stride, phase % stride)
