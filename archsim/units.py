@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 __all__ = [
     "cycles_to_seconds",
+    "seconds_to_cycles",
     "energy_pj_to_j",
     "power_w",
     "bits_to_bytes",
@@ -20,6 +23,12 @@ PJ_PER_J = 1e12
 def cycles_to_seconds(cycles: int | float, clock_hz: float) -> float:
     """Convert a cycle count at ``clock_hz`` to seconds."""
     return float(cycles) / float(clock_hz)
+
+
+def seconds_to_cycles(seconds: float, clock_hz: float) -> int:
+    """Whole cycles at ``clock_hz`` that ``seconds`` takes, rounded up (a product a hair above
+    an integer from floating-point error is that integer)."""
+    return math.ceil(seconds * clock_hz - 1e-9)
 
 
 def energy_pj_to_j(energy_pj: float) -> float:

@@ -36,6 +36,7 @@ from archsim.config.gpu import GpuConfig, KernelFamily, ThreadBlockTile
 from archsim.config.workload import ConvLayer
 from archsim.datapath.conv_algorithms import implicit_gemm_conv, winograd_conv
 from archsim.errors import SimulationError
+from archsim.units import seconds_to_cycles
 from archsim.workload.conv import materialize_conv, reference_conv
 from archsim.workload.gemm import ELEMENT_BYTES, GemmProblem, lower_to_gemm
 
@@ -285,9 +286,9 @@ def memory_cycles(cfg: GpuConfig, step: MemoryStep) -> int:
     else:
         bw = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
     compute = step.fma / (cfg.sms * cfg.cuda_cores.fp16_fma_per_clock)
-    launch = math.ceil(cfg.launch_overhead_s * clock - 1e-9)
-    body = launch + max(1, math.ceil(max(moved / bw, compute) - 1e-9))
-    return max(math.ceil(cfg.min_kernel_s * clock - 1e-9), body)
+    body = seconds_to_cycles(cfg.launch_overhead_s, clock)
+    body += max(1, math.ceil(max(moved / bw, compute) - 1e-9))
+    return max(seconds_to_cycles(cfg.min_kernel_s, clock), body)
 
 
 def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int, Any]]:

@@ -190,27 +190,14 @@ def _channels_with_weights(w_ptr: np.ndarray, n_groups: int, n_channels: int) ->
     return None if bool(has.all()) else np.flatnonzero(has)
 
 
-def _segments(ptr: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(new pointers, entry indices) of the segments ``keep`` (ascending) of ``ptr``."""
+def _kept_lists(ptr: np.ndarray, keep: np.ndarray, *arrays: np.ndarray) -> tuple:
+    """The segments ``keep`` (ascending indices) of the lists ``ptr`` bounds: (new pointers,
+    each of ``arrays`` restricted to those segments' entries)."""
     lens = np.diff(ptr)[keep]
     new = np.zeros(keep.size + 1, dtype=np.int64)
     np.cumsum(lens, out=new[1:])
     idx = np.repeat(ptr[:-1][keep] - new[:-1], lens) + np.arange(new[-1], dtype=np.int64)
-    return new, idx
-
-
-def _kept_weights(kept, n_groups, n_channels, w_ptr, *arrays):  # type: ignore[no-untyped-def]
-    """The weight lists (group-major, channel-minor) of the ``kept`` channels only."""
-    seg = (np.arange(n_groups, dtype=np.int64)[:, None] * n_channels + kept[None, :]).ravel()
-    ptr, idx = _segments(w_ptr, seg)
-    return (ptr, *(a[idx] for a in arrays))
-
-
-def _kept_activations(kept, n_pes, a_ptr, *arrays):  # type: ignore[no-untyped-def]
-    """The activation lists (channel-major, PE-minor) of the ``kept`` channels only."""
-    seg = (kept[:, None] * n_pes + np.arange(n_pes, dtype=np.int64)[None, :]).ravel()
-    ptr, idx = _segments(a_ptr, seg)
-    return (ptr, *(a[idx] for a in arrays))
+    return (new, *(a[idx] for a in arrays))
 
 
 def _operand_traffic(
@@ -269,9 +256,10 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
             if phase > 1:
                 wr, ws = _phase_taps(wr, ws, w_ptr, vc, phase)
             kept = _channels_with_weights(w_ptr, n_groups, vc)
-            kw = (w_ptr, wk, wr, ws, wv) if kept is None else _kept_weights(
-                kept, n_groups, vc, w_ptr, wk, wr, ws, wv
-            )  # fmt: skip
+            kw = (w_ptr, wk, wr, ws, wv)
+            if kept is not None:  # weight lists are group-major, channel-minor
+                segments = (np.arange(n_groups)[:, None] * vc + kept).ravel()
+                kw = _kept_lists(w_ptr, segments, *kw[1:])
             k_vc = vc if kept is None else kept.size
             for x_lo, x_hi, y_lo, y_hi in _regions(conv.w, conv.h, tx, ty):
                 supertiles += 1
@@ -294,8 +282,9 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
                 # view): no per-super-tile zeroed copy to sum in afterwards
                 part = out[img, j * kg : (j + 1) * kg]
                 ka = (a_ptr, ax, ay, av)
-                if kept is not None:
-                    ka = _kept_activations(kept, tl.n_pes, a_ptr, ax, ay, av)
+                if kept is not None:  # activation lists are channel-major, PE-minor
+                    segments = (kept[:, None] * tl.n_pes + np.arange(tl.n_pes)).ravel()
+                    ka = _kept_lists(a_ptr, segments, ax, ay, av)
                 stats = scnn_layer(
                     n_groups,
                     kc,

@@ -61,6 +61,7 @@ from archsim.datapath.gemm_kernels import (
 from archsim.datapath.gpu_sm import SM_FIELDS, sm_round
 from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
+from archsim.units import seconds_to_cycles
 from archsim.workload.gemm import GemmProblem, materialize_gemm
 
 __all__ = [
@@ -154,9 +155,9 @@ class _KernelModel:
         l2_lat = cfg.l2.hit_latency_cycles
         hbm_lat = max(l2_lat, math.ceil(cfg.hbm.latency_s * clock))
         self.latency = l2_lat + round(self.miss * (hbm_lat - l2_lat))
-        self.launch = math.ceil(cfg.launch_overhead_s * clock - 1e-9)
+        self.launch = seconds_to_cycles(cfg.launch_overhead_s, clock)
         # least cycles of each kernel (eager: the host's launch interval; see LaunchConfig)
-        self.floor = math.ceil(cfg.min_kernel_s * clock - 1e-9)
+        self.floor = seconds_to_cycles(cfg.min_kernel_s, clock)
         self.load_hbm = activation_limited_load_bandwidth(cfg, prob, plan)
         self._cache: dict[tuple[int, int, int], np.ndarray] = {}
 

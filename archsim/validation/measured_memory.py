@@ -34,6 +34,11 @@ COPY_NOTE = "h100.yaml derives power.sm_active_energy_pj_per_cycle from this row
 READ_REASON = "a torch.sum reduction, not a streaming copy (its host cost is not modelled)"
 
 
+def _copy(name: str, moved: int) -> MemoryStep:
+    """A device copy that moves ``moved`` bytes: half of them read, half written."""
+    return MemoryStep(name, moved // 2, moved - moved // 2)
+
+
 def memory_rows(hw: GpuConfig, memory_eager: dict[str, Any]) -> pd.DataFrame:
     """One row per ``copy_*`` / ``read_*`` entry: bytes moved, measured and eager-mode model
     time (copies only; ``reason`` says why a row is not compared), error."""
@@ -49,8 +54,7 @@ def memory_rows(hw: GpuConfig, memory_eager: dict[str, Any]) -> pd.DataFrame:
         rec = {"entry": key, "kind": kind, "bytes_moved": moved, "time_s": entry["time_s"],
                "sim_time_s": math.nan, "error": math.nan, "reason": ""}  # fmt: skip
         if kind == "copy":
-            step = MemoryStep(key, moved // 2, moved - moved // 2)
-            rec["sim_time_s"] = memory_cycles(eager, step) / clock
+            rec["sim_time_s"] = memory_cycles(eager, _copy(key, moved)) / clock
             rec["error"] = rec["sim_time_s"] / rec["time_s"] - 1.0
         else:
             rec["reason"] = READ_REASON
@@ -78,9 +82,8 @@ def copy_energy(hw: GpuConfig, key: str, entry: dict[str, Any]) -> dict[str, Any
     from archsim.accelerators.gpu_power import solve_memory_clock
     from archsim.energy.pricing_gpu import board_price_list
 
-    moved = int(entry["bytes_per_call"])
-    step = MemoryStep(key, moved // 2, moved - moved // 2)
-    f, seconds, watts, _ = solve_memory_clock(hw, step, board_price_list(hw).energy_pj)
+    copy = _copy(key, int(entry["bytes_per_call"]))
+    f, seconds, watts, _ = solve_memory_clock(hw, copy, board_price_list(hw).energy_pj)
     out = {"sim_energy_j": watts * seconds, "sim_power_w": watts, "sim_clock_hz": f}
     if hw.name == "h100":  # the preset whose SM-active energy comes from such a row
         out["note"] = COPY_NOTE

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 
 from archsim.accelerators.scnn import (
     _channels_with_weights,
-    _kept_activations,
-    _kept_weights,
+    _kept_lists,
     _phase_grid,
     _phase_split,
     _phase_taps,
@@ -109,8 +108,9 @@ def test_phase_grid_unit_stride_equals_the_strided_kernel(
     # the kernel need not walk the channels no group has weights in (a PE skips them freely)
     kept = _channels_with_weights(w_ptr, groups, vc)
     if kept is not None:
-        ka = _kept_activations(kept, tl.n_pes, a_ptr, gx, gy, av)
-        kw = _kept_weights(kept, groups, vc, w_ptr, wk, tr, ts, wv)
+        ka = _kept_lists(a_ptr, (kept[:, None] * tl.n_pes + np.arange(tl.n_pes)).ravel(),
+                         gx, gy, av)  # fmt: skip
+        kw = _kept_lists(w_ptr, (np.arange(groups)[:, None] * vc + kept).ravel(), wk, tr, ts, wv)
         fewer = np.zeros_like(strided)
         same = _run(tl, kc, kept.size, groups, ka, kw, 1, 0, fewer, *geometry)
         np.testing.assert_array_equal(same, expect)
