@@ -25,6 +25,8 @@ from archsim.datapath.eie_kernels import (
     eie_functional_counts,
     eie_line_reads,
     eie_schedule,
+    live_error_sums,
+    live_sums,
     timing_per_pe,
 )
 from archsim.datapath.eie_prepare import (
@@ -81,21 +83,30 @@ def functional_error_bound(run: EieLayerRun) -> np.ndarray:
     accumulator (1/2 LSB each) plus the quantisation of weights and activations."""
     lay, fp = run.layer, run.fixed_point
     lsb_o, lsb_w, lsb_a = 2.0**-fp.out_frac, 2.0**-fp.weight_frac, 2.0**-fp.act_frac
-    idx, cols = lay.live_entries()
-    # 0.5 lsb_o + 0.5 lsb_w a + 0.5 lsb_a w + 0.25 lsb_w lsb_a, the same IEEE operations
-    # in place (+ and * commute exactly): two live-entry arrays of float64, not five
-    per = np.abs(lay.activations.astype(np.float64))[cols]
-    del cols
-    per *= 0.5 * lsb_w
-    per += 0.5 * lsb_o
-    w = np.abs(lay.codebook.astype(np.float64))[lay.codes[idx]]
-    w *= 0.5 * lsb_a
-    per += w
-    del w
-    per += 0.25 * lsb_w * lsb_a
-    bound = np.bincount(lay.row_idx[idx], weights=per, minlength=lay.n_rows)
+    # per live product: 0.5 lsb_o + 0.5 lsb_w a + 0.5 lsb_a w + 0.25 lsb_w lsb_a
+    bound = live_error_sums(
+        lay.indptr, lay.row_idx, lay.codes, lay.codebook, lay.activations, lay.n_rows,
+        0.5 * lsb_w, 0.5 * lsb_o, 0.5 * lsb_a, 0.25 * lsb_w * lsb_a,
+    )  # fmt: skip
     bias_w = np.abs(lay.codebook.astype(np.float64))[lay.bias_codes]
     return bound + (lay.bias_codes > 0) * (0.5 * lsb_o + 0.5 * lsb_w + 0.5 * lsb_a * bias_w)
+
+
+def _live_sums(layer: QuantizedMatVec) -> tuple[np.ndarray, np.ndarray]:
+    """(``W x + b``, per-row ``sum |w||x| + |b|``) in float64: the functional check's float
+    reference and the bound on every partial sum, from one compiled pass over the live
+    weights; bit for bit ``layer.reference_output()`` and ``layer.abs_bound()`` (their NumPy
+    twins, tests/unit/test_eie_live_sums.py)."""
+    ref, absum = live_sums(
+        layer.indptr, layer.row_idx, layer.codes, layer.codebook, layer.activations, layer.n_rows
+    )
+    cb = layer.codebook.astype(np.float64)
+    return ref + cb[layer.bias_codes], absum + np.abs(cb)[layer.bias_codes]
+
+
+def layer_sums(layer: QuantizedMatVec) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_live_sums` of ``layer``, computed once per layer object."""
+    return layer.derived("eie_live_sums", _live_sums)
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,7 +162,7 @@ def _prepare(
     config: EieConfig, layer: QuantizedMatVec, keep: bool, narrow: bool = True
 ) -> EiePrepared:
     n = config.pe_array.num_pes
-    bound = float(layer.abs_bound().max(initial=0.0))
+    bound = float(layer_sums(layer)[1].max(initial=0.0))
     fp = choose_fixed_point(
         layer.codebook,
         layer.activations,
@@ -262,7 +273,7 @@ def functional_errors(run: EieLayerRun, bound: float | None = None) -> tuple[flo
     ``bound``: the largest of ``functional_error_bound(run)`` when already known; it depends on
     the layer and its fixed-point formats only, not on the PE count.
     """
-    err = np.abs(run.output_q * 2.0**-run.fixed_point.out_frac - run.layer.reference_output())
+    err = np.abs(run.output_q * 2.0**-run.fixed_point.out_frac - layer_sums(run.layer)[0])
     return float(err.max(initial=0.0)), _largest_error_bound(run) if bound is None else bound
 
 

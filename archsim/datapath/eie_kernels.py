@@ -35,6 +35,8 @@ __all__ = [
     "eie_line_reads",
     "eie_functional",
     "eie_functional_counts",
+    "live_sums",
+    "live_error_sums",
     "TIMING_FIELDS",
 ]
 
@@ -379,3 +381,75 @@ def _functional(
                     s = lo
                 out[r] = s
             real[i] += n_real
+
+
+def live_sums(
+    indptr: np.ndarray,
+    row_idx: np.ndarray,
+    codes: np.ndarray,
+    codebook: np.ndarray,
+    activations: np.ndarray,
+    n_rows: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, over the weights whose activation is non-zero (no bias): ``sum w x`` and
+    ``sum |w| |x|`` in float64, ``w = codebook[code]``, each row's terms added in column order.
+    The same IEEE operations in the same order as ``np.bincount`` over the live entries
+    (``QuantizedMatVec.reference_output`` / ``abs_bound``, the NumPy twins), in one pass."""
+    ref = np.zeros(n_rows, dtype=np.float64)
+    absum = np.zeros(n_rows, dtype=np.float64)
+    _live_sums(
+        indptr, row_idx, codes, codebook.astype(np.float64), activations.astype(np.float64),
+        ref, absum,
+    )  # fmt: skip
+    return ref, absum
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _live_sums(indptr, row_idx, codes, cb, act, ref, absum):  # pragma: no cover - compiled
+    for c in range(act.size):
+        a = act[c]
+        if a == 0.0:
+            continue
+        aa = abs(a)
+        for i in range(indptr[c], indptr[c + 1]):
+            w = cb[codes[i]]
+            r = row_idx[i]
+            ref[r] += w * a
+            absum[r] += abs(w) * aa
+
+
+def live_error_sums(
+    indptr: np.ndarray,
+    row_idx: np.ndarray,
+    codes: np.ndarray,
+    codebook: np.ndarray,
+    activations: np.ndarray,
+    n_rows: int,
+    per_act: float,
+    per_entry: float,
+    per_weight: float,
+    per_product: float,
+) -> np.ndarray:
+    """Per row, over the live weights (activation non-zero), in float64 and column order:
+    ``sum ((|x| per_act + per_entry) + |w| per_weight) + per_product``, the terms of the
+    fixed-point error bound (``accelerators.eie.functional_error_bound``), as its NumPy
+    version (``np.bincount`` of the in-place array operations) adds them."""
+    out = np.zeros(n_rows, dtype=np.float64)
+    cb = np.abs(codebook.astype(np.float64))
+    act = activations.astype(np.float64)
+    args = (per_act, per_entry, per_weight, per_product)
+    _live_error_sums(indptr, row_idx, codes, cb, act, *args, out)
+    return out
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _live_error_sums(
+    indptr, row_idx, codes, cb_abs, act, per_act, per_entry, per_weight, per_product, out
+):  # pragma: no cover - compiled
+    for c in range(act.size):
+        a = act[c]
+        if a == 0.0:
+            continue
+        pa = abs(a) * per_act + per_entry
+        for i in range(indptr[c], indptr[c + 1]):
+            out[row_idx[i]] += (pa + cb_abs[codes[i]] * per_weight) + per_product

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -92,6 +94,14 @@ class QuantizedMatVec:
         del cols
         out = np.bincount(self.row_idx[idx], weights=contrib, minlength=self.n_rows)
         return out + cb[self.bias_codes]
+
+    def derived(self, key: str, make: Callable[[QuantizedMatVec], Any]) -> Any:
+        """``make(self)``, computed once per layer object and ``key``: what a model derives
+        from the layer alone (shared, do not mutate)."""
+        cache = self.__dict__.setdefault("_derived", {})
+        if key not in cache:
+            cache[key] = make(self)
+        return cache[key]
 
     def dense_weights(self) -> np.ndarray:
         """Dense float32 W (small layers only)."""

@@ -104,8 +104,8 @@ def test_doctor_reports_cache_dir_and_which_kernels_are_warm(tmp_path):
     assert before["numba_cache_from"] == "$NUMBA_CACHE_DIR"
     assert before["kernels"]["eie"]["compiled"] == 0
     # the encoder's two kernels (pointer rows, entries), the schedule, the functional model,
-    # the line reads
-    assert before["kernels"]["eie"]["total"] == 5
+    # the line reads, the float reference and bounds (live sums, live error sums)
+    assert before["kernels"]["eie"]["total"] == 7
     compile_one = (  # the smallest kernel: compiling it takes about a second
         "import numpy as np; from archsim.datapath.eie_kernels import eie_line_reads as f; "
         "f(np.array([0], np.int64), 1, np.array([[0], [3]], np.int32), 2)"
@@ -114,7 +114,7 @@ def test_doctor_reports_cache_dir_and_which_kernels_are_warm(tmp_path):
     after = _doctor(env)["kernels"]["eie"]
     assert after["compiled"] == 1
     assert "eie_kernels._line_reads" not in after["cold"]
-    assert len(after["cold"]) == 4
+    assert len(after["cold"]) == 6
     assert any(cache.rglob("*.nbi"))
 
 
