@@ -187,7 +187,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.dask is None and (args.jobs is None or args.jobs > 1):
         # the process that forks the workers imports the simulator while this one plans
-        start_workers_early(args.jobs)
+        start_workers_early(args.jobs, args.spec)
     try:
         return _sweep(args)
     finally:

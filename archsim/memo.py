@@ -32,6 +32,7 @@ __all__ = [
     "clear",
     "enabled",
     "memoized",
+    "holds",
     "stats",
     "set_resident_limit",
     "DEFAULT_LIMIT_BYTES",
@@ -116,6 +117,12 @@ def stats() -> dict[str, Any]:
             "kept_entries": len(_resident),
             "kept_bytes": _kept["bytes"],
         }
+
+
+def holds(key: Hashable) -> bool:
+    """Whether either store holds a value under ``key`` now (it may be dropped later)."""
+    with _lock:
+        return key in _entries or key in _resident
 
 
 def memoized(

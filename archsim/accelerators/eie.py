@@ -8,7 +8,9 @@ is a few per layer, independent of cycles.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -40,6 +42,7 @@ from archsim.engine.context import Dram, SimContext, Sram
 from archsim.engine.pipeline import double_buffered_pipeline
 from archsim.errors import SimulationError
 from archsim.memo import enabled as memo_enabled
+from archsim.memo import holds as memo_holds
 from archsim.memo import memoized
 from archsim.workload.eie_format import data_signature
 from archsim.workload.matvec import materialize_matvec
@@ -55,6 +58,8 @@ __all__ = [
     "run_eie_layer",
     "run_eie_reference",
     "simulate_eie",
+    "layer_sums",
+    "warm_layers",
 ]
 
 
@@ -392,14 +397,74 @@ def _layer_key(spec: FcLayer | LstmLayer, seed: int, base_dir: Path, cb: int) ->
     return ("eie.layer", spec.model_dump_json(), str(folder), data_signature(folder), cb)
 
 
-def simulate_eie(
-    config: EieConfig, workload: WorkloadSpec, seed: int
-) -> tuple[list[LayerOutcome], SimContext]:
-    """Run every layer's kernels, then schedule loads, compute and write-backs in SimPy."""
-    outcomes: list[LayerOutcome] = []
-    io_bytes: list[tuple[int, int]] = []
+def _layer(
+    config: EieConfig, spec: FcLayer | LstmLayer, seed: int, base_dir: Path
+) -> tuple[tuple, QuantizedMatVec]:
+    """(cache key, layer): built, or from the memo (see ``simulate_eie``)."""
+    cb = config.encoding.codebook_entries
+    lkey = _layer_key(spec, seed, base_dir, cb)
+    build = partial(materialize_matvec, spec, seed, base_dir, cb)
+    return lkey, memoized(lkey, build, spec.data is not None, lasting=True)
+
+
+def warm_layers(config: EieConfig, workload: WorkloadSpec, seed: int) -> None:
+    """Build ``workload``'s layers into the memo (switched on) under the keys ``simulate_eie``
+    looks them up by, two at a time (NumPy's generators and array operations release the
+    GIL): what a sweep's fork server does before forking workers (``explore.warm``)."""
+    specs = [s for s in workload.layers if isinstance(s, FcLayer | LstmLayer)]
+    with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as pool:
+        list(pool.map(lambda s: _layer(config, s, seed, workload.base_dir), specs))
+
+
+class _LayerAhead:
+    """Builds the next layer in a background thread while the caller builds or works on this
+    one (NumPy's generators and array operations release the GIL, and so do the EIE kernels),
+    and only a layer that is not already in the memo. Results are the same as built in order:
+    each layer has its own generator (``materialize.layer_rng``)."""
+
+    def __init__(self, config: EieConfig, seed: int, base_dir: Path) -> None:
+        self.config, self.seed, self.base_dir = config, seed, base_dir
+        self._pool: ThreadPoolExecutor | None = None
+        self._jobs: dict[int, Future] = {}  # id(spec) -> its layer being built
+
+    def start(self, spec: object) -> None:
+        """Begin building ``spec``'s layer (nothing for another kind of layer or a memoised one)."""
+        if not isinstance(spec, FcLayer | LstmLayer):
+            return
+        cb = self.config.encoding.codebook_entries
+        if memo_holds(_layer_key(spec, self.seed, self.base_dir, cb)):
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="archsim-layer")
+        job = self._pool.submit(_layer, self.config, spec, self.seed, self.base_dir)
+        self._jobs[id(spec)] = job
+
+    def get(self, spec: FcLayer | LstmLayer) -> tuple[tuple, QuantizedMatVec]:
+        """(key, layer) of ``spec``: the one built ahead, or built now."""
+        job = self._jobs.pop(id(spec), None)
+        if job is not None:
+            return job.result()
+        return _layer(self.config, spec, self.seed, self.base_dir)
+
+    def close(self) -> None:
+        """Drop what was not asked for and stop the thread (waits for a layer in progress)."""
+        self._jobs.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _simulate_layers(
+    config: EieConfig,
+    workload: WorkloadSpec,
+    ahead: _LayerAhead,
+    outcomes: list[LayerOutcome],
+    io_bytes: list[tuple[int, int]],
+) -> None:
+    """``simulate_eie``'s kernels, layer by layer (the next layer built ahead), appending
+    each layer's outcome and its (input, output) bytes."""
     word = config.arithmetic.data_bits // 8 or 1
-    for spec in workload.layers:
+    layers = workload.layers
+    for i, spec in enumerate(layers):  # walked once, in order: it reports progress
         if not isinstance(spec, FcLayer | LstmLayer):
             raise SimulationError(
                 f"EIE runs fc and lstm layers; layer {spec.name!r} is {spec.kind!r}"
@@ -411,10 +476,9 @@ def simulate_eie(
         # synthetic layers of a network made single runs slower (fresh pages for each).
         # The timing kernel runs on every call.
         keep = spec.data is not None
-        cb = config.encoding.codebook_entries
-        lkey = _layer_key(spec, seed, workload.base_dir, cb)
-        build = partial(materialize_matvec, spec, seed, workload.base_dir, cb)
-        layer = memoized(lkey, build, keep, lasting=True)
+        if i + 1 < len(layers):
+            ahead.start(layers[i + 1])  # built while this one is built and simulated
+        lkey, layer = ahead.get(spec)
         widths = (config.arithmetic.data_bits, config.arithmetic.accumulator_bits)
         pkey = (lkey, config.pe_array.num_pes, config.encoding.relative_index_bits, *widths)
         # stored (memo on, or a kept layer): 16-bit pointer rows where they fit; else 32-bit
@@ -428,6 +492,20 @@ def simulate_eie(
         errors = memoized(("eie.errors", pkey), partial(functional_errors, run, bound), keep)
         outcomes.append(_outcome(config, spec, run, errors))
         io_bytes.append((layer.n_cols * word, layer.n_rows * word))
+        del layer, prep, run  # two layers alive at most: this one's successor is being built
+
+
+def simulate_eie(
+    config: EieConfig, workload: WorkloadSpec, seed: int
+) -> tuple[list[LayerOutcome], SimContext]:
+    """Run every layer's kernels, then schedule loads, compute and write-backs in SimPy."""
+    outcomes: list[LayerOutcome] = []
+    io_bytes: list[tuple[int, int]] = []
+    ahead = _LayerAhead(config, seed, workload.base_dir)
+    try:
+        _simulate_layers(config, workload, ahead, outcomes, io_bytes)
+    finally:
+        ahead.close()
     ctx = SimContext(config.clock.frequency_hz)
     dram = Dram(ctx, config.dram.bandwidth_bytes_per_s, config.dram.latency_s)
     srams = {name: Sram(ctx, name) for name in ("spmat_sram", "pointer_sram", "activation_sram")}

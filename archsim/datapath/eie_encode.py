@@ -116,7 +116,7 @@ def _pe_row(r, num_pes, pes):  # pragma: no cover - compiled
     return np.int64(r) - lr * num_pes, lr
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", nogil=True)
 def _pointer_rows(
     n_cols, cols_padded, indptr, row_idx, bias_rows, num_pes, max_jump, wanted, out, last, run, base
 ):  # pragma: no cover - compiled
@@ -160,7 +160,7 @@ def _pointer_rows(
     return True
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", nogil=True)
 def _fill(
     n_cols,
     indptr,

@@ -108,7 +108,7 @@ def _lines(a0, n, per_line):  # pragma: no cover - compiled
     return np.int64(np.float64(a0) / per_line), np.int64(np.float64(a0 + n - 1) / per_line)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", nogil=True)
 def _schedule(
     item_col,
     item_group,
@@ -252,7 +252,7 @@ def eie_line_reads(
     return reads
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", nogil=True)
 def _line_reads(
     item_col, num_pes, col_ptr, entries_per_line, reads, last_line
 ):  # pragma: no cover - compiled
@@ -326,7 +326,7 @@ def eie_functional_counts(
     return out, counts, cand
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", nogil=True)
 def _functional(
     item_col,
     item_act,
@@ -404,7 +404,7 @@ def live_sums(
     return ref, absum
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", nogil=True)
 def _live_sums(indptr, row_idx, codes, cb, act, ref, absum):  # pragma: no cover - compiled
     for c in range(act.size):
         a = act[c]
@@ -442,7 +442,7 @@ def live_error_sums(
     return out
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", nogil=True)
 def _live_error_sums(
     indptr, row_idx, codes, cb_abs, act, per_act, per_entry, per_weight, per_product, out
 ):  # pragma: no cover - compiled

@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ArchsimError
 from archsim.explore.schedule import WorkerDied, group_starts, run_scheduled, units
+from archsim.explore.warm import warm_layers
 from archsim.explore.workers import (
     join_pool_thread,
     join_pool_threads,
@@ -269,13 +271,16 @@ def _first_done(futures: list[Any]) -> list[Any]:
     return list(wait(futures, return_when=FIRST_COMPLETED).done)
 
 
-def start_workers_early(jobs: int | None = None) -> None:
+def start_workers_early(jobs: int | None = None, spec: str | Path | None = None) -> None:
     """Start the process that forks the sweep's workers now, forked from this one (see
     ``workers.mp_context``), so that its imports overlap the caller's own work (planning the
     sweep); nothing for ``jobs`` 1. For a process that is still small: ``archsim sweep``
-    calls it as it starts."""
+    calls it as it starts. With the sweep ``spec`` (a path), that process also builds the
+    layers of the sweep's first workload and seed before it forks any worker
+    (``explore.warm``), so the workers start with them instead of each building them."""
     if (default_jobs() if jobs is None else jobs) > 1:
-        mp_context(fork_self=True)
+        warm = None if spec is None else partial(warm_layers, spec, WORKER_MEMO_BYTES)
+        mp_context(fork_self=True, warm=warm)
 
 
 def _new_pool(threads: int) -> ProcessPoolExecutor:

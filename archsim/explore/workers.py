@@ -21,7 +21,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from multiprocessing import get_context
 from pathlib import Path
@@ -58,13 +58,14 @@ def _environ() -> dict[str, str]:
     return env
 
 
-def mp_context(fork_self: bool = False) -> Any:
+def mp_context(fork_self: bool = False, warm: Callable[[], None] | None = None) -> Any:
     """How workers start: forked by multiprocessing's ``forkserver``, which has imported
     ``explore.preload`` (the simulator and numba) once for all of them, where
     the platform has it and this process's environment is still the one the server started
     with; else ``spawn`` (each worker imports what it needs itself). ``fork_self``: a server
     started now is forked from this process (``_fork_server``), for a process that is still
-    small (the CLI as it starts): the server, and every worker, shares what it holds."""
+    small (the CLI as it starts): the server, and every worker, shares what it holds; it
+    calls ``warm`` before it forks any worker (see ``_fork_server``)."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return get_context("spawn")  # pragma: no cover - Windows
     from multiprocessing import forkserver
@@ -77,7 +78,7 @@ def mp_context(fork_self: bool = False) -> Any:
     ctx.set_forkserver_preload(PRELOAD)
     with sigint_blocked():  # the server, and every worker it forks, never sees Ctrl-C
         if fork_self and before is None and hasattr(os, "fork"):
-            _fork_server(server)
+            _fork_server(server, warm)
         forkserver.ensure_running()  # (re)starts it when it is not running
     pid = getattr(server, "_forkserver_pid", None)
     if pid != before:  # (re)started now, with this environment
@@ -91,14 +92,17 @@ def mp_context(fork_self: bool = False) -> Any:
 PRELOAD = ["archsim.explore.preload"]
 
 
-def _fork_server(server: Any) -> None:
+def _fork_server(server: Any, warm: Callable[[], None] | None = None) -> None:
     """``ForkServer.ensure_running``, but with the server forked from this process rather than
     started as a new interpreter: it starts with what this process has imported (the CLI's
     pydantic configs, numpy: about 0.5 s of its 1.9 s of imports), which it would import
     again. Not for a large process (a program's data would be in every worker's address
     space, and copied as the workers touch it): ``archsim sweep`` does it as it starts.
-    multiprocessing's own ``forkserver.main`` then serves the fork requests. Nothing is done
-    when this process runs threads of its own (a fork copies only the calling one)."""
+    multiprocessing's own ``forkserver.main`` then serves the fork requests, after ``warm()``
+    when given (``explore.warm``: what every worker would build alone, built once here and
+    shared by the forks; anything it raises is ignored, the sweep reports its own errors).
+    Nothing is done when this process runs threads of its own (a fork copies only the calling
+    one)."""
     from multiprocessing import connection, forkserver, resource_tracker, util
 
     if (
@@ -121,6 +125,9 @@ def _fork_server(server: Any) -> None:
             try:
                 os.close(alive_w)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how stop_workers ends it
+                if warm is not None:
+                    with contextlib.suppress(Exception):
+                        warm()
                 forkserver.main(listener.fileno(), alive_r, PRELOAD)
             except SystemExit:
                 pass
