@@ -40,6 +40,17 @@ def number_type(tp: Any) -> bool:
     return False
 
 
+def bool_type(tp: Any) -> bool:
+    """Whether annotation ``tp`` is ``bool`` (or an optional or constrained ``bool``): only
+    ``true``/``false`` belong there; pydantic would also read ``"yes"``, ``"off"`` or ``1``."""
+    if get_origin(tp) is Annotated:
+        return bool_type(get_args(tp)[0])
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return len(args) == 1 and bool_type(args[0])
+    return tp is bool
+
+
 def _not_a_number(value: Any) -> bool:
     return isinstance(value, bool | str)
 
@@ -167,6 +178,11 @@ class ArchsimModel(BaseModel):
                     raise ValueError(
                         f"{name} must be a number or text, not a boolean; allowed: a value of "
                         "the field's type (write 1 rather than true)"
+                    )
+                if value is not None and not isinstance(value, bool) and bool_type(ann):
+                    raise ValueError(
+                        f"{name}: {value!r} is not a boolean; allowed: true or false, "
+                        "written without quotes"
                     )
                 bad = _text_for_number(ann, value)
                 if bad is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
@@ -26,6 +26,12 @@ __all__ = [
     "rate_key",
 ]
 
+#: most SM cycles a latency field may hold (an L2 hit is ~200-300, an MMA chain ~30): larger
+#: values are typing mistakes, and would overflow the timing kernels' 64-bit cycle counts
+MAX_LATENCY_CYCLES = 100_000
+#: most bytes per SM clock a bandwidth field may hold (H100 L2: 5,120)
+MAX_BYTES_PER_CLOCK = 1_000_000.0
+
 
 class TensorCoreConfig(ArchsimModel):
     """Tensor cores of one SM and the warp-level MMA instruction that drives them."""
@@ -40,17 +46,22 @@ class TensorCoreConfig(ArchsimModel):
         "cores; a CTA's warps are spread over them. per_sm must be a multiple.",
     )
     fp16_fma_per_clock: PositiveInt = Field(description="Dense FP16 FMA per tensor core per clock.")
-    precision_rate: dict[Precision, PositiveFloat] = Field(
-        description="FMA rate per precision relative to FP16 (absent = not supported)."
+    precision_rate: dict[Precision, Annotated[float, Field(ge=2**-10, le=2**10)]] = Field(
+        description="FMA rate per precision relative to FP16 (absent = not supported), "
+        "1/1024 to 1024."
     )
-    instruction: str = Field(description="Warp-level MMA instruction, e.g. HMMA.884.")
+    instruction: str = Field(
+        min_length=1, description="Warp-level MMA instruction (a label), e.g. HMMA.884."
+    )
     instruction_mnk: tuple[PositiveInt, PositiveInt, PositiveInt] = Field(
         description="M, N, K elements of one MMA instruction, K for 16-bit operands (scaled "
         "by 2 / operand bytes for TF32 and FP8); K is also the accumulation chunk."
     )
-    instruction_latency_cycles: PositiveInt = Field(
+    instruction_latency_cycles: int = Field(
+        ge=1,
+        le=MAX_LATENCY_CYCLES,
         description="SM clock cycles from issuing an MMA to a dependent MMA reading its "
-        "accumulator (the k-loop's dependent chain)."
+        "accumulator (the k-loop's dependent chain).",
     )
     instruction_warps: PositiveInt = Field(
         default=1, description="Warps that issue one MMA instruction together (Hopper wgmma: 4)."
@@ -92,9 +103,11 @@ class SmMemoryConfig(ArchsimModel):
         description="Largest shared-memory carve-out of l1_shared_bytes per SM, bytes; bounds "
         "a tile's stages x (m + n) x k operand buffers and co-resident CTAs."
     )
-    shared_bandwidth_bytes_per_clock: PositiveFloat = Field(
+    shared_bandwidth_bytes_per_clock: float = Field(
+        ge=1.0,
+        le=MAX_BYTES_PER_CLOCK,
         description="Shared-memory bandwidth of one SM, bytes per clock; also the most a CTA's "
-        "global->shared copies can fill per clock."
+        "global->shared copies can fill per clock.",
     )
     max_warps: PositiveInt = Field(default=64, description="Resident warps per SM.")
     max_ctas: PositiveInt = Field(default=32, description="Resident CTAs per SM.")
@@ -118,12 +131,16 @@ class L2Config(ArchsimModel):
         description="L2 capacity, bytes; a GEMM whose compulsory A + B traffic fits reads each "
         "operand from HBM once."
     )
-    bandwidth_bytes_per_clock: PositiveFloat = Field(
+    bandwidth_bytes_per_clock: float = Field(
+        ge=1.0,
+        le=MAX_BYTES_PER_CLOCK,
         description="Theoretical L2 -> SM bandwidth over the whole GPU, bytes per SM clock "
-        "(shared by the active SMs; scaled by achievable_fraction)."
+        "(shared by the active SMs; scaled by achievable_fraction).",
     )
-    hit_latency_cycles: PositiveInt = Field(
+    hit_latency_cycles: int = Field(
         default=200,
+        ge=1,
+        le=MAX_LATENCY_CYCLES,
         description="SM clock cycles from a tile load's issue to its data on an L2 hit (misses "
         "blend in hbm.latency_s by the miss ratio).",
     )

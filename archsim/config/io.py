@@ -113,19 +113,48 @@ def list_presets(kind: str) -> list[str]:
     return sorted(names)
 
 
+_ACCELERATOR_LINE = re.compile(r"^accelerator:\s*([A-Za-z_]\w*)\s*$", re.MULTILINE)
+
+
+def preset_accelerators() -> dict[str, str]:
+    """Hardware preset name -> its ``accelerator`` (read from each file's top-level line, not
+    validated: for messages and name checks)."""
+    found: dict[str, str] = {}
+    for d in reversed(preset_dirs("hardware")):  # the first folder's preset wins
+        for p in d.glob("*.yaml"):
+            m = _ACCELERATOR_LINE.search(p.read_text(encoding="utf-8", errors="replace"))
+            if m:
+                found[p.stem] = m.group(1)
+    return found
+
+
+def _stat_ok(path: Path, test: str) -> bool:
+    """``path.exists()`` / ``path.is_file()``, False where the name itself cannot be looked up
+    (longer than the file system allows, a NUL byte)."""
+    try:
+        return bool(getattr(path, test)())
+    except (OSError, ValueError):
+        return False
+
+
+#: longest preset name or path shown back in an error message, characters
+_SHOWN_NAME = 120
+
+
 def _resolve(name_or_path: str | Path, kind: str) -> Path:
     text = str(name_or_path)
+    shown = text if len(text) <= _SHOWN_NAME else f"{text[:_SHOWN_NAME]}... ({len(text)} chars)"
     path = Path(text).expanduser()
-    if path.suffix in (".yaml", ".yml") or path.exists() or "/" in text:
-        if not path.is_file():
-            raise ConfigError(text, "", f"{kind} file not found")
+    if path.suffix in (".yaml", ".yml") or _stat_ok(path, "exists") or "/" in text:
+        if not _stat_ok(path, "is_file"):
+            raise ConfigError(shown, "", f"{kind} file not found")
         return path
     for d in preset_dirs(kind):
         candidate = d / f"{text}.yaml"
-        if candidate.is_file():
+        if _stat_ok(candidate, "is_file"):
             return candidate
     names = ", ".join(list_presets(kind)) or "(none)"
-    raise ConfigError(text, "", f"unknown {kind} preset; available: {names}")
+    raise ConfigError(shown, "", f"unknown {kind} preset; available: {names}")
 
 
 #: Most values a YAML document may hold once its aliases are expanded (a config has hundreds).

@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections import deque
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from archsim.config.base import ArchsimModel
 
@@ -302,8 +309,12 @@ class SystemConfig(ArchsimModel):
     name: str = Field(min_length=1, description="Preset name.")
     description: str = Field(default="", description="What the system is, with sources.")
     gpu: str = Field(min_length=1, description="GPU hardware preset name or YAML path.")
-    gpus_per_node: PositiveInt = Field(description="GPUs in one node.")
-    nodes: PositiveInt = Field(default=1, description="Nodes joined by the network.")
+    # bounds: a node's topology is checked GPU by GPU, and no system comes near them (DGX: 8
+    # GPUs a node; the largest clusters built: ~100,000 GPUs)
+    gpus_per_node: int = Field(ge=1, le=1024, description="GPUs in one node, 1 to 1,024.")
+    nodes: int = Field(
+        default=1, ge=1, le=100_000, description="Nodes joined by the network, 1 to 100,000."
+    )
     topology: TopologyConfig
     nic: NicConfig
     nccl: NcclConfig
@@ -312,6 +323,22 @@ class SystemConfig(ArchsimModel):
     step: StepConfig = StepConfig()
     host: HostConfig = HostConfig()
     energy: SystemEnergyConfig
+
+    @field_validator("gpu")
+    @classmethod
+    def _gpu_preset(cls, value: str) -> str:
+        """A preset name must name a GPU preset (a YAML path is checked as it is loaded)."""
+        if "/" in value or "\\" in value or value.endswith((".yaml", ".yml")):
+            return value
+        from archsim.config.io import preset_accelerators
+
+        gpus = sorted(n for n, acc in preset_accelerators().items() if acc == "tensor_core")
+        if value not in gpus:
+            raise ValueError(
+                f"not a GPU preset; allowed: {', '.join(gpus)} or a YAML path "
+                "(accelerator: tensor_core)"
+            )
+        return value
 
     @property
     def gpus(self) -> int:

@@ -437,3 +437,49 @@ def test_unknown_conv_memory_format_is_one_line(tmp_path: Path, capsys: Any) -> 
     for needle in ("big.yaml", "layers.0.memory_format", "'nhwc' or 'nchw'", "nchwc"):
         assert needle in err, err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["yes", "true", "off", 1, 0, 2.0])
+def test_only_true_or_false_for_a_boolean(tmp_path: Path, capsys: Any, value: Any) -> None:
+    """pydantic would read ``"yes"``, ``"off"``, ``1`` or ``0`` as a boolean."""
+    line = _run(
+        tmp_path, capsys, yaml.safe_dump({**yaml.safe_load(TINY), "strict_capacity": value})
+    )
+    for needle in ("hw.yaml", "strict_capacity", "not a boolean; allowed: true or false"):
+        assert needle in line, line
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "needle"),
+    [
+        ("l2.hit_latency_cycles", 2**64, "less than or equal to 100000"),
+        ("tensor_cores.instruction_latency_cycles", 10**9, "less than or equal to 100000"),
+        ("l2.bandwidth_bytes_per_clock", 1e-30, "greater than or equal to 1"),
+        ("sm_memory.shared_bandwidth_bytes_per_clock", 1e-30, "greater than or equal to 1"),
+        ("tensor_cores.precision_rate.fp16", 1e-30, "greater than or equal to 0.0009765625"),
+    ],
+)
+def test_gpu_values_that_overflowed_the_timing_kernels(
+    tmp_path: Path, capsys: Any, path: str, value: float, needle: str
+) -> None:
+    """They reached the numba kernels as integers beyond 64 bits (a typing traceback)."""
+    data = yaml.safe_load((ROOT / "hw_configs" / "h100.yaml").read_text(encoding="utf-8"))
+    node = data
+    for key in path.split(".")[:-1]:
+        node = node[key]
+    node[path.rsplit(".", 1)[1]] = value
+    line = _run(tmp_path, capsys, yaml.safe_dump(data))
+    for text in ("hw.yaml", path, needle):
+        assert text in line, line
+
+
+@pytest.mark.parametrize("where", ["hardware", "workload"])
+def test_a_name_longer_than_the_file_system_allows(tmp_path: Path, capsys: Any, where: str):
+    """Looking it up as a path raised OSError (ENAMETOOLONG); it is an unknown preset."""
+    name = "x" * 5000
+    args = [name, "eie_benchmarks"] if where == "hardware" else ["eie", name]
+    code = main(["run", *args, "-o", str(tmp_path / "out"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"... (5000 chars): unknown {where} preset; available: " in err, err
+    assert len(err) < 600 and not (tmp_path / "out").exists()
