@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -76,6 +75,13 @@ def _system(args: argparse.Namespace):
     return cfg
 
 
+def json_text(payload: Any) -> str:
+    """Standard JSON (``results.json_text``; loaded on use: ``--help`` loads no pydantic)."""
+    from archsim.results import json_text as strict
+
+    return strict(payload)
+
+
 def _atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -108,8 +114,7 @@ def cmd_collective(args: argparse.Namespace) -> int:
     out = _out_dir(args.out)
     _atomic(out / "results.csv", frame.to_csv(index=False))
     meta: dict[str, Any] = {"system": cfg.model_dump(mode="json"), "op": args.op}
-    _atomic(out / "results.json", json.dumps(
-        {**meta, "rows": frame.to_dict(orient="records")}, indent=1))  # fmt: skip
+    _atomic(out / "results.json", json_text({**meta, "rows": frame.to_dict(orient="records")}))
     write_collective_report(frame, out)
     if not args.quiet:
         print(f"# {args.op} on {cfg.name}: {int(frame['gpus'].iloc[0])} GPUs, "
@@ -162,9 +167,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     import pandas as pd
 
     _atomic(out / "results.csv", pd.DataFrame(rows).to_csv(index=False))
-    _atomic(out / "results.json", json.dumps(
+    _atomic(out / "results.json", json_text(
         {"system": cfg.model_dump(mode="json"), "workload": args.workload, "steps": rows,
-         "timeline": results[-1].metadata["train_step"]["timeline"]}, indent=1))  # fmt: skip
+         "timeline": results[-1].metadata["train_step"]["timeline"]}))  # fmt: skip
     write_training_report(results, out)
     if not args.quiet:
         print(f"# {args.workload} on {cfg.name}, {args.precision}, batch {args.batch}/GPU")
@@ -196,9 +201,8 @@ def _cmd_parallel(args: argparse.Namespace, cfg) -> int:
     _atomic(out / "results.csv", pd.DataFrame(rows).to_csv(index=False))
     _atomic(
         out / "results.json",
-        json.dumps(
-            {"system": cfg.model_dump(mode="json"), "workload": args.workload, "steps": rows},
-            indent=1,
+        json_text(
+            {"system": cfg.model_dump(mode="json"), "workload": args.workload, "steps": rows}
         ),
     )
     if not args.quiet:

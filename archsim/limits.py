@@ -9,8 +9,11 @@ with the environment variables below when the machine has the memory and time.
 - ``ARCHSIM_MAX_CYCLES`` (default 1e12): ideal cycles of one layer (dense MACs / peak MACs per
   cycle; 1e12 cycles are 1,000 s at 1 GHz).
 - ``ARCHSIM_MAX_FOLDS`` (default 1e7): systolic-array folds of one layer (planned one by one).
+- ``ARCHSIM_MAX_REDUCTION`` (default 2**28): reduction length (K) of one GEMM on a Tensor Core
+  GPU, whose k-loop a CTA is timed through step by step (2**30: 11 s, 440 MB).
 
-Tensor Core GPUs are planned analytically per wave and are not checked here.
+Tensor Core GPUs are planned analytically per wave, and materialise no tensor beyond the
+functional check's bounded sample: only their cycles and reduction length are checked.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ LIMITS: dict[str, tuple[float, str]] = {
     "ARCHSIM_MAX_MEMORY_BYTES": (8 * 2**30, "bytes of tensors materialised for one layer"),
     "ARCHSIM_MAX_CYCLES": (1e12, "ideal cycles of one layer"),
     "ARCHSIM_MAX_FOLDS": (1e7, "systolic-array folds of one layer"),
+    "ARCHSIM_MAX_REDUCTION": (2**28, "reduction length of one GEMM on a GPU"),
 }
 
 # bytes per materialised element: float64 values plus the integer/quantised copies the
@@ -64,9 +68,11 @@ def limit(name: str) -> float:
     return value
 
 
-def _conv_elements(layer: Any) -> int:
-    inputs = layer.n * layer.c * layer.h * layer.w
-    weights = layer.k * (layer.c // layer.groups) * layer.r * layer.s
+def _conv_elements(layer: Any, phases: int = 1) -> int:
+    """Elements of a conv's inputs, weights and outputs; ``phases``: the inputs and weights
+    held ``phases`` times over (SCNN's stride-phase split: stride^2 virtual channels)."""
+    inputs = layer.n * layer.c * layer.h * layer.w * phases
+    weights = layer.k * (layer.c // layer.groups) * layer.r * layer.s * phases
     outputs = layer.n * layer.k * max(layer.out_h, 1) * max(layer.out_w, 1)
     return inputs + weights + outputs
 
@@ -85,7 +91,8 @@ def layer_memory_bytes(accelerator: str, layer: Any) -> int:
         if accelerator == "systolic":  # im2col of every image and the output
             m, k, n = layer.n * layer.out_h * layer.out_w, layer.c * layer.r * layer.s, layer.k
             return _BYTES_PER_DENSE_ELEMENT * (m * k + k * n + m * n)
-        return _BYTES_PER_DENSE_ELEMENT * _conv_elements(layer)
+        phases = layer.stride**2 if accelerator == "scnn" else 1
+        return _BYTES_PER_DENSE_ELEMENT * _conv_elements(layer, phases)
     if kind == "gemm":
         m, n, k = layer.m, layer.n, layer.k
         return _BYTES_PER_DENSE_ELEMENT * (m * k + k * n + m * n)
@@ -120,9 +127,10 @@ def _refuse(origin: str, index: int, layer: Any, what: str, need: float, env: st
 def check_workload_size(hw: Any, workload: Any) -> None:
     """Raise ``SimulationError`` naming the first layer over a limit (see the module doc)."""
     acc = hw.accelerator
-    if acc == "tensor_core":
-        return
     peak = max(int(hw.peak_macs_per_cycle), 1)
+    if acc == "tensor_core":
+        _check_gpu_layers(workload, peak)
+        return
     kinds = LAYER_KINDS.get(acc)
     for i, layer in enumerate(workload.layers):
         origin = workload.origin
@@ -139,3 +147,23 @@ def check_workload_size(hw: Any, workload: Any) -> None:
         _refuse(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
         if acc == "systolic" and layer.kind in ("conv", "gemm"):
             _refuse(origin, i, layer, "folds", _folds(hw, layer), "ARCHSIM_MAX_FOLDS")
+
+
+def _reduction(layer: Any) -> int:
+    """Reduction length K of a layer's GEMM (0 where there is none)."""
+    if layer.kind == "gemm":
+        return int(layer.k)
+    if layer.kind == "conv":
+        return (layer.c // layer.groups) * layer.r * layer.s
+    shape = getattr(layer, "matrix_shape", None)
+    return 0 if shape is None else int(shape[1])
+
+
+def _check_gpu_layers(workload: Any, peak: int) -> None:
+    for i, layer in enumerate(workload.layers):
+        if layer.kind not in ("fc", "lstm", "conv", "gemm"):
+            continue
+        origin = workload.origin
+        _refuse(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
+        _refuse(origin, i, layer, "multiply-adds per output (K)", _reduction(layer),
+                "ARCHSIM_MAX_REDUCTION")  # fmt: skip

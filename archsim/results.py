@@ -16,7 +16,7 @@ from archsim.errors import ArchsimError
 if TYPE_CHECKING:  # pandas loads with the first DataFrame, not with `import archsim`
     import pandas as pd
 
-__all__ = ["LayerResult", "RunResult", "BASE_COLUMNS", "RESULTS_FORMAT_VERSION"]
+__all__ = ["LayerResult", "RunResult", "BASE_COLUMNS", "RESULTS_FORMAT_VERSION", "json_text"]
 
 RESULTS_FORMAT_VERSION = 1
 
@@ -183,7 +183,7 @@ class RunResult:
     def to_json(self, path: str | Path | None = None) -> str:
         """Serialise (and write to ``path`` when given)."""
         payload = {"format_version": RESULTS_FORMAT_VERSION, **asdict(self)}
-        text = json.dumps(payload, indent=1, default=_jsonable)
+        text = json_text(payload)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
@@ -214,6 +214,27 @@ class RunResult:
             ) from None
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
             raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (a value not computed, such as a functional
+    check skipped on a large layer) replaced by None, in nested dicts and lists."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    if getattr(obj, "ndim", None) == 0 and hasattr(obj, "item"):
+        return _finite(obj.item())  # a NumPy scalar (float64 is a float already)
+    return obj
+
+
+def json_text(payload: Any, indent: int = 1) -> str:
+    """``payload`` as standard JSON (RFC 8259): NaN and infinities, which ``json.dumps``
+    writes as bare ``NaN``/``Infinity`` that JSON parsers (jq, JavaScript) reject, become
+    ``null``."""
+    return json.dumps(_finite(payload), indent=indent, default=_jsonable, allow_nan=False)
 
 
 def _jsonable(obj: Any) -> Any:

@@ -101,7 +101,7 @@ def parallel_step(
     micro = batch_per_replica // micro_batches
     full = training_layers(wl, micro)
     layers = split_tensor(full, tensor)
-    gemms = _gemm_times(gpu, layers, precision, wl.name)
+    gemms = _gemm_times(gpu, layers, precision, wl)
     hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
     ew_f, ew_b, _ = _elementwise(layers, wl, sysn, act, hbm)
     tp = subsystem(sysn, tensor) if tensor > 1 else None

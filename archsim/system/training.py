@@ -164,9 +164,11 @@ def _buckets(layers: list[TrainLayer], system: SystemConfig, grad_bytes: int) ->
     return out
 
 
-def _gemm_times(gpu: GpuConfig, layers: list[TrainLayer], precision: str, name: str):
-    """Per-phase GEMM results of the single-GPU model, keyed ``<layer>/<phase>``."""
-    run = simulate(gpu, gemm_workload(layers, precision, name))
+def _gemm_times(gpu: GpuConfig, layers: list[TrainLayer], precision: str, wl: WorkloadSpec):
+    """Per-phase GEMM results of the single-GPU model, keyed ``<layer>/<phase>`` (a GEMM too
+    large to simulate is refused naming ``wl``'s file and the GEMM ``<layer>/<phase>``)."""
+    gemms = gemm_workload(layers, precision, wl.name).bind(wl.base_dir, wl.origin)
+    run = simulate(gpu, gemms)
     return {lr.layer: lr for lr in run.layers}
 
 
@@ -189,7 +191,7 @@ def _work(system: SystemConfig, wl: WorkloadSpec, opts: StepOptions) -> _Work:
     gpu = gpu_config(system)
     _, _, act, grad = PRECISIONS[opts.precision]
     layers = training_layers(wl, opts.batch_per_gpu)
-    gemms = _gemm_times(gpu, layers, opts.precision, wl.name)
+    gemms = _gemm_times(gpu, layers, opts.precision, wl)
     hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
     # cuDNN's FP32 convs run NCHW natively on CUDA cores; tensor-core convs need NHWC
     transpose = opts.memory_format == "nchw" and opts.precision != "fp32"

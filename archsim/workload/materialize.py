@@ -18,6 +18,11 @@ def layer_rng(seed: int, layer_name: str) -> np.random.Generator:
     )
 
 
+#: below this density a geometric gap can exceed int64 (numpy returns INT64_MAX) and their
+#: running sum wrap around: gaps are then cut to ``total + 1``, which ends the draw the same way
+_TINY_DENSITY = 1e-9
+
+
 def _bernoulli_positions(rng: np.random.Generator, total: int, density: float) -> np.ndarray:
     """Sorted positions in [0, total) each kept independently with probability ``density``.
 
@@ -33,6 +38,8 @@ def _bernoulli_positions(rng: np.random.Generator, total: int, density: float) -
     while True:
         n = int(mean + 6.0 * np.sqrt(mean) + 16)
         pos = rng.geometric(density, size=n).astype(np.int64, copy=False)
+        if density < _TINY_DENSITY:  # gaps beyond ``total`` (or int64) end the draw alike
+            np.minimum(pos, total + 1, out=pos)
         np.cumsum(pos, out=pos)
         pos += last
         chunks.append(pos[: np.searchsorted(pos, total)])  # positions rise

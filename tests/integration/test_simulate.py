@@ -158,3 +158,31 @@ def test_pointer_width_overflow_is_a_warning_naming_the_largest_pointer():
     assert largest >= 2**8
     wanted = f"pointer value {largest} exceeds 8-bit pointers"
     assert any(wanted in w for w in result.warnings), (wanted, result.warnings)
+
+
+def test_results_json_is_standard_json_where_a_value_was_not_computed(tmp_path):
+    """A GEMM too large for the functional check has no functional error (NaN in the
+    frame): results.json says null, which JSON parsers accept (bare NaN they reject)."""
+    import json
+
+    from archsim.accelerators.tensor_core import FUNCTIONAL_MAX_MACS
+
+    side = round(FUNCTIONAL_MAX_MACS ** (1 / 3)) * 2
+    wl = {"schema_version": 1, "name": "g", "source": "test",
+          "layers": [{"name": "big", "kind": "gemm", "m": side, "n": side, "k": side}]}  # fmt: skip
+    from archsim.config.workload import WorkloadSpec
+
+    res = archsim.simulate("h100", WorkloadSpec.model_validate(wl))
+    assert (
+        res.layers[0].extras["tc_functional_max_error"]
+        != res.layers[0].extras["tc_functional_max_error"]
+    )  # NaN: not computed
+    text = res.to_json(tmp_path / "results.json")
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    extras = json.loads(text, parse_constant=refuse)["layers"][0]["extras"]
+    assert extras["tc_functional_max_error"] is None
+    assert extras["tc_functional_error_bound"] is None
+    assert extras["tc_tflops"] > 0

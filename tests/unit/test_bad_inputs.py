@@ -483,3 +483,55 @@ def test_a_name_longer_than_the_file_system_allows(tmp_path: Path, capsys: Any, 
     assert code == 2 and len(err.splitlines()) == 1, err
     assert f"... (5000 chars): unknown {where} preset; available: " in err, err
     assert len(err) < 600 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "layer", "needle"),
+    [
+        (  # the k-loop of 9e12 steps: a MemoryError in the per-CTA timing
+            ["run", "h100"],
+            "{name: c, kind: conv, c: 1000000000000, k: 8, h: 8, w: 8, r: 3, s: 3, pad: 1}",
+            "9e+12 multiply-adds per output (K); allowed: up to 2.68e+08",
+        ),
+        (  # dimensions beyond int64 in the planner's array arithmetic
+            ["run", "h100"],
+            "{name: g, kind: gemm, m: 18446744073709551616, n: 8, k: 8}",
+            "cycles; allowed: up to 1e+12",
+        ),
+        (  # the same in a training step's lowered GEMMs: named by the workload file
+            ["train", "dgx_h100"],
+            "{name: c, kind: conv, c: 1000000000000, k: 8, h: 8, w: 8, r: 3, s: 3, pad: 1}",
+            "layer 'c/fwd' needs about",
+        ),
+        (  # SCNN's stride-phase split holds stride^2 virtual channels
+            ["run", "scnn"],
+            "{name: c, kind: conv, c: 8, k: 8, h: 8, w: 8, r: 3, s: 3, stride: 1000000000000, "
+            "weight_density: 0.5, activation_density: 0.5}",
+            "bytes of memory; allowed: up to",
+        ),
+    ],
+)
+def test_layers_too_large_for_the_model_are_refused_up_front(
+    tmp_path: Path, capsys: Any, command: list[str], layer: str, needle: str
+) -> None:
+    wl = _workload(tmp_path, layer)
+    code = main([*command, str(wl), "-o", str(tmp_path / "out"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "big.yaml: layers.0: " in err and needle in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_vanishing_density_keeps_no_weight_and_ends(tmp_path: Path) -> None:
+    """A geometric gap at p = 1e-30 is beyond int64 (numpy returns INT64_MAX): their running
+    sum wrapped around and the draw never ended."""
+    from archsim.workload import synthetic_matvec
+
+    layer = synthetic_matvec("tiny", 300, 200, 1e-30, 0.5, True, 0)
+    assert layer.nnz == 0 and layer.indptr.tolist() == [0] * 201
+    wl = _workload(
+        tmp_path,
+        "{name: a, kind: fc, inputs: 64, outputs: 32, weight_density: 1.0e-30, "
+        "activation_density: 0.5}",
+    )
+    assert main(["run", "tiny_eie", str(wl), "-o", str(tmp_path / "out"), "-q"]) == 0
