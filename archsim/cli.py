@@ -404,6 +404,27 @@ _COMMANDS = {
 }
 
 
+#: options that name a file, folder or preset: an empty or blank value is a mistake (an empty
+#: ``-o`` would write into the current folder, an empty ``--baseline`` meant no baseline)
+_NAMED_OPTIONS = ("out", "markdown", "html", "baseline", "dask", "hardware", "system")
+
+
+def _no_empty_names(args: argparse.Namespace) -> None:
+    for name in _NAMED_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and not value.strip():
+            if name == "out":  # as ``output.check_out_dir`` says it
+                raise ArchsimError("--out: empty folder name; allowed: a folder path, e.g. out")
+            allowed = "a file path" if name in ("markdown", "html") else "a preset name or path"
+            if name == "dask":
+                allowed = "local or a scheduler address"
+            raise ArchsimError(f"--{name}: empty name; allowed: {allowed}")
+
+
+#: longest path shown back in an error message, characters
+_SHOWN_PATH = 120
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``archsim`` console script; returns the exit code."""
     parser = build_parser()
@@ -412,6 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        _no_empty_names(args)
         return _COMMANDS[args.command](args)
     except ArchsimError as exc:
         message = " ".join(str(exc).split())  # always one line
@@ -420,6 +442,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `archsim run | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:  # a path the system refuses: too long, read-only, no permission
+        if exc.filename is None:
+            raise
+        where = str(exc.filename)
+        if len(where) > _SHOWN_PATH:
+            where = f"{where[:_SHOWN_PATH]}... ({len(where)} chars)"
+        print(
+            f"archsim: error: {where}: {exc.strerror or exc}; allowed: a path this user can "
+            "create, write and read",
+            file=sys.stderr,
+        )
+        return 2
     except KeyboardInterrupt:
         print("archsim: interrupted", file=sys.stderr)
         return 130

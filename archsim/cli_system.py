@@ -138,7 +138,7 @@ def _table(frame) -> str:
 
 def _gpu_counts(text: str) -> list[int]:
     try:
-        counts = [int(x) for x in str(text).split(",") if x.strip()]
+        counts = [int(x) for x in str(text).split(",")]  # an empty item ("1,,2") is an error
     except ValueError:
         counts = []
     if not counts or min(counts) < 1:
@@ -151,6 +151,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     from archsim.report.system_report import write_training_report
     from archsim.system.training import StepOptions, run_step
 
+    for flag in ("tensor", "pipeline", "micro_batches"):
+        if getattr(args, flag) < 1:
+            raise ArchsimError(
+                f"--{flag.replace('_', '-')} {getattr(args, flag)}; allowed: an integer >= 1"
+            )
     cfg = _system(args)
     if args.tensor > 1 or args.pipeline > 1:
         return _cmd_parallel(args, cfg)

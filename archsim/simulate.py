@@ -103,6 +103,11 @@ def simulate(
     """
     if baseline is not None:
         base_hw, base_wl = load_hardware(baseline), load_workload(workload)
+        if getattr(base_hw, "accelerator", None) == "system":
+            raise ConfigError(
+                "--baseline", "", f"{base_hw.name!r} is a multi-GPU system; allowed: one "  # type: ignore[attr-defined]
+                "accelerator (eie, scnn, dcnn, systolic or tensor_core hardware)"
+            )  # fmt: skip
         check_workload_size(base_hw, base_wl)  # refuse before the first run, not after it
         run = simulate(hardware, base_wl, seed, progress=progress)
         return _with_baseline(run, base_hw, base_wl, seed, progress)

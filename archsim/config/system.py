@@ -87,14 +87,21 @@ class NicConfig(ArchsimModel):
     )
 
 
+#: algorithms and link kinds NCCL's latency tables must cover (``collectives`` reads them all)
+_LATENCY_ALGOS = ("tree", "ring", "nvls")
+_LATENCY_HW = ("nvlink", "pcie", "net")
+
+
 class NcclConfig(ArchsimModel):
     """NCCL's tuning model (``src/graph/tuning.cc`` at HEAD 5067397 unless a field says)."""
 
-    base_latency_us: dict[str, tuple[float, float, float]] = Field(
+    base_latency_us: dict[str, tuple[NonNegativeFloat, NonNegativeFloat, NonNegativeFloat]] = Field(
         default={"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)},
         description="baseLatencies[algo] for (LL, LL128, Simple), us (tuning.cc).",
     )
-    hw_latency_us: dict[str, dict[str, tuple[float, float, float]]] = Field(
+    hw_latency_us: dict[
+        str, dict[str, tuple[NonNegativeFloat, NonNegativeFloat, NonNegativeFloat]]
+    ] = Field(
         default={
             "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0, 0, 25.0)},
             "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0, 0, 0)},
@@ -152,6 +159,25 @@ class NcclConfig(ArchsimModel):
     sm_per_channel: PositiveInt = Field(
         default=1, description="SMs one NCCL channel occupies (one CTA per channel)."
     )
+
+    @model_validator(mode="after")
+    def _latency_tables(self) -> NcclConfig:
+        """Every algorithm in ``base_latency_us``, every link kind and algorithm in
+        ``hw_latency_us`` (the model reads them all)."""
+        for name, table in [("base_latency_us", self.base_latency_us)] + [
+            (f"hw_latency_us.{hw}", self.hw_latency_us.get(hw, {})) for hw in _LATENCY_HW
+        ]:
+            if name != "base_latency_us" and name.split(".")[1] not in self.hw_latency_us:
+                raise ValueError(
+                    f"{name} is missing; allowed: hw_latency_us with {', '.join(_LATENCY_HW)}"
+                )
+            missing = [a for a in _LATENCY_ALGOS if a not in table]
+            if missing:
+                raise ValueError(
+                    f"{name} has no entry for {', '.join(missing)}; allowed: one (LL, LL128, "
+                    f"Simple) triple, us, for each of {', '.join(_LATENCY_ALGOS)}"
+                )
+        return self
 
 
 class DdpConfig(ArchsimModel):

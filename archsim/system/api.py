@@ -36,7 +36,17 @@ def parse_size(text: str) -> int:
             f"size {text!r} is not a byte count; allowed: an integer with an optional K, M, G "
             "or T suffix (powers of 1024), e.g. 8, 64K, 8G"
         )
-    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+    size = int(m.group(1)) * _UNITS[m.group(2).upper()]
+    if size > MAX_SIZE_BYTES:
+        raise ArchsimError(
+            f"size {text!r} is {size:.3g} bytes; allowed: up to {MAX_SIZE_BYTES:.3g} (1024T: "
+            "far beyond any GPU's memory)"
+        )
+    return size
+
+
+#: largest collective size, bytes (2**50 = 1024 TiB)
+MAX_SIZE_BYTES = 2**50
 
 
 def size_range(spec: str) -> list[int]:

@@ -535,3 +535,38 @@ def test_a_vanishing_density_keeps_no_weight_and_ends(tmp_path: Path) -> None:
         "activation_density: 0.5}",
     )
     assert main(["run", "tiny_eie", str(wl), "-o", str(tmp_path / "out"), "-q"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["run", "scnn", "alexnet", "--baseline", "dgx_h100"], "'dgx_h100' is a multi-GPU system"),
+        (["run", "scnn", "alexnet", "--baseline", ""], "--baseline: empty name"),
+        (["train", "dgx_h100", "alexnet", "--gpus", "1,,2"], "--gpus '1,,2'; allowed"),
+        (["train", "dgx_h100", "alexnet", "--tensor", "0"], "--tensor 0; allowed: an integer >= 1"),
+        (["train", "dgx_h100", "alexnet", "--pipeline", "-1"], "--pipeline -1; allowed"),
+        (["collective", "--sizes", "1:" + "9" * 40], "bytes; allowed: up to 1.13e+15"),
+        (
+            ["collective", "--sizes", "1M", "--set", "nccl.base_latency_us={}"],
+            "base_latency_us has no entry for tree, ring, nvls",
+        ),
+        (
+            ["collective", "--sizes", "1M", "--set", "nccl.hw_latency_us.nvlink.ring=[-1, 1, 1]"],
+            "nccl.hw_latency_us.nvlink.ring.0: Input should be greater than or equal to 0",
+        ),
+        (["collective", "--sizes", "1M", "-o", "n" * 300], "File name too long"),
+        (["run", "tiny_eie", "eie_benchmarks", "-o", "n" * 300], "(300 chars): File name too long"),
+        (["sweep", "eie_pes_fifo_width", "--dask", " "], "--dask: empty name"),
+    ],
+)
+def test_command_line_mistakes_are_one_line(
+    tmp_path: Path, capsys: Any, monkeypatch: Any, argv: list[str], needle: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if "-o" not in argv:
+        argv = [*argv, "-o", "out"]
+    code = main([*argv, "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("archsim: error: "), err
+    assert needle in err, err
+    assert list(tmp_path.iterdir()) == []
