@@ -442,6 +442,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `archsim run | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except RuntimeError as exc:  # pathlib's resolve() on Python < 3.13
+        if not str(exc).startswith("Symlink loop"):
+            raise
+        print(f"archsim: error: {exc}; allowed: a path without a symlink loop", file=sys.stderr)
+        return 2
     except OSError as exc:  # a path the system refuses: too long, read-only, no permission
         if exc.filename is None:
             raise

@@ -377,13 +377,19 @@ def simulate_scnn(
 ) -> tuple[list[LayerOutcome], SimContext]:
     """Run every conv layer; schedule super-tile loads, compute and write-backs in SimPy."""
     runs: list[tuple[ConvLayer | FcLayer | LstmLayer, ScnnConvRun]] = []
+    macs: list[int] = []  # dense-equivalent MACs of each layer (a data layer: its files' shape)
     for spec in workload.layers:
         if isinstance(spec, ConvLayer):
             conv = materialize_conv(spec, seed, workload.base_dir)
-            runs.append((spec, run_scnn_conv(config, conv, float(spec.activation_density))))
+            density = spec.activation_density  # None for a layer read from files: measure it
+            if density is None:
+                density = float(np.count_nonzero(conv.activations)) / max(conv.activations.size, 1)
+            runs.append((spec, run_scnn_conv(config, conv, float(density))))
+            macs.append(spec.macs_dense)
         elif isinstance(spec, FcLayer | LstmLayer):
             mv = materialize_matvec(spec, seed, workload.base_dir, codebook_entries=16)
             runs.append((spec, run_scnn_matvec(config, mv)))
+            macs.append(mv.n_rows * mv.n_cols)
         else:
             raise SimulationError(f"SCNN cannot run layer {spec.name!r} of kind {spec.kind!r}")
     word_bits = config.arithmetic.data_bits + config.index_bits
@@ -415,7 +421,7 @@ def simulate_scnn(
                 cycles=end - start,
                 start_cycle=start,
                 end_cycle=end,
-                macs_dense=_macs_dense(spec),
+                macs_dense=macs[li],
                 macs_effective=run.macs_effective,
                 peak_macs_per_cycle=config.peak_macs_per_cycle,
                 dram_bytes=rd + wr,
@@ -429,11 +435,3 @@ def simulate_scnn(
 def _act_bytes(run: ScnnConvRun, word_bits: int) -> int:
     """Compressed input bytes of one super-tile (they are on chip when the layer fits)."""
     return run.input_nnz * word_bits // 8 // max(1, len(run.items))
-
-
-def _macs_dense(spec: ConvLayer | FcLayer | LstmLayer) -> int:
-    """Dense-equivalent multiply-accumulates of a layer."""
-    if isinstance(spec, ConvLayer):
-        return spec.macs_dense
-    rows, cols = spec.matrix_shape  # type: ignore[misc]
-    return rows * cols

@@ -114,7 +114,7 @@ def compress_onnx(
     None: report only). Returns one storage record per compressed layer."""
     from onnx import numpy_helper
 
-    from archsim.workload.onnx_graph import read_model
+    from archsim.workload.onnx_graph import initializer_array, read_model
 
     src = Path(src)
     model = read_model(src)
@@ -143,7 +143,12 @@ def compress_onnx(
     report = []
     seen = {"conv": 0, "fc": 0}
     for name, kind, init, transposed in targets:
-        w = numpy_helper.to_array(by_name[init]).astype(np.float32)
+        w = initializer_array(src, by_name[init]).astype(np.float32)
+        if w.ndim != (4 if kind == "conv" else 2):
+            raise WorkloadError(
+                f"{src}: initializer {init!r} of {kind} layer {name!r} has shape {w.shape}; "
+                f"allowed: a {'4-D (k, c, r, s)' if kind == 'conv' else '2-D'} weight tensor"
+            )
         mat = weight_matrix(w, kind, transposed)
         bits, ibits = plan.bits(kind)
         density = plan.density(name, kind, seen[kind])

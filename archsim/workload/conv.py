@@ -10,6 +10,7 @@ checked against.
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,12 +131,16 @@ def write_conv_dir(folder: str | Path, weights: np.ndarray, activations: np.ndar
 
 
 def _load_npy(layer: ConvLayer, path: Path, shape: tuple[int, ...]) -> np.ndarray:
-    try:
-        arr = np.load(path, allow_pickle=False)
+    try:  # mapped first: a header's shape is checked before any memory is allocated for it
+        arr = np.load(path, allow_pickle=False, mmap_mode="r")
     except FileNotFoundError:
         raise LayerDataError(layer.name, "data", f"{path}: required data file is missing") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise LayerDataError(layer.name, "data", f"{path}: not a NumPy .npy array: {exc}") from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        raise LayerDataError(
+            layer.name, "data", f"{path}: an .npz archive; allowed: one NumPy .npy array"
+        )
     if tuple(arr.shape) != shape:
         raise LayerDataError(
             layer.name,
@@ -144,7 +149,7 @@ def _load_npy(layer: ConvLayer, path: Path, shape: tuple[int, ...]) -> np.ndarra
         )
     if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)):
         raise LayerDataError(layer.name, "data", f"{path}: allowed: finite float values")
-    return arr.astype(np.float32, copy=False)
+    return np.array(arr, dtype=np.float32)  # read in, the file unmapped
 
 
 def read_conv_dir(layer: ConvLayer, base_dir: str | Path) -> SparseConv:

@@ -95,6 +95,17 @@ def _pe_files(folder: Path, stem: str) -> list[Path]:
     return [found[k] for k in range(n)]
 
 
+#: bytes a model holds per output row of a layer (codes, reference and bound in float64, the
+#: fixed-point output): the most rows a folder may address follows from the memory limit
+_BYTES_PER_ROW = 64
+
+
+def _most_rows() -> int:
+    from archsim.limits import limit
+
+    return int(limit("ARCHSIM_MAX_MEMORY_BYTES")) // _BYTES_PER_ROW
+
+
 def read_eie_dir(
     folder: str | Path, name: str = "eie_layer", n_rows: int | None = None
 ) -> QuantizedMatVec:
@@ -152,6 +163,13 @@ def read_eie_dir(
         raise WorkloadError(f"{folder}: entries in padding columns beyond the {n_cols} inputs")
     is_bias = cols == cols_padded
     inferred = int(rows.max()) + 1 if rows.size else 0
+    most = _most_rows()
+    if inferred > most:
+        raise WorkloadError(
+            f"{folder}: malformed: data has a row {inferred - 1} (a corrupt z, rows skipped, in "
+            f"spm/); allowed: rows up to {most - 1} (ARCHSIM_MAX_MEMORY_BYTES / "
+            f"{_BYTES_PER_ROW} bytes per output row)"
+        )
     if n_rows is None:
         n_rows = inferred
     elif inferred > n_rows:

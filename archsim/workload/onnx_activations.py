@@ -7,6 +7,7 @@ input's shape, or that shape without the batch dimension (one sample).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,15 @@ DEFAULT_INPUT = "uniform [0, 1) values, numpy.random.default_rng(0), one batch"
 def load_input(g: OnnxGraph, npy: str | Path | np.ndarray | None) -> tuple[np.ndarray, str]:
     """(input array of the first data input's shape, its provenance)."""
     name, shape = next(iter(g.inputs.items()))
+    from archsim.limits import limit
+
+    cap = limit("ARCHSIM_MAX_MEMORY_BYTES")
+    if 4 * math.prod(shape) > cap:
+        raise WorkloadError(
+            f"{g.path}: input {name!r} of shape {tuple(shape)} needs {4 * math.prod(shape):.3g} "
+            f"bytes for one batch; allowed: up to {cap:.3g} (ARCHSIM_MAX_MEMORY_BYTES; or a "
+            "smaller --batch / --input-shape, or --no-measure)"
+        )
     if npy is None:
         return np.random.default_rng(0).random(shape, dtype=np.float32), DEFAULT_INPUT
     where = "<array>"
@@ -63,7 +73,8 @@ def measure_activations(g: OnnxGraph, tensor_names: list[str], x: np.ndarray) ->
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4  # fatal only: its errors come back as one exception
+    ort.set_default_logger_severity(4)
     try:
         sess = ort.InferenceSession(
             model.SerializeToString(), opts, providers=["CPUExecutionProvider"]

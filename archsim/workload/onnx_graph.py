@@ -74,6 +74,21 @@ class OnnxGraph:
         return node.name or f"{node.op_type}_{i}"
 
 
+def initializer_array(path: Path, tensor: Any) -> np.ndarray:
+    """An initializer's values; a tensor whose data do not fill its shape (truncated raw
+    bytes, no data at all) is a ``WorkloadError`` naming the file and the initializer."""
+    from onnx import numpy_helper
+
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, KeyError) as exc:
+        dims = tuple(int(d) for d in tensor.dims)
+        raise WorkloadError(
+            f"{path}: initializer {tensor.name!r}: malformed: its data do not fill its shape "
+            f"{dims} ({' '.join(str(exc).split())[:120]}); allowed: a complete tensor"
+        ) from None
+
+
 def read_model(path: Path) -> Any:
     onnx = require_onnx()
     if not path.is_file():
@@ -209,7 +224,6 @@ def load_graph(
     first data input's shape (e.g. AlexNet at 227 x 227).
     """
     require_onnx()
-    from onnx import numpy_helper
 
     path = Path(path)
     model = read_model(path)
@@ -223,7 +237,7 @@ def load_graph(
             shapes[vi.name] = s
     consts: dict[str, ConstTensor] = {}
     for t in g.initializer:
-        arr = numpy_helper.to_array(t)
+        arr = initializer_array(path, t)
         consts[t.name] = ConstTensor(arr.shape, array=arr)
         shapes[t.name] = arr.shape
     inputs = {i.name: shapes.get(i.name, ()) for i in g.input if i.name not in consts}

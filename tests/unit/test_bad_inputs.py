@@ -570,3 +570,76 @@ def test_command_line_mistakes_are_one_line(
     assert code == 2 and len(err.splitlines()) == 1 and err.startswith("archsim: error: "), err
     assert needle in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def _conv_data(folder: Path) -> None:
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    w[np.abs(w) < 0.7] = 0.0
+    folder.mkdir()
+    np.save(folder / "weights.npy", w)
+    np.save(folder / "activations.npy", np.maximum(rng.standard_normal((1, 4, 6, 6)), 0))
+
+
+def test_scnn_runs_layers_read_from_files(tmp_path: Path, capsys: Any, alex8_dir: Path) -> None:
+    """A conv ``data:`` layer has no activation_density (float(None) traced back) and an fc
+    one no matrix shape (unpacking None traced back); both come from the files now."""
+    _conv_data(tmp_path / "cd")
+    shutil.copytree(
+        alex8_dir,
+        tmp_path / "fc",
+        copy_function=shutil.copyfile,
+    )
+    wl = tmp_path / "w.yaml"
+    wl.write_text(
+        "schema_version: 1\nname: t\nsource: test\nlayers:\n"
+        "  - {name: c, kind: conv, c: 4, k: 8, h: 6, w: 6, r: 3, s: 3, pad: 1, data: cd}\n"
+        "  - {name: f, kind: fc, data: fc}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    assert main(["run", "scnn", str(wl), "-o", str(out), "-q"]) == 0, capsys.readouterr().err
+    import pandas as pd
+
+    rows = pd.read_csv(out / "results.csv")
+    assert rows["macs_dense"].tolist() == [8 * 4 * 9 * 36, 4096 * 1000]
+    assert (rows["cycles"] > 0).all()
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (  # a header that claims 4 TB over a 16-byte body: refused before any allocation
+            b"\x93NUMPY\x01\x00"
+            + (118).to_bytes(2, "little")
+            + b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }".ljust(117)
+            + b"\n"
+            + b"\x00" * 16,
+            "not a NumPy .npy array: mmap length is greater than file size",
+        ),
+        (b"PK\x03\x04" + b"\x00" * 100, "not a NumPy .npy array"),  # BadZipFile traced back
+    ],
+)
+def test_conv_data_files_that_lie(tmp_path: Path, capsys: Any, content: bytes, needle: str):
+    _conv_data(tmp_path / "cd")
+    (tmp_path / "cd" / "weights.npy").write_bytes(content)
+    wl = _workload(tmp_path, "{name: c, kind: conv, c: 4, k: 8, h: 6, w: 6, r: 3, s: 3, data: cd}")
+    assert main(["run", "scnn", str(wl), "-o", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "layers.0.data" in err and needle in err, err
+
+
+def test_eie_data_with_a_corrupt_gap_and_no_outputs(
+    tmp_path: Path, capsys: Any, alex8_dir: Path
+) -> None:
+    """With ``outputs`` left out the rows come from the data: a z of 2**32 - 1 asked for a
+    256 GiB array."""
+    data = tmp_path / "d"
+    shutil.copytree(alex8_dir, data, copy_function=shutil.copyfile)
+    spm = np.fromfile(data / "spm" / "spm0.dat", dtype="<u4")
+    spm[1] = 0xFFFFFFFF
+    spm.tofile(data / "spm" / "spm0.dat")
+    wl = _workload(tmp_path, "{name: f, kind: fc, data: d}")
+    assert main(["run", "eie", str(wl), "-o", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "malformed: data has a row 274877907136" in err, err

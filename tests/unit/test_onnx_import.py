@@ -223,3 +223,37 @@ def test_resnet50_import_marks_residual_adds_and_max_pool_as_the_preset() -> Non
     assert got == ref
     assert sum(s.residual_add for s in convs) == 16
     assert [s.max_pool_stride for s in convs].count(2) == 1
+
+
+@pytest.mark.parametrize(("raw", "needle"), [(b"\x00" * 12, "size 3"), (b"", "size 0")])
+def test_an_initializer_whose_data_do_not_fill_its_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], raw: bytes, needle: str
+) -> None:
+    """numpy_helper's reshape ValueError reached the user as a traceback (import, compress)."""
+    from archsim.cli import main
+
+    mm = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
+    path = _tiny(tmp_path, [mm], dims=(1, 4))
+    m = onnx.load(str(path))
+    w = m.graph.initializer[0]
+    del w.float_data[:]
+    w.raw_data = raw
+    onnx.save(m, str(path))
+    compress = ["compress", str(path), "-o", str(tmp_path / "c.onnx"), "--fc-density", "0.5"]
+    for argv in (["import", "onnx", str(path), "-o", str(tmp_path / "w.yaml")], compress):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and "initializer 'w': malformed" in err, err
+        assert needle in err and "(4, 3)" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def test_a_sample_input_larger_than_the_memory_limit_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from archsim.cli import main
+
+    path = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")])
+    assert main(["import", "onnx", str(path), "--batch", str(10**12), "-o", "w.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "input 'x' of shape (1000000000000, 4) needs 1.6e+13 bytes" in err, err
