@@ -24,6 +24,7 @@ from archsim.config.workload import FcLayer, LstmLayer, WorkloadSpec
 from archsim.datapath.eie_encode import EieEncoded, encode_eie, encode_eie_rows
 from archsim.datapath.eie_kernels import (
     TIMING_FIELDS,
+    LayerArrays,
     eie_functional_counts,
     eie_line_reads,
     eie_schedule,
@@ -89,12 +90,14 @@ def functional_error_bound(run: EieLayerRun) -> np.ndarray:
     lay, fp = run.layer, run.fixed_point
     lsb_o, lsb_w, lsb_a = 2.0**-fp.out_frac, 2.0**-fp.weight_frac, 2.0**-fp.act_frac
     # per live product: 0.5 lsb_o + 0.5 lsb_w a + 0.5 lsb_a w + 0.25 lsb_w lsb_a
-    bound = live_error_sums(
-        lay.indptr, lay.row_idx, lay.codes, lay.codebook, lay.activations, lay.n_rows,
-        0.5 * lsb_w, 0.5 * lsb_o, 0.5 * lsb_a, 0.25 * lsb_w * lsb_a,
-    )  # fmt: skip
+    terms = (0.5 * lsb_w, 0.5 * lsb_o, 0.5 * lsb_a, 0.25 * lsb_w * lsb_a)
+    bound = live_error_sums(_arrays(lay), lay.n_rows, terms)
     bias_w = np.abs(lay.codebook.astype(np.float64))[lay.bias_codes]
     return bound + (lay.bias_codes > 0) * (0.5 * lsb_o + 0.5 * lsb_w + 0.5 * lsb_a * bias_w)
+
+
+def _arrays(layer: QuantizedMatVec) -> LayerArrays:
+    return layer.indptr, layer.row_idx, layer.codes, layer.codebook, layer.activations
 
 
 def _live_sums(layer: QuantizedMatVec) -> tuple[np.ndarray, np.ndarray]:
@@ -102,9 +105,7 @@ def _live_sums(layer: QuantizedMatVec) -> tuple[np.ndarray, np.ndarray]:
     reference and the bound on every partial sum, from one compiled pass over the live
     weights; bit for bit ``layer.reference_output()`` and ``layer.abs_bound()`` (their NumPy
     twins, tests/unit/test_eie_live_sums.py)."""
-    ref, absum = live_sums(
-        layer.indptr, layer.row_idx, layer.codes, layer.codebook, layer.activations, layer.n_rows
-    )
+    ref, absum = live_sums(_arrays(layer), layer.n_rows)
     cb = layer.codebook.astype(np.float64)
     return ref + cb[layer.bias_codes], absum + np.abs(cb)[layer.bias_codes]
 

@@ -37,6 +37,7 @@ __all__ = [
     "eie_functional_counts",
     "live_sums",
     "live_error_sums",
+    "LayerArrays",
     "TIMING_FIELDS",
 ]
 
@@ -383,24 +384,21 @@ def _functional(
             real[i] += n_real
 
 
-def live_sums(
-    indptr: np.ndarray,
-    row_idx: np.ndarray,
-    codes: np.ndarray,
-    codebook: np.ndarray,
-    activations: np.ndarray,
-    n_rows: int,
-) -> tuple[np.ndarray, np.ndarray]:
+#: a layer's (indptr int64, row indices int32, codes uint8, codebook float32, activations
+#: float32), as ``QuantizedMatVec`` holds them
+LayerArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def live_sums(arrays: LayerArrays, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """Per row, over the weights whose activation is non-zero (no bias): ``sum w x`` and
     ``sum |w| |x|`` in float64, ``w = codebook[code]``, each row's terms added in column order.
     The same IEEE operations in the same order as ``np.bincount`` over the live entries
     (``QuantizedMatVec.reference_output`` / ``abs_bound``, the NumPy twins), in one pass."""
+    indptr, row_idx, codes, codebook, activations = arrays
     ref = np.zeros(n_rows, dtype=np.float64)
     absum = np.zeros(n_rows, dtype=np.float64)
-    _live_sums(
-        indptr, row_idx, codes, codebook.astype(np.float64), activations.astype(np.float64),
-        ref, absum,
-    )  # fmt: skip
+    cb, act = codebook.astype(np.float64), activations.astype(np.float64)
+    _live_sums(indptr, row_idx, codes, cb, act, ref, absum)
     return ref, absum
 
 
@@ -418,27 +416,16 @@ def _live_sums(indptr, row_idx, codes, cb, act, ref, absum):  # pragma: no cover
             absum[r] += abs(w) * aa
 
 
-def live_error_sums(
-    indptr: np.ndarray,
-    row_idx: np.ndarray,
-    codes: np.ndarray,
-    codebook: np.ndarray,
-    activations: np.ndarray,
-    n_rows: int,
-    per_act: float,
-    per_entry: float,
-    per_weight: float,
-    per_product: float,
-) -> np.ndarray:
+def live_error_sums(arrays: LayerArrays, n_rows: int, terms: tuple[float, ...]) -> np.ndarray:
     """Per row, over the live weights (activation non-zero), in float64 and column order:
-    ``sum ((|x| per_act + per_entry) + |w| per_weight) + per_product``, the terms of the
-    fixed-point error bound (``accelerators.eie.functional_error_bound``), as its NumPy
-    version (``np.bincount`` of the in-place array operations) adds them."""
+    ``sum ((|x| per_act + per_entry) + |w| per_weight) + per_product`` for ``terms`` =
+    (per_act, per_entry, per_weight, per_product), the fixed-point error bound's terms
+    (``accelerators.eie.functional_error_bound``), as its NumPy version (``np.bincount`` of
+    the in-place array operations) adds them."""
+    indptr, row_idx, codes, codebook, activations = arrays
     out = np.zeros(n_rows, dtype=np.float64)
     cb = np.abs(codebook.astype(np.float64))
-    act = activations.astype(np.float64)
-    args = (per_act, per_entry, per_weight, per_product)
-    _live_error_sums(indptr, row_idx, codes, cb, act, *args, out)
+    _live_error_sums(indptr, row_idx, codes, cb, activations.astype(np.float64), *terms, out)
     return out
 
 
