@@ -50,8 +50,12 @@ def _fixed_point(conv: SparseConv, data_bits: int, acc_bits: int) -> tuple[int, 
     amax = float(np.max(conv.activations, initial=0.0))
     wf = frac_bits_for(wmax, data_bits)
     af = frac_bits_for(amax, data_bits)
-    per_k = w_abs.reshape(conv.k, -1).sum(axis=1)
+    with np.errstate(over="ignore"):  # an overflow is caught below
+        per_k = w_abs.reshape(conv.k, -1).sum(axis=1)
     bound = amax * float(per_k.max(initial=0.0))
+    if not math.isfinite(bound):  # float32 sums of values near 3e38 (real data): in float64
+        per_k = w_abs.reshape(conv.k, -1).sum(axis=1, dtype=np.float64)
+        bound = amax * float(per_k.max(initial=0.0))
     return wf, af, frac_bits_for(bound, acc_bits)
 
 

@@ -20,7 +20,7 @@ metrics: {total_time_s: min, total_energy_pj: min}
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -90,10 +90,11 @@ class SweepSpec(ArchsimModel):
     workload: str | list[str] = Field(
         description="Workload preset/path, or a list of them (then the workload is an axis)."
     )
-    seeds: list[NonNegativeInt] = Field(
+    seeds: list[Annotated[int, Field(ge=0, le=2**63 - 1)]] = Field(
         default=[0],
         min_length=1,
-        description="Workload materialisation seeds; more than one makes the seed an axis.",
+        description="Workload materialisation seeds, 0 to 2**63 - 1 (a results column); more "
+        "than one makes the seed an axis.",
     )
     mode: Literal["grid", "zip", "random"] = Field(
         default="grid",

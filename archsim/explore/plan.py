@@ -202,12 +202,22 @@ def _check_axis(base: ArchsimModel, source: str, path: str, values: list) -> lis
             raise ConfigError(
                 source, field_name, f"value {v!r} is not a number; allowed: numbers without quotes"
             )
+        if isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
+            raise ConfigError(
+                source, field_name, f"value {v} is beyond the 64-bit integers a sweep's "
+                f"columns hold; allowed: {_INT64[0]} to {_INT64[1]}"
+            )  # fmt: skip
         try:
             out.append(adapter.validate_python(v))
         except ValidationError as exc:
             msg = exc.errors()[0].get("msg", "invalid value")
             raise ConfigError(source, field_name, f"value {v!r}: {msg}") from None
     return out
+
+
+#: the integers a sweep's Parquet columns hold (an axis value or seed beyond them failed as
+#: the results were written, after the whole sweep had run)
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def _combinations(spec: SweepSpec, source: str, axes: dict[str, list]) -> list[dict[str, Any]]:

@@ -39,8 +39,8 @@ def parse_size(text: str) -> int:
     size = int(m.group(1)) * _UNITS[m.group(2).upper()]
     if size > MAX_SIZE_BYTES:
         raise ArchsimError(
-            f"size {text!r} is {size:.3g} bytes; allowed: up to {MAX_SIZE_BYTES:.3g} (1024T: "
-            "far beyond any GPU's memory)"
+            f"size {text[:40]!r} is a {len(str(size))}-digit byte count; allowed: up to "
+            f"{MAX_SIZE_BYTES} (1024T: far beyond any GPU's memory)"
         )
     return size
 

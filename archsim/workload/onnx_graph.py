@@ -80,13 +80,20 @@ def initializer_array(path: Path, tensor: Any) -> np.ndarray:
     from onnx import numpy_helper
 
     try:
-        return numpy_helper.to_array(tensor)
+        arr = numpy_helper.to_array(tensor)
     except (ValueError, TypeError, KeyError) as exc:
         dims = tuple(int(d) for d in tensor.dims)
         raise WorkloadError(
             f"{path}: initializer {tensor.name!r}: malformed: its data do not fill its shape "
             f"{dims} ({' '.join(str(exc).split())[:120]}); allowed: a complete tensor"
         ) from None
+    if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise WorkloadError(
+            f"{path}: initializer {tensor.name!r}: {bad} NaN or infinite value(s); allowed: "
+            "finite numbers"
+        )
+    return arr
 
 
 def read_model(path: Path) -> Any:

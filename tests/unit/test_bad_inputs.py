@@ -545,7 +545,10 @@ def test_a_vanishing_density_keeps_no_weight_and_ends(tmp_path: Path) -> None:
         (["train", "dgx_h100", "alexnet", "--gpus", "1,,2"], "--gpus '1,,2'; allowed"),
         (["train", "dgx_h100", "alexnet", "--tensor", "0"], "--tensor 0; allowed: an integer >= 1"),
         (["train", "dgx_h100", "alexnet", "--pipeline", "-1"], "--pipeline -1; allowed"),
-        (["collective", "--sizes", "1:" + "9" * 40], "bytes; allowed: up to 1.13e+15"),
+        (
+            ["collective", "--sizes", "1:" + "9" * 40],
+            "40-digit byte count; allowed: up to 1125899906842624",
+        ),
         (
             ["collective", "--sizes", "1M", "--set", "nccl.base_latency_us={}"],
             "base_latency_us has no entry for tree, ring, nvls",
@@ -643,3 +646,36 @@ def test_eie_data_with_a_corrupt_gap_and_no_outputs(
     assert main(["run", "eie", str(wl), "-o", str(tmp_path / "out"), "-q"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "malformed: data has a row 274877907136" in err, err
+
+
+def test_sweep_values_beyond_64_bits_are_refused_before_running(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """They failed in pyarrow as the results were written, after every point had run."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+        "axes:\n  pe_array.num_pes: [4, 18446744073709551616]\n",
+        encoding="utf-8",
+    )
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "-j", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "axes.pe_array.num_pes: value 18446744073709551616 is beyond the 64-bit" in err, err
+    spec.write_text(spec.read_text().replace("[4, 18446744073709551616]", "[4]") + "seeds: [" +
+                    str(2**64) + "]\n")  # fmt: skip
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "-j", "1"]) == 2
+    assert "seeds.0: Input should be less than or equal to 9223372036854775807" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_scnn_data_near_the_float32_limit_runs(tmp_path: Path, capsys: Any) -> None:
+    """Per-filter sums of 3e38 overflowed float32 to inf: log2(inf) traced back."""
+    folder = tmp_path / "cd"
+    folder.mkdir()
+    np.save(folder / "weights.npy", np.full((8, 4, 3, 3), 3e38, np.float32))
+    np.save(folder / "activations.npy", np.full((1, 4, 6, 6), 3e38, np.float32))
+    wl = _workload(tmp_path, "{name: c, kind: conv, c: 4, k: 8, h: 6, w: 6, r: 3, s: 3, data: cd}")
+    assert main(["run", "scnn", str(wl), "-o", str(tmp_path / "out"), "-q"]) == 0
+    assert capsys.readouterr().err == ""
