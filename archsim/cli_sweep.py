@@ -144,12 +144,19 @@ def rebuild_sweep_report(folder: Path) -> Path:
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         axes, metrics, name = list(meta["axes"]), list(meta["metrics"]), meta["spec"]["name"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise ArchsimError(
             f"{meta_path}: not a sweep.json written by `archsim sweep` ({type(exc).__name__}: "
-            f"{exc}); allowed: re-run the sweep to rewrite it"
+            f"{' '.join(str(exc).split())[:160]}); allowed: re-run the sweep to rewrite it"
         ) from None
-    points = totals(pd.read_parquet(parquet))
+    try:
+        frame = pd.read_parquet(parquet)
+        points = totals(frame)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # pyarrow's errors among them
+        raise ArchsimError(
+            f"{parquet}: not a results table written by `archsim sweep` ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:160]}); allowed: re-run the sweep to rewrite it"
+        ) from None
     return write_sweep_report(points, folder, axes=axes, metrics=metrics, title=f"Sweep {name}")
 
 

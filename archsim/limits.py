@@ -13,7 +13,7 @@ with the environment variables below when the machine has the memory and time.
   GPU, whose k-loop a CTA is timed through step by step (2**30: 11 s, 440 MB).
 
 Tensor Core GPUs are planned analytically per wave, and materialise no tensor beyond the
-functional check's bounded sample: only their cycles and reduction length are checked.
+functional check's bounded sample: only their reduction length is checked.
 """
 
 from __future__ import annotations
@@ -118,8 +118,12 @@ def _folds(hw: Any, layer: Any) -> int:
 def _refuse(origin: str, index: int, layer: Any, what: str, need: float, env: str) -> None:
     cap = limit(env)
     if need > cap:
+        try:
+            about = f"about {need:.3g}"
+        except OverflowError:  # an integer beyond any float
+            about = f"a {len(str(int(need)))}-digit number of"
         raise SimulationError(
-            f"{origin}: layers.{index}: layer {layer.name!r} needs about {need:.3g} {what}; "
+            f"{origin}: layers.{index}: layer {layer.name!r} needs {about} {what}; "
             f"allowed: up to {cap:.3g} (set {env} to raise it if the machine can take it)"
         )
 
@@ -129,7 +133,7 @@ def check_workload_size(hw: Any, workload: Any) -> None:
     acc = hw.accelerator
     peak = max(int(hw.peak_macs_per_cycle), 1)
     if acc == "tensor_core":
-        _check_gpu_layers(workload, peak)
+        _check_gpu_layers(workload)
         return
     kinds = LAYER_KINDS.get(acc)
     for i, layer in enumerate(workload.layers):
@@ -159,11 +163,13 @@ def _reduction(layer: Any) -> int:
     return 0 if shape is None else int(shape[1])
 
 
-def _check_gpu_layers(workload: Any, peak: int) -> None:
+def _check_gpu_layers(workload: Any) -> None:
+    """Only the reduction length: a GPU plans a layer per wave analytically, so a batch of
+    10^13 runs (cycles are not bounded); what overflows the model's 64-bit arithmetic is
+    refused per layer as it runs (``gpu_run.layer_in_range``)."""
     for i, layer in enumerate(workload.layers):
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
         origin = workload.origin
-        _refuse(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
         _refuse(origin, i, layer, "multiply-adds per output (K)", _reduction(layer),
                 "ARCHSIM_MAX_REDUCTION")  # fmt: skip

@@ -195,17 +195,30 @@ class RunResult:
         text = str(text_or_path)
         if isinstance(text_or_path, Path) or not text.lstrip().startswith("{"):
             source = text
+            path = Path(text_or_path)
             try:
-                text = Path(text_or_path).read_text(encoding="utf-8")
+                if path.exists() and not path.is_file():  # a FIFO would block the read
+                    raise ArchsimError(f"{source}: not a regular file; allowed: a results.json")
+                text = path.read_text(encoding="utf-8")
             except OSError as exc:
                 raise ArchsimError(f"{source}: cannot read results: {exc.strerror}") from None
+            except UnicodeDecodeError:
+                raise ArchsimError(
+                    f"{source}: malformed results.json: not UTF-8 text; allowed: the UTF-8 JSON "
+                    "archsim writes"
+                ) from None
         try:
             data = json.loads(text)
             if not isinstance(data, dict):
                 raise ValueError("top level must be an object")
             if data.pop("format_version", None) != RESULTS_FORMAT_VERSION:
                 raise ValueError(f"format_version must be {RESULTS_FORMAT_VERSION}")
-            return _RUN_ADAPTER.validate_python(data, strict=False)
+            run = _RUN_ADAPTER.validate_python(data, strict=False)
+            if not (math.isfinite(run.clock_hz) and run.clock_hz > 0):
+                raise ValueError(f"clock_hz {run.clock_hz!r}; allowed: a positive number")
+            return run
+        except RecursionError:
+            raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err.get("loc", ()))

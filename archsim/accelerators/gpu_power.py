@@ -35,7 +35,7 @@ from archsim.accelerators.gpu_conv import (
     memory_cycles,
 )
 from archsim.accelerators.gpu_plan import KernelPlan
-from archsim.accelerators.gpu_run import simulate_tensor_core
+from archsim.accelerators.gpu_run import layer_in_range, simulate_tensor_core
 from archsim.accelerators.tensor_core import (
     KernelRun,
     gemm_counts,
@@ -415,17 +415,18 @@ def simulate_gpu(
     f_nom = config.clock.frequency_hz
     ctx = SimContext(f_nom)
     outcomes = []
-    for spec in workload.layers:
+    for i, spec in enumerate(workload.layers):
         toggle = toggle_fraction(spec.operand_activity)
         start = int(ctx.env.now)
-        if isinstance(spec, ConvLayer):
-            o, f, counts, extras = _conv_layer(config, spec, energy_pj, toggle, start, seed)
-        else:
-            try:
-                prob = lower_to_gemm(spec)
-            except ValueError as exc:
-                raise SimulationError(str(exc)) from None
-            o, f, counts, extras = _gemm_layer(config, prob, energy_pj, toggle, start, seed)
+        with layer_in_range(workload, i):
+            if isinstance(spec, ConvLayer):
+                o, f, counts, extras = _conv_layer(config, spec, energy_pj, toggle, start, seed)
+            else:
+                try:
+                    prob = lower_to_gemm(spec)
+                except ValueError as exc:
+                    raise SimulationError(str(exc)) from None
+                o, f, counts, extras = _gemm_layer(config, prob, energy_pj, toggle, start, seed)
         cycles = max(1, round(o.cycles * f_nom / f))
         ctx.env.process(_advance(ctx, cycles))
         ctx.run()

@@ -107,12 +107,17 @@ def _line_of(text: str, section: str | None, key: str) -> int:
     return header
 
 
+#: largest integer a SCALE-Sim setting may hold (array sides, SRAM kB, bandwidths): beyond it
+#: a value is a typing mistake (and 10**400 overflowed the float conversion of Bandwidth)
+_MOST = 10**9
+
+
 def read_scalesim_config(path: str | Path) -> dict[str, Any]:
     """A ``systolic`` hardware mapping from a SCALE-Sim ``.cfg`` (sizes kB -> bytes, 1-byte
     words, USER/CALC interface bandwidth, ``timing_model: scalesim``, 1 GHz, 28 nm)."""
     path = Path(path)
     text = _read_text(path)
-    parser = configparser.ConfigParser()
+    parser = configparser.ConfigParser(interpolation=None)  # a '%' is text, not a reference
     try:
         parser.read_string(text, source=str(path))
     except configparser.Error as exc:
@@ -143,11 +148,12 @@ def read_scalesim_config(path: str | Path) -> dict[str, Any]:
             value = int(raw.split(",")[0].strip())
         except ValueError:
             value = None
-        if value is None or value < low:
+        if value is None or not low <= value <= _MOST:
             line = _line_of(text, section, key)
             raise ConfigError(
-                str(path), f"line {line}", f"{key} = {raw!r}: allowed an integer >= {low}"
-            )
+                str(path), f"line {line}",
+                f"{key} = {raw[:40]!r}: allowed an integer from {low} to {_MOST:,}",
+            )  # fmt: skip
         return value
 
     if not parser.has_section(_ARCH):
@@ -322,7 +328,7 @@ def scalesim_unmodelled(cfg: str | Path) -> list[str]:
     not modelled; <what archsim does>"``. Settings at their "off" value are not reported."""
     path = Path(cfg)
     text = _read_text(path)
-    parser = configparser.ConfigParser()
+    parser = configparser.ConfigParser(interpolation=None)
     parser.read_string(text, source=str(path))  # read_scalesim_config already validated it
     sparse = parser.get("sparsity", "SparsitySupport", fallback="false").strip().lower()
     out = []

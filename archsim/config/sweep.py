@@ -57,8 +57,10 @@ class AxisRange(ArchsimModel):
         description="First value of the range, in the unit of the swept field (> 0 with log)."
     )
     high: float = Field(description="Last value of the range (>= low), in the field's unit.")
-    num: PositiveInt | None = Field(
-        default=None, description="Values taken from the range in grid/zip mode (required there)."
+    num: Annotated[int, Field(ge=1, le=10_000_000)] | None = Field(
+        default=None,
+        description="Values taken from the range in grid/zip mode (required there), at most "
+        "10,000,000 (an integer range makes them all before dropping the duplicates).",
     )
     log: bool = Field(default=False, description="Geometric spacing / log-uniform sampling.")
     integer: bool = Field(default=False, description="Round to integers (duplicates dropped).")

@@ -496,7 +496,7 @@ def test_a_name_longer_than_the_file_system_allows(tmp_path: Path, capsys: Any, 
         (  # dimensions beyond int64 in the planner's array arithmetic
             ["run", "h100"],
             "{name: g, kind: gemm, m: 18446744073709551616, n: 8, k: 8}",
-            "cycles; allowed: up to 1e+12",
+            "beyond what the GPU model's 64-bit arithmetic holds (OverflowError)",
         ),
         (  # the same in a training step's lowered GEMMs: named by the workload file
             ["train", "dgx_h100"],
@@ -679,3 +679,34 @@ def test_scnn_data_near_the_float32_limit_runs(tmp_path: Path, capsys: Any) -> N
     wl = _workload(tmp_path, "{name: c, kind: conv, c: 4, k: 8, h: 6, w: 6, r: 3, s: 3, data: cd}")
     assert main(["run", "scnn", str(wl), "-o", str(tmp_path / "out"), "-q"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_report_on_a_results_json_that_lies(tmp_path: Path, capsys: Any) -> None:
+    """A zero clock divided by zero; UTF-16 text and 100,000 nested brackets traced back."""
+    out = tmp_path / "r"
+    assert main(["run", "tiny_eie", "eie_benchmarks", "-o", str(out), "-q", "--no-report"]) == 0
+    good = (out / "results.json").read_text(encoding="utf-8")
+    cases = [
+        (good.replace('"clock_hz": ', '"clock_hz": 0, "was": ', 1).encode(), "clock_hz 0"),
+        (good.encode("utf-16"), "not UTF-8 text"),
+        (("[" * 100_000 + "]" * 100_000).encode(), "nested too deeply"),
+    ]
+    for content, needle in cases:
+        (out / "results.json").write_bytes(content)
+        assert main(["report", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and needle in err, err
+
+
+def test_scalesim_config_with_percent_signs_and_huge_numbers(tmp_path: Path, capsys: Any):
+    """configparser's interpolation raised on a '%'; a 401-digit Bandwidth overflowed float."""
+    fixtures = ROOT / "tests" / "fixtures" / "scalesim"
+    cfg = tmp_path / "a.cfg"
+    text = (fixtures / "small_gemm_os_4x4_user.cfg").read_text(encoding="utf-8")
+    cfg.write_text(text.replace("run_name = small_gemm_os_4x4_user", "run_name = 100%"))
+    topo = str(fixtures / "small_gemm_os_4x4_user.csv")
+    assert main(["run", "--from-scalesim", str(cfg), topo, "-o", str(tmp_path / "o"), "-q"]) == 0
+    cfg.write_text(text.replace("Bandwidth : 2", "Bandwidth : 1" + "0" * 400))
+    assert main(["run", "--from-scalesim", str(cfg), topo, "-o", str(tmp_path / "p"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "a.cfg: line 13: Bandwidth = " in err and "from 1 to 1,000,000,000" in err, err

@@ -85,7 +85,7 @@ def _line_no(path: Path, needle: str) -> int:
         ("ArrayHeight:    32", "ArrayHeight:    lots", "ArrayHeight", "integer"),
         ("Dataflow : os", "Dataflow : xs", "Dataflow", "allowed: os, ws, is"),
         ("InterfaceBandwidth: USER", "InterfaceBandwidth: FAST", "InterfaceBandwidth", "USER"),
-        ("IfmapSramSzkB:   64", "IfmapSramSzkB:   0", "IfmapSramSzkB", ">= 1"),
+        ("IfmapSramSzkB:   64", "IfmapSramSzkB:   0", "IfmapSramSzkB", "from 1 to 1,000,000,000"),
         ("ArrayWidth:     32\n", "this line is not ini\n", "this line is not ini", "malformed"),
     ],
 )
