@@ -177,6 +177,14 @@ def _need(doc: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
+def _positive(doc: Mapping[str, Any], key: str, where: str) -> float:
+    """``doc[key]``, a number > 0 (a count, a clock, a power, a time)."""
+    value = _need(doc, key, float, where)
+    if not value > 0:
+        raise MeasurementError(where, key, f"{value!r} is not valid; allowed: a number > 0")
+    return value
+
+
 #: readings of a ``memory_eager`` / ``energy`` entry that must be numbers > 0 (a time, the
 #: bytes or energy of one call) and those that may also be 0
 _POSITIVE = ("time_s", "seconds", "joules_per_call", "calls", "bytes_moved", "bytes",
@@ -251,7 +259,13 @@ def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     device = _need(doc, "device", dict, where)
     _need(device, "name", str, f"{where}: device")
     _need(device, "sms", int, f"{where}: device")
+    _positive(device, "sms", f"{where}: device")
+    for key in ("max_sm_clock_mhz", "power_limit_w", "idle_sm_clock_mhz"):
+        if key in device:
+            _positive(device, key, f"{where}: device")
     memory = _need(doc, "memory_eager", dict, where)
+    for key in [k for k in memory if k.startswith("tiny_kernel")]:
+        _positive(memory, key, f"{where}: memory_eager")
     energy = _need(doc, "energy", dict, where)
     _check_entries(memory, "memory_eager", where)
     if "idle_watts" in energy:

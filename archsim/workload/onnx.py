@@ -12,6 +12,7 @@ take the stated default 1.0 (dense) and a warning says so.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,8 +203,8 @@ def read_onnx(
     densities of the preset layer of the same kind and shape (matched in order).
     """
     path = Path(path)
-    if zero_threshold < 0:
-        raise WorkloadError(f"--zero-threshold: {zero_threshold} is negative; allowed: >= 0")
+    if not (zero_threshold >= 0 and math.isfinite(zero_threshold)):  # NaN fails ">= 0"
+        raise WorkloadError(f"--zero-threshold: {zero_threshold}; allowed: a finite number >= 0")
     g = load_graph(path, batch, input_shape)
     placed, warnings, used = _place_all(g, path)
     ops = summarize_ops(g, used)

@@ -74,3 +74,30 @@ def test_h100_copies_and_copy_energy_match_the_measurements(h100_dir: Path) -> N
     got = copy_energy(h100, "hbm_copy_4GB", entry)
     err = got["sim_energy_j"] / entry["joules_per_call"] - 1
     assert abs(err) < 0.05, f"{got['sim_energy_j']:.4f} J vs {entry['joules_per_call']:.4f} J"
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [
+        ("device", "sms", 0),
+        ("device", "max_sm_clock_mhz", 0),
+        ("device", "power_limit_w", -700),
+        ("memory_eager", "tiny_kernel_back_to_back_s", 0),
+    ],
+)
+def test_device_readings_that_cannot_be(tmp_path, h100_dir, section, key, value) -> None:
+    """`calibrate` accepted them (exit 0) and wrote a launch cost of 0 s."""
+    import json
+    import shutil
+
+    from archsim.cli import main
+
+    folder = tmp_path / "m"
+    shutil.copytree(h100_dir, folder, copy_function=shutil.copyfile)
+    path = folder / "device_memory_energy.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc[section][key] = value
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    out = tmp_path / "cal.yaml"
+    assert main(["calibrate", "tensor_core", "--measured", str(folder), "-o", str(out)]) == 2
+    assert not out.exists()

@@ -257,3 +257,10 @@ def test_a_sample_input_larger_than_the_memory_limit_is_refused(
     assert main(["import", "onnx", str(path), "--batch", str(10**12), "-o", "w.yaml"]) == 2
     err = capsys.readouterr().err
     assert "input 'x' of shape (1000000000000, 4) needs 1.6e+13 bytes" in err, err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_zero_threshold_must_be_finite(tmp_path: Path, value: str) -> None:
+    path = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], dims=(1, 4))
+    with pytest.raises(WorkloadError, match="allowed: a finite number >= 0"):
+        read_onnx(path, measure=False, zero_threshold=float(value))
