@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from archsim.config.base import (
     ArchsimModel,
@@ -194,6 +194,12 @@ def _check_axis(base: ArchsimModel, source: str, path: str, values: list) -> lis
         set_dotted(base.model_dump(), path, values[0], source)
     except ConfigError as exc:
         raise ConfigError(source, f"axes.{exc.field}", exc.problem) from None
+    leaf = _unwrap(_field_type(type(base), path))
+    if (isinstance(leaf, type) and issubclass(leaf, BaseModel)) or typing.get_origin(leaf) is dict:
+        raise ConfigError(
+            source, field_name, "names a whole section, whose values a results column cannot "
+            "hold; allowed: a field inside it (e.g. pe_array.num_pes)"
+        )  # fmt: skip
     adapter = _field_adapter(type(base), path)
     numeric = number_type(_field_type(type(base), path))
     out = []

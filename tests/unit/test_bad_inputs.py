@@ -710,3 +710,16 @@ def test_scalesim_config_with_percent_signs_and_huge_numbers(tmp_path: Path, cap
     assert main(["run", "--from-scalesim", str(cfg), topo, "-o", str(tmp_path / "p"), "-q"]) == 2
     err = capsys.readouterr().err
     assert "a.cfg: line 13: Bandwidth = " in err and "from 1 to 1,000,000,000" in err, err
+
+
+def test_a_sweep_axis_over_a_whole_section_is_refused(tmp_path: Path, capsys: Any) -> None:
+    """Its values (configs) reached pyarrow as the results were written: ArrowInvalid."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+        "axes:\n  pe_array: [{num_pes: 4}]\n",
+        encoding="utf-8",
+    )
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "-j", "1"]) == 2
+    assert "axes.pe_array: names a whole section" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
