@@ -52,7 +52,10 @@ def load_input(g: OnnxGraph, npy: str | Path | np.ndarray | None) -> tuple[np.nd
             f"{where}: shape {tuple(arr.shape)} does not fit input {name!r} of {g.path}; "
             f"allowed: {tuple(shape)} or {tuple(shape[1:])} (one sample)"
         )
-    return np.ascontiguousarray(arr, dtype=np.float32), f"{where} ({arr.shape[0]} samples)"
+    out = np.ascontiguousarray(arr, dtype=np.float32)
+    if not np.all(np.isfinite(out)):
+        raise WorkloadError(f"{where}: NaN or infinite input values; allowed: finite numbers")
+    return out, f"{where} ({arr.shape[0]} samples)"
 
 
 def measure_activations(g: OnnxGraph, tensor_names: list[str], x: np.ndarray) -> dict:

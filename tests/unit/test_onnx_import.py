@@ -264,3 +264,10 @@ def test_zero_threshold_must_be_finite(tmp_path: Path, value: str) -> None:
     path = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], dims=(1, 4))
     with pytest.raises(WorkloadError, match="allowed: a finite number >= 0"):
         read_onnx(path, measure=False, zero_threshold=float(value))
+
+
+def test_sample_inputs_must_be_finite(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], dims=(1, 4))
+    np.save(tmp_path / "x.npy", np.array([[1.0, np.nan, 0.0, 2.0]], dtype=np.float32))
+    with pytest.raises(WorkloadError, match="NaN or infinite input values"):
+        read_onnx(path, inputs=tmp_path / "x.npy")
