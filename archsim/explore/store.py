@@ -52,8 +52,26 @@ def records_to_table(records: Iterable[Mapping[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows)
 
 
-def merge_tables(tables: list[pa.Table]) -> pa.Table | None:
-    """Concatenate tables (later tables win for a repeated ``point_key``); None when empty."""
+def merge_tables(tables: list[pa.Table], where: str | Path = "sweep store") -> pa.Table | None:
+    """Concatenate tables (later tables win for a repeated ``point_key``); None when empty.
+    Tables that do not fit together (a store edited or damaged between runs: no
+    ``point_key``, a column of another type) are an ``ArchsimError`` naming ``where``."""
+    try:
+        return _merge(tables)
+    except (KeyError, pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ArchsimError(_damaged(where, exc)) from None
+
+
+def _damaged(where: str | Path, exc: BaseException) -> str:
+    problem = " ".join(str(exc).split())[:160]
+    return (
+        f"{where}: the stored tables do not fit together ({type(exc).__name__}: {problem}); "
+        "allowed: a store written by `archsim sweep` (delete the folder's store/, or write to "
+        "another -o, to start over)"
+    )
+
+
+def _merge(tables: list[pa.Table]) -> pa.Table | None:
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return None
@@ -135,11 +153,14 @@ class SweepStore:
 
     def finished(self, retry_errors: bool = False) -> set[str]:
         """Keys of the points already in the store (errors too, unless ``retry_errors``)."""
-        merged = merge_tables(self.tables())
+        merged = merge_tables(self.tables(), self.parts)
         if merged is None:
             return set()
-        keys = merged.column("point_key").to_pylist()
-        status = merged.column("status").to_pylist()
+        try:
+            keys = merged.column("point_key").to_pylist()
+            status = merged.column("status").to_pylist()
+        except KeyError as exc:
+            raise ArchsimError(_damaged(self.parts, exc)) from None
         return {k for k, s in zip(keys, status, strict=True) if s == "ok" or not retry_errors}
 
     def append(self, table: pa.Table) -> Path:
@@ -166,7 +187,7 @@ class SweepStore:
         tables = [self._read(f) for f in files]
         if files == [self.parts / _COMPACTED]:
             return tables
-        merged = merge_tables(tables)
+        merged = merge_tables(tables, self.parts)
         if merged is None:
             return []
         merged = self._stamp(merged)

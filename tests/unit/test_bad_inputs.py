@@ -723,3 +723,31 @@ def test_a_sweep_axis_over_a_whole_section_is_refused(tmp_path: Path, capsys: An
     assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "-j", "1"]) == 2
     assert "axes.pe_array: names a whole section" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_resuming_into_a_damaged_store_is_one_line(tmp_path: Path, capsys: Any) -> None:
+    """A store edited between runs traced back (KeyError / ArrowTypeError) on resume."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from archsim.errors import ArchsimError
+    from archsim.explore.store import merge_tables
+
+    (tmp_path / "w.yaml").write_text(WORKLOAD, encoding="utf-8")
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: w.yaml\n"
+        "axes:\n  pe_array.num_pes: [2, 4]\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-q", "-j", "1"]) == 0
+    for table, missing in ((pa.table({"a": [1]}), "point_key"), (pa.table({"point_key": ["x"]}),
+                                                                  "status")):  # fmt: skip
+        pq.write_table(table, out / "store" / "compacted.parquet")
+        assert main(["sweep", str(spec), "-o", str(out), "-q", "-j", "1"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and "the stored tables do not fit together" in err, err
+        assert f'Field "{missing}" does not exist' in err, err
+    with pytest.raises(ArchsimError, match="ArrowTypeError"):
+        merge_tables([pa.table({"point_key": ["a"]}), pa.table({"point_key": [1]})])
