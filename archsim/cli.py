@@ -21,7 +21,7 @@ from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.cli_system import add_parsers as add_system_parsers
 from archsim.cli_system import cmd_collective, cmd_train
-from archsim.errors import ArchsimError, ConfigError, WorkloadError
+from archsim.errors import ArchsimError, ConfigError, WorkloadError, one_line, shown_name
 
 if TYPE_CHECKING:
     from archsim.results import RunResult
@@ -421,10 +421,6 @@ def _no_empty_names(args: argparse.Namespace) -> None:
             raise ArchsimError(f"--{name}: empty name; allowed: {allowed}")
 
 
-#: longest path shown back in an error message, characters
-_SHOWN_PATH = 120
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``archsim`` console script; returns the exit code."""
     parser = build_parser()
@@ -436,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _no_empty_names(args)
         return _COMMANDS[args.command](args)
     except ArchsimError as exc:
-        message = " ".join(str(exc).split())  # always one line
+        message = one_line(exc)  # always one line
         print(f"archsim: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `archsim run | head`: the reader left; not an error of ours
@@ -450,12 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a path the system refuses: too long, read-only, no permission
         if exc.filename is None:
             raise
-        where = str(exc.filename)
-        if len(where) > _SHOWN_PATH:
-            where = f"{where[:_SHOWN_PATH]}... ({len(where)} chars)"
+        where, why = shown_name(str(exc.filename)), exc.strerror or exc
         print(
-            f"archsim: error: {where}: {exc.strerror or exc}; allowed: a path this user can "
-            "create, write and read",
+            f"archsim: error: {where}: {why}; allowed: a path this user can create, write and read",
             file=sys.stderr,
         )
         return 2

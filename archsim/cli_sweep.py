@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.background import import_in_background
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, one_line
 from archsim.limits import DEFAULT_MAX_POINTS
 
 if TYPE_CHECKING:  # pandas and the sweep engine load when a sweep runs, not for `--help`
@@ -147,7 +147,7 @@ def rebuild_sweep_report(folder: Path) -> Path:
     except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise ArchsimError(
             f"{meta_path}: not a sweep.json written by `archsim sweep` ({type(exc).__name__}: "
-            f"{' '.join(str(exc).split())[:160]}); allowed: re-run the sweep to rewrite it"
+            f"{one_line(exc, 160)}); allowed: re-run the sweep to rewrite it"
         ) from None
     try:
         frame = pd.read_parquet(parquet)
@@ -155,7 +155,7 @@ def rebuild_sweep_report(folder: Path) -> Path:
     except (OSError, ValueError, KeyError, TypeError) as exc:  # pyarrow's errors among them
         raise ArchsimError(
             f"{parquet}: not a results table written by `archsim sweep` ({type(exc).__name__}: "
-            f"{' '.join(str(exc).split())[:160]}); allowed: re-run the sweep to rewrite it"
+            f"{one_line(exc, 160)}); allowed: re-run the sweep to rewrite it"
         ) from None
     return write_sweep_report(points, folder, axes=axes, metrics=metrics, title=f"Sweep {name}")
 

@@ -2,7 +2,30 @@
 
 from __future__ import annotations
 
-__all__ = ["ArchsimError", "ConfigError", "WorkloadError", "SimulationError"]
+__all__ = [
+    "ArchsimError",
+    "ConfigError",
+    "WorkloadError",
+    "SimulationError",
+    "one_line",
+    "shown_name",
+]
+
+#: longest name or path an error message shows back, characters
+SHOWN_CHARS = 120
+
+
+def one_line(message: object, limit: int | None = None) -> str:
+    """``str(message)`` on one line (runs of white space, newlines included, as one space),
+    cut to ``limit`` characters when given: how an error quotes another's message."""
+    text = " ".join(str(message).split())
+    return text if limit is None else text[:limit]
+
+
+def shown_name(text: str) -> str:
+    """``text`` as an error message shows it: cut to ``SHOWN_CHARS`` characters, with its
+    length, when longer (a 5,000-character preset name or path)."""
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text)} chars)"
 
 
 class ArchsimError(Exception):

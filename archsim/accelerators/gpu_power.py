@@ -35,7 +35,7 @@ from archsim.accelerators.gpu_conv import (
     memory_cycles,
 )
 from archsim.accelerators.gpu_plan import KernelPlan
-from archsim.accelerators.gpu_run import layer_in_range, simulate_tensor_core
+from archsim.accelerators.gpu_run import gemm_problem, layer_in_range, simulate_tensor_core
 from archsim.accelerators.tensor_core import (
     KernelRun,
     gemm_counts,
@@ -47,8 +47,7 @@ from archsim.config.gpu import GpuConfig, rate_key
 from archsim.config.gpu_power import GpuPowerConfig
 from archsim.config.workload import ConvLayer, WorkloadSpec, toggle_fraction
 from archsim.engine.context import SimContext
-from archsim.errors import SimulationError
-from archsim.workload.gemm import GemmProblem, lower_to_gemm
+from archsim.workload.gemm import GemmProblem
 
 __all__ = [
     "ClockSolution",
@@ -422,10 +421,7 @@ def simulate_gpu(
             if isinstance(spec, ConvLayer):
                 o, f, counts, extras = _conv_layer(config, spec, energy_pj, toggle, start, seed)
             else:
-                try:
-                    prob = lower_to_gemm(spec)
-                except ValueError as exc:
-                    raise SimulationError(str(exc)) from None
+                prob = gemm_problem(spec)
                 o, f, counts, extras = _gemm_layer(config, prob, energy_pj, toggle, start, seed)
         cycles = max(1, round(o.cycles * f_nom / f))
         ctx.env.process(_advance(ctx, cycles))

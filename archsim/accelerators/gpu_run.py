@@ -16,9 +16,9 @@ from archsim.config.gpu import GpuConfig
 from archsim.config.workload import ConvLayer, WorkloadSpec
 from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
-from archsim.workload.gemm import lower_to_gemm
+from archsim.workload.gemm import GemmProblem, lower_to_gemm
 
-__all__ = ["layer_in_range", "simulate_tensor_core"]
+__all__ = ["gemm_problem", "layer_in_range", "simulate_tensor_core"]
 
 
 @contextmanager
@@ -35,6 +35,15 @@ def layer_in_range(workload: WorkloadSpec, index: int) -> Iterator[None]:
             f"model's 64-bit arithmetic holds ({type(exc).__name__}); allowed: dimensions "
             "whose products stay below 2**63"
         ) from None
+
+
+def gemm_problem(spec: Any) -> GemmProblem:
+    """The GEMM a non-conv layer runs as; a layer the GPU model cannot lower is a
+    ``SimulationError``."""
+    try:
+        return lower_to_gemm(spec)
+    except ValueError as exc:
+        raise SimulationError(str(exc)) from None
 
 
 def simulate_tensor_core(
@@ -54,10 +63,7 @@ def _layer(config: GpuConfig, spec: Any, ctx: SimContext, seed: int) -> LayerOut
         out = conv_outcome(config, spec, int(ctx.env.now), seed)
         ctx.run(until=out.end_cycle)
         return out
-    try:
-        prob = lower_to_gemm(spec)
-    except ValueError as exc:
-        raise SimulationError(str(exc)) from None
+    prob = gemm_problem(spec)
     tried = _simulate_plans(config, prob)
     best, _ = min(tried, key=lambda mr: mr[1].cycles)
     start = int(ctx.env.now)

@@ -13,7 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import ConfigError
+from archsim.errors import ConfigError, shown_name
 
 if TYPE_CHECKING:  # the accelerator models load when a config names them
     from archsim.config.sweep import SweepSpec
@@ -137,13 +137,9 @@ def _stat_ok(path: Path, test: str) -> bool:
         return False
 
 
-#: longest preset name or path shown back in an error message, characters
-_SHOWN_NAME = 120
-
-
 def _resolve(name_or_path: str | Path, kind: str) -> Path:
     text = str(name_or_path)
-    shown = text if len(text) <= _SHOWN_NAME else f"{text[:_SHOWN_NAME]}... ({len(text)} chars)"
+    shown = shown_name(text)
     path = Path(text).expanduser()
     if path.suffix in (".yaml", ".yml") or _stat_ok(path, "exists") or "/" in text:
         if not _stat_ok(path, "is_file"):

@@ -164,13 +164,15 @@ class NcclConfig(ArchsimModel):
     def _latency_tables(self) -> NcclConfig:
         """Every algorithm in ``base_latency_us``, every link kind and algorithm in
         ``hw_latency_us`` (the model reads them all)."""
-        for name, table in [("base_latency_us", self.base_latency_us)] + [
-            (f"hw_latency_us.{hw}", self.hw_latency_us.get(hw, {})) for hw in _LATENCY_HW
-        ]:
-            if name != "base_latency_us" and name.split(".")[1] not in self.hw_latency_us:
-                raise ValueError(
-                    f"{name} is missing; allowed: hw_latency_us with {', '.join(_LATENCY_HW)}"
-                )
+        absent = [hw for hw in _LATENCY_HW if hw not in self.hw_latency_us]
+        if absent:
+            raise ValueError(
+                f"hw_latency_us.{absent[0]} is missing; allowed: hw_latency_us with "
+                f"{', '.join(_LATENCY_HW)}"
+            )
+        tables = {"base_latency_us": self.base_latency_us}
+        tables |= {f"hw_latency_us.{hw}": self.hw_latency_us[hw] for hw in _LATENCY_HW}
+        for name, table in tables.items():
             missing = [a for a in _LATENCY_ALGOS if a not in table]
             if missing:
                 raise ValueError(

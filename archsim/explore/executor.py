@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from archsim import memo
 from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, one_line
 from archsim.explore.schedule import WorkerDied, group_starts, run_scheduled, units
 from archsim.explore.warm import warm_layers
 from archsim.explore.workers import (
@@ -240,7 +240,7 @@ def _result(fut: Any) -> list[Record]:
     except Exception as exc:  # noqa: BLE001 - Dask's KilledWorker, or a lost connection
         if type(exc).__name__ == "KilledWorker":
             raise WorkerDied("the Dask worker was lost") from None
-        detail = " ".join(str(exc).split())[:200]
+        detail = one_line(exc, 200)
         raise ArchsimError(
             f"the sweep stopped ({type(exc).__name__}: {detail}); the points that finished "
             "are saved, run the sweep again to resume"
@@ -431,7 +431,7 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
     try:
         return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT_S}s"), None
     except (OSError, TimeoutError, ValueError) as exc:
-        detail = " ".join(str(exc).split())[:160]
+        detail = one_line(exc, 160)
         raise ArchsimError(
             f"--dask {address}: cannot reach the Dask scheduler within "
             f"{DASK_CONNECT_TIMEOUT_S} s ({type(exc).__name__}: {detail}); allowed: the "

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, one_line
 from archsim.provenance import provenance_metadata
 
 __all__ = ["SweepStore", "records_to_table", "merge_tables"]
@@ -63,7 +63,7 @@ def merge_tables(tables: list[pa.Table], where: str | Path = "sweep store") -> p
 
 
 def _damaged(where: str | Path, exc: BaseException) -> str:
-    problem = " ".join(str(exc).split())[:160]
+    problem = one_line(exc, 160)
     return (
         f"{where}: the stored tables do not fit together ({type(exc).__name__}: {problem}); "
         "allowed: a store written by `archsim sweep` (delete the folder's store/, or write to "

@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, one_line
 
 __all__ = [
     "CONV_COLUMNS",
@@ -138,7 +138,7 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
     except pd.errors.EmptyDataError:
         raise MeasurementError(path, "", "empty file; allowed: a CSV header and rows") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        problem = " ".join(str(exc).split())
+        problem = one_line(exc)
         raise MeasurementError(path, "", f"not a readable CSV ({problem})") from None
     header = [str(c).strip() for c in raw.columns]
     want = _columns_for(path.name, header)
@@ -250,7 +250,7 @@ def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        problem = " ".join(str(exc).split())
+        problem = one_line(exc)
         raise MeasurementError(path, "", f"not valid JSON ({problem})") from None
     where = str(path)
     if not isinstance(doc, dict):

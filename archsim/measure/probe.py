@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from archsim.errors import one_line
 from archsim.measure.backend import Backend, ConvShape, GemmShape, Op
 from archsim.measure.plan import ProbePlan, network_convs, square_gemm
 
@@ -152,7 +153,7 @@ def _time_or_skip(
     try:
         timing = time_in_graph(backend, make())
     except RuntimeError as exc:  # torch's CUDA / OOM / library errors
-        _skip(progress, what, "failed: " + " ".join(str(exc).split())[:200])
+        _skip(progress, what, "failed: " + one_line(exc, 200))
         return None
     finally:
         backend.release()

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup, escape
 
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, one_line
 from archsim.report.formatting import MISSING, fmt_int, fmt_num, fmt_value
 from archsim.report.page import environment, write_page
 from archsim.report.pareto import metric_sense, pareto_mask
@@ -226,9 +226,7 @@ def _context(
             }
         )
     errors = Counter(
-        " ".join(str(e).split())
-        for e in points.loc[~ok, "error"].fillna("(no message)")
-        if "error" in points
+        one_line(e) for e in points.loc[~ok, "error"].fillna("(no message)") if "error" in points
     )
     n_ok = int(ok.sum())
     cards = [

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from archsim.config.io import load_hardware
 from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, one_line
 from archsim.measure.folder import MeasuredFolder
 from archsim.simulate import simulate
 from archsim.validation.measured_memory import copy_energy, memory_rows
@@ -278,7 +278,7 @@ def _fill(out: pd.DataFrame, hw: Any, idx: list[int]) -> None:
             try:
                 sims[i] = _run_group(hw, [out.at[i, "layer"]], [name])
             except ArchsimError as exc:
-                out.at[i, "reason"] = " ".join(str(exc).split())
+                out.at[i, "reason"] = one_line(exc)
     for i, name in zip(idx, names, strict=True):
         df = sims.get(None, sims.get(i))
         if df is None:
@@ -388,7 +388,7 @@ def _energy_rows(hw: Any, energy: dict[str, Any]) -> pd.DataFrame:
                 if "sim_clock_hz" in sim:
                     rec["sim_clock_hz"] = float(sim["sim_clock_hz"].iloc[0])
             except ArchsimError as exc:
-                rec["reason"] = " ".join(str(exc).split())
+                rec["reason"] = one_line(exc)
         recs.append(rec)
     return pd.DataFrame(recs)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from archsim.errors import WorkloadError
+from archsim.errors import WorkloadError, one_line
 from archsim.workload.onnx_graph import OnnxGraph
 
 __all__ = ["DEFAULT_INPUT", "load_input", "measure_activations"]
@@ -85,7 +85,7 @@ def measure_activations(g: OnnxGraph, tensor_names: list[str], x: np.ndarray) ->
         name = next(iter(g.inputs))
         outs = sess.run(None, {name: x})
     except Exception as exc:
-        msg = " ".join(str(exc).split())[:300]
+        msg = one_line(exc, 300)
         raise WorkloadError(f"{g.path}: onnxruntime cannot run the model: {msg}") from None
     got = {o.name: v for o, v in zip(sess.get_outputs(), outs, strict=True)}
     got[next(iter(g.inputs))] = x

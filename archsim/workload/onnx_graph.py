@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from archsim.errors import WorkloadError
+from archsim.errors import WorkloadError, one_line
 
 __all__ = ["ConstTensor", "OnnxGraph", "load_graph", "read_model", "require_onnx"]
 
@@ -85,10 +85,10 @@ def initializer_array(path: Path, tensor: Any) -> np.ndarray:
         dims = tuple(int(d) for d in tensor.dims)
         raise WorkloadError(
             f"{path}: initializer {tensor.name!r}: malformed: its data do not fill its shape "
-            f"{dims} ({' '.join(str(exc).split())[:120]}); allowed: a complete tensor"
+            f"{dims} ({one_line(exc, 120)}); allowed: a complete tensor"
         ) from None
-    if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
-        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+    bad = int(arr.size - np.count_nonzero(np.isfinite(arr))) if arr.dtype.kind in "fc" else 0
+    if bad:
         raise WorkloadError(
             f"{path}: initializer {tensor.name!r}: {bad} NaN or infinite value(s); allowed: "
             "finite numbers"
@@ -158,7 +158,7 @@ def _infer(path: Path, model: Any) -> Any:
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as exc:
-        msg = " ".join(str(exc).split())[:300]
+        msg = one_line(exc, 300)
         raise WorkloadError(
             f"{path}: shape inference failed: {msg}; allowed: a model whose shapes ONNX can infer"
         ) from None

@@ -648,22 +648,31 @@ def test_eie_data_with_a_corrupt_gap_and_no_outputs(
     assert len(err.splitlines()) == 1 and "malformed: data has a row 274877907136" in err, err
 
 
+def _sweep_spec(tmp_path: Path, axis: str, workload: str = "eie_benchmarks") -> Path:
+    """A sweep spec of tiny_eie over one axis line ``axis`` (``path: [values]``)."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        f"schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: {workload}\naxes:\n  {axis}\n",
+        encoding="utf-8",
+    )
+    return spec
+
+
+def _sweep(spec: Path, out: Path) -> int:
+    return main(["sweep", str(spec), "-o", str(out), "-q", "-j", "1"])
+
+
 def test_sweep_values_beyond_64_bits_are_refused_before_running(
     tmp_path: Path, capsys: Any
 ) -> None:
     """They failed in pyarrow as the results were written, after every point had run."""
-    spec = tmp_path / "s.yaml"
-    spec.write_text(
-        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
-        "axes:\n  pe_array.num_pes: [4, 18446744073709551616]\n",
-        encoding="utf-8",
-    )
-    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "-j", "1"]) == 2
+    spec = _sweep_spec(tmp_path, "pe_array.num_pes: [4, 18446744073709551616]")
+    assert _sweep(spec, tmp_path / "out") == 2
     err = capsys.readouterr().err
     assert "axes.pe_array.num_pes: value 18446744073709551616 is beyond the 64-bit" in err, err
     spec.write_text(spec.read_text().replace("[4, 18446744073709551616]", "[4]") + "seeds: [" +
                     str(2**64) + "]\n")  # fmt: skip
-    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "-j", "1"]) == 2
+    assert _sweep(spec, tmp_path / "out") == 2
     assert "seeds.0: Input should be less than or equal to 9223372036854775807" in (
         capsys.readouterr().err
     )
@@ -714,13 +723,8 @@ def test_scalesim_config_with_percent_signs_and_huge_numbers(tmp_path: Path, cap
 
 def test_a_sweep_axis_over_a_whole_section_is_refused(tmp_path: Path, capsys: Any) -> None:
     """Its values (configs) reached pyarrow as the results were written: ArrowInvalid."""
-    spec = tmp_path / "s.yaml"
-    spec.write_text(
-        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
-        "axes:\n  pe_array: [{num_pes: 4}]\n",
-        encoding="utf-8",
-    )
-    assert main(["sweep", str(spec), "-o", str(tmp_path / "out"), "-q", "-j", "1"]) == 2
+    spec = _sweep_spec(tmp_path, "pe_array: [{num_pes: 4}]")
+    assert _sweep(spec, tmp_path / "out") == 2
     assert "axes.pe_array: names a whole section" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
@@ -734,18 +738,13 @@ def test_resuming_into_a_damaged_store_is_one_line(tmp_path: Path, capsys: Any) 
     from archsim.explore.store import merge_tables
 
     (tmp_path / "w.yaml").write_text(WORKLOAD, encoding="utf-8")
-    spec = tmp_path / "s.yaml"
-    spec.write_text(
-        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: w.yaml\n"
-        "axes:\n  pe_array.num_pes: [2, 4]\n",
-        encoding="utf-8",
-    )
+    spec = _sweep_spec(tmp_path, "pe_array.num_pes: [2, 4]", workload="w.yaml")
     out = tmp_path / "out"
-    assert main(["sweep", str(spec), "-o", str(out), "-q", "-j", "1"]) == 0
+    assert _sweep(spec, out) == 0
     for table, missing in ((pa.table({"a": [1]}), "point_key"), (pa.table({"point_key": ["x"]}),
                                                                   "status")):  # fmt: skip
         pq.write_table(table, out / "store" / "compacted.parquet")
-        assert main(["sweep", str(spec), "-o", str(out), "-q", "-j", "1"]) == 2
+        assert _sweep(spec, out) == 2
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and "the stored tables do not fit together" in err, err
         assert f'Field "{missing}" does not exist' in err, err
