@@ -144,7 +144,14 @@ def rebuild_sweep_report(folder: Path) -> Path:
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         axes, metrics, name = list(meta["axes"]), list(meta["metrics"]), meta["spec"]["name"]
-    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        senses = {m: meta["metrics"][m] for m in metrics}
+        if not all(isinstance(v, str) for v in [*axes, *metrics, name]):
+            raise TypeError("axes, metrics and spec.name must be names")
+        bad = {m: v for m, v in senses.items() if v not in ("min", "max")}
+        if bad:
+            raise ValueError(f"metrics.{next(iter(bad))} is {next(iter(bad.values()))!r}, not min "
+                             "or max")  # fmt: skip
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
         raise ArchsimError(
             f"{meta_path}: not a sweep.json written by `archsim sweep` ({type(exc).__name__}: "
             f"{one_line(exc, 160)}); allowed: re-run the sweep to rewrite it"

@@ -9,6 +9,9 @@ with the environment variables below when the machine has the memory and time.
 - ``ARCHSIM_MAX_CYCLES`` (default 1e12): ideal cycles of one layer (dense MACs / peak MACs per
   cycle; 1e12 cycles are 1,000 s at 1 GHz).
 - ``ARCHSIM_MAX_FOLDS`` (default 1e7): systolic-array folds of one layer (planned one by one).
+- ``ARCHSIM_MAX_LAYERS`` (default 100,000): layers of one workload, counted after a SCALE-Sim
+  depth-wise layer is expanded into one layer per channel (20,000 small GEMMs on a GPU take
+  about 2.5 minutes).
 - ``ARCHSIM_MAX_REDUCTION`` (default 2**28): reduction length (K) of one GEMM on a Tensor Core
   GPU, whose k-loop a CTA is timed through step by step (2**30: 11 s, 440 MB).
 
@@ -24,7 +27,14 @@ from typing import Any
 
 from archsim.errors import ConfigError, SimulationError
 
-__all__ = ["LIMITS", "LAYER_KINDS", "limit", "check_workload_size", "layer_memory_bytes"]
+__all__ = [
+    "LIMITS",
+    "LAYER_KINDS",
+    "limit",
+    "check_layer_count",
+    "check_workload_size",
+    "layer_memory_bytes",
+]
 
 #: layer kinds each cycle-level model runs (checked up front, so that a run with a baseline does
 #: not simulate for minutes before the baseline refuses a layer)
@@ -41,6 +51,7 @@ LIMITS: dict[str, tuple[float, str]] = {
     "ARCHSIM_MAX_CYCLES": (1e12, "ideal cycles of one layer"),
     "ARCHSIM_MAX_FOLDS": (1e7, "systolic-array folds of one layer"),
     "ARCHSIM_MAX_REDUCTION": (2**28, "reduction length of one GEMM on a GPU"),
+    "ARCHSIM_MAX_LAYERS": (100_000, "layers of one workload"),
 }
 
 # bytes per materialised element: float64 values plus the integer/quantised copies the
@@ -128,9 +139,21 @@ def _refuse(origin: str, index: int, layer: Any, what: str, need: float, env: st
         )
 
 
+def check_layer_count(origin: str, layers: int) -> None:
+    """Raise ``SimulationError`` when a workload of ``layers`` layers is over
+    ``ARCHSIM_MAX_LAYERS``; ``origin`` says where (file and field)."""
+    cap = limit("ARCHSIM_MAX_LAYERS")
+    if layers > cap:
+        raise SimulationError(
+            f"{origin}: {layers} layers; allowed: up to {cap:.0f} (set "
+            "ARCHSIM_MAX_LAYERS to raise it if the machine can take it)"
+        )
+
+
 def check_workload_size(hw: Any, workload: Any) -> None:
     """Raise ``SimulationError`` naming the first layer over a limit (see the module doc)."""
     acc = hw.accelerator
+    check_layer_count(f"{workload.origin}: layers", len(workload.layers))
     peak = max(int(hw.peak_macs_per_cycle), 1)
     if acc == "tensor_core":
         _check_gpu_layers(workload)

@@ -216,6 +216,7 @@ class RunResult:
             run = _RUN_ADAPTER.validate_python(data, strict=False)
             if not (math.isfinite(run.clock_hz) and run.clock_hz > 0):
                 raise ValueError(f"clock_hz {run.clock_hz!r}; allowed: a positive number")
+            _check_counts(run)
             return run
         except RecursionError:
             raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
@@ -227,6 +228,24 @@ class RunResult:
             ) from None
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
             raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
+
+
+#: the layer fields that are counts, times or energies (never negative, never NaN)
+_NON_NEGATIVE = (*BASE_COLUMNS[2:], "start_cycle", "end_cycle")
+
+
+def _check_counts(run: RunResult) -> None:
+    """Raise ``ValueError`` naming the first total or layer value that is negative, NaN,
+    infinite or beyond 64 bits (a results.json that archsim did not write)."""
+    values = [("total_cycles", run.total_cycles)]
+    for i, lr in enumerate(run.layers):
+        values += [(f"layers.{i}.{c}", getattr(lr, c)) for c in _NON_NEGATIVE]
+        values += [(f"layers.{i}.energy_by_component_pj.{k}", v)
+                   for k, v in lr.energy_by_component_pj.items()]  # fmt: skip
+    for where, v in values:
+        if not (0 <= v < 2**63 and (isinstance(v, int) or math.isfinite(v))):  # NaN: False
+            shown = v if isinstance(v, float) or v < 2**63 else f"a {len(str(v))}-digit number"
+            raise ValueError(f"{where}: {shown!r}; allowed: a finite number from 0 to 2**63")
 
 
 def _finite(obj: Any) -> Any:

@@ -177,10 +177,15 @@ def _operands(spec: ConvLayer | GemmLayer, g: SystolicGemm, seed: int):
     w = rng.integers(-8, 8, size=(nf, ch, fh, fw)).astype(dt)
     ref = np.zeros((oh * ow, nf), dtype=dt)
     cols = np.zeros((oh * ow, fh * fw * ch), dtype=dt)
-    xp = np.pad(x, ((0, 0), (0, fh), (0, fw)))  # SCALE-Sim's ceil output size may overhang
+    # SCALE-Sim's ceil output size may overhang the input (by up to a stride): those window
+    # positions read zeros
+    steps_y, steps_x = st * np.arange(oh), st * np.arange(ow)
     for r in range(fh):
         for s in range(fw):
-            win = xp[:, r : r + st * (oh - 1) + 1 : st, s : s + st * (ow - 1) + 1 : st]
+            win = np.zeros((ch, oh, ow), dtype=dt)
+            iy, ix = r + steps_y, s + steps_x
+            vy, vx = iy < ih, ix < iw
+            win[:, vy[:, None] & vx[None, :]] = x[:, iy[vy]][:, :, ix[vx]].reshape(ch, -1)
             win = win.reshape(ch, oh * ow)
             cols[:, (r * fw + s) * ch : (r * fw + s + 1) * ch] = win.T
             ref += win.T @ w[:, :, r, s].T

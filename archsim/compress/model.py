@@ -114,10 +114,11 @@ def compress_onnx(
     None: report only). Returns one storage record per compressed layer."""
     from onnx import numpy_helper
 
-    from archsim.workload.onnx_graph import initializer_array, read_model
+    from archsim.workload.onnx_graph import check_graph, initializer_array, read_model
 
     src = Path(src)
     model = read_model(src)
+    check_graph(src, model)
     targets = _targets(model)
     if not targets:
         raise WorkloadError(

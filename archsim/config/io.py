@@ -266,7 +266,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
 def _check_schema_version(data: dict[str, Any], source: str) -> None:
     if "schema_version" not in data:
         raise ConfigError(source, "schema_version", "required field is missing; allowed: 1")
-    if data["schema_version"] != 1:
+    if type(data["schema_version"]) is not int or data["schema_version"] != 1:  # not 1.0, true
         raise ConfigError(
             source, "schema_version", f"unsupported version {data['schema_version']!r}; allowed: 1"
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.errors import ConfigError
+from archsim.limits import check_layer_count
 
 __all__ = [
     "load_scalesim",
@@ -240,6 +241,11 @@ def read_scalesim_topology(path: str | Path) -> dict[str, Any]:
                 f"{len(cells)} fields; allowed: {want} ({', '.join(header[:want])})",
             )
         name = cells[0]
+        if not name.isprintable():  # a NUL or control character reached the CSV and HTML
+            raise ConfigError(
+                str(path), f"line {no}", f"layer name {name!r} has control characters; allowed: "
+                "printable text"
+            )  # fmt: skip
         values = []
         for col, cell in enumerate(cells[1:want], start=1):
             try:
@@ -266,6 +272,8 @@ def read_scalesim_topology(path: str | Path) -> dict[str, Any]:
                 "pad": 0, "groups": 1, "weight_density": 1.0, "activation_density": 1.0,
             }  # fmt: skip
             if "DP" in name:  # SCALE-Sim runs a depth-wise layer as one layer per channel
+                where = f"{path}: line {no}: depth-wise layer {name!r}, one layer per channel"
+                check_layer_count(where, len(layers) + c)
                 expanded = [
                     {**conv, "name": f"{name}Channel_{i}", "c": 1, "k": kf} for i in range(c)
                 ]

@@ -12,7 +12,7 @@ GPUs). NCCL's cost-model constants live in ``nccl`` (each field cites ``src/grap
 from __future__ import annotations
 
 from collections import deque
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     Field,
@@ -41,14 +41,18 @@ __all__ = [
 
 LinkKind = Literal["nvlink", "pcie", "qpi"]
 
+#: a link, NIC or NCCL bandwidth, bytes/s: from 1 MB/s (below any real interconnect; slower
+#: links would time a 2^50-byte collective beyond what an int64 cycle count holds) to 1 PB/s
+Bandwidth = Annotated[float, Field(ge=1e6, le=1e15)]
+
 
 class LinkKindConfig(ArchsimModel):
     """Bandwidth and latency of one physical link of a kind."""
 
-    bandwidth_bytes_per_s: PositiveFloat = Field(
+    bandwidth_bytes_per_s: Bandwidth = Field(
         description="Raw signalling bandwidth of one link, per direction, bytes/s."
     )
-    nccl_bandwidth_bytes_per_s: PositiveFloat = Field(
+    nccl_bandwidth_bytes_per_s: Bandwidth = Field(
         description="Payload bandwidth NCCL achieves on one link, per direction, bytes/s "
         "(NCCL's own link model, src/graph/topo.h: protocol and packet overheads)."
     )
@@ -81,8 +85,8 @@ class NicConfig(ArchsimModel):
     """The network adapters of one node."""
 
     count: PositiveInt = Field(description="NICs per node.")
-    bandwidth_bytes_per_s: PositiveFloat = Field(description="Line rate per NIC and direction.")
-    nccl_bandwidth_bytes_per_s: PositiveFloat = Field(
+    bandwidth_bytes_per_s: Bandwidth = Field(description="Line rate per NIC and direction.")
+    nccl_bandwidth_bytes_per_s: Bandwidth = Field(
         description="Per NIC and direction as NCCL models it (topo.h NET_BW: 12 GB/s per 100 Gbit)."
     )
 
@@ -109,13 +113,13 @@ class NcclConfig(ArchsimModel):
         },
         description="hwLatencies[hw][algo] per hop for (LL, LL128, Simple), us (tuning.cc).",
     )
-    ll_max_bandwidth_bytes_per_s: PositiveFloat = Field(
+    ll_max_bandwidth_bytes_per_s: Bandwidth = Field(
         description="llMaxBws for this GPU generation on one node, bytes/s (tuning.cc)."
     )
-    ring_ll128_channel_max_bytes_per_s: PositiveFloat = Field(
+    ring_ll128_channel_max_bytes_per_s: Bandwidth = Field(
         description="perChMaxRingLL128Bws for this generation, bytes/s per channel (tuning.cc)."
     )
-    tree_channel_max_bytes_per_s: PositiveFloat = Field(
+    tree_channel_max_bytes_per_s: Bandwidth = Field(
         description="perChMaxTreeBws for this generation (2+ nodes), bytes/s per channel."
     )
     nvls_efficiency: float = Field(
@@ -143,7 +147,13 @@ class NcclConfig(ArchsimModel):
     net_overhead_us: NonNegativeFloat = Field(
         default=1.0, description="Network post overhead per step, us (x3 for Simple)."
     )
-    max_channels: PositiveInt = Field(default=32, description="Rings NCCL may build (MAXCHANNELS).")
+    max_channels: int = Field(
+        default=32,
+        ge=1,
+        le=64,
+        description="Rings NCCL may build; at most NCCL's MAXCHANNELS "
+        "(src/include/device.h: 32 in older releases, 64 now).",
+    )
     algorithm: Literal["ring", "tree", "nvls"] | None = Field(
         default=None, description="Force an algorithm (NCCL_ALGO); null: NCCL's choice by size."
     )

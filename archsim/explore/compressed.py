@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import ConfigError
+from archsim.errors import ConfigError, one_line
 
 __all__ = ["COMPRESS_AXES", "compress_axis", "check_compress_values", "compressed_workload"]
 
@@ -95,11 +95,30 @@ def _digest(model: Path, setting: dict[str, Any], evaluation: tuple[Path, Path] 
     return h.hexdigest()[:20]
 
 
+def _evaluation_array(path: Path, field: str, source: str) -> np.ndarray:
+    """The numeric array in ``.npy`` file ``path`` (evaluation ``field``), at least 1-D."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            source, f"evaluation.{field}", f"{path}: cannot read as .npy ({one_line(exc, 120)}); "
+            "allowed: a NumPy .npy array of numbers"
+        ) from None  # fmt: skip
+    if not isinstance(arr, np.ndarray) or arr.ndim == 0 or arr.dtype.kind not in "biuf":
+        raise ConfigError(
+            source, f"evaluation.{field}", f"{path}: an array of dtype "
+            f"{getattr(arr, 'dtype', type(arr).__name__)} and shape {np.shape(arr)}; allowed: "
+            "numbers (bool, int or float), one row per sample"
+        )  # fmt: skip
+    return arr
+
+
 def _accuracy(model: Path, evaluation: tuple[Path, Path], source: str) -> float:
     """Top-1 accuracy of ``model`` on the evaluation inputs and labels (``.npy``)."""
     import onnxruntime as ort
 
-    x, y = (np.load(p, allow_pickle=False) for p in evaluation)
+    x = _evaluation_array(evaluation[0], "inputs", source)
+    y = _evaluation_array(evaluation[1], "labels", source)
     if len(x) != len(y) or y.ndim != 1:
         raise ConfigError(
             source, "evaluation", f"{len(x)} inputs but labels of shape {y.shape}; allowed: "
@@ -158,6 +177,8 @@ def compressed_workload(
                 tmp.rename(folder)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            with contextlib.suppress(OSError):  # a cache folder this failure left empty
+                folder.parent.rmdir()
     acc = json.loads((folder / "point.json").read_text())["accuracy"]
     wl = load_workload(folder / "workload.yaml")
     name = ", ".join(f"{k.removeprefix(PREFIX)}={v}" for k, v in setting.items())

@@ -454,6 +454,11 @@ def _apply_rules(
             ok = expr.evaluate(names)
         except ExpressionError as exc:
             raise ConfigError(source, f"constraints.{i}", f"{exc} (at {shown})") from None
+        if not isinstance(ok, bool):  # a constant string or a number was always "true"
+            raise ConfigError(
+                source, f"constraints.{i}", f"{expr.text!r} gives {ok!r}, not true or false (at "
+                f"{shown}); allowed: a comparison, e.g. pe_array.num_pes <= 256"
+            )  # fmt: skip
         if not ok:
             return f"constraint: {expr.text}"
     return None

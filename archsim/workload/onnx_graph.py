@@ -14,7 +14,7 @@ import numpy as np
 
 from archsim.errors import WorkloadError, one_line
 
-__all__ = ["ConstTensor", "OnnxGraph", "load_graph", "read_model", "require_onnx"]
+__all__ = ["ConstTensor", "OnnxGraph", "check_graph", "load_graph", "read_model", "require_onnx"]
 
 #: constant-folding evaluates a node only when its output is at most this many elements
 _FOLD_LIMIT_ELEMENTS = 1 << 22
@@ -117,6 +117,37 @@ def read_model(path: Path) -> Any:
                 f"allowed: opset <= {newest} (upgrade onnx or export with an older opset)"
             )
     return model
+
+
+def _check_nodes(path: Path, model: Any) -> None:
+    """Every node reads only what a graph input, an initializer or an earlier node makes (ONNX
+    requires topological order, so a cycle fails here), and every op of the default domain is
+    an ONNX operator (custom domains are left to their runtime)."""
+    onnx = require_onnx()
+    g = model.graph
+    known = {i.name for i in g.input} | {t.name for t in g.initializer} | {""}
+    for i, node in enumerate(g.node):
+        label = node.name or f"{node.op_type}_{i}"
+        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type):
+            raise WorkloadError(
+                f"{path}: node {label!r}: op {node.op_type!r} is not an ONNX operator; allowed: "
+                "the operators of the ONNX standard (or a custom domain)"
+            )
+        missing = [n for n in node.input if n not in known]
+        if missing:
+            raise WorkloadError(
+                f"{path}: node {label!r} ({node.op_type}) reads {missing[0]!r}, which no graph "
+                "input, initializer or earlier node makes; allowed: nodes in topological order, "
+                "without cycles"
+            )
+        known.update(node.output)
+
+
+def check_graph(path: Path, model: Any) -> None:
+    """The checks :func:`load_graph` makes before it reads a graph (op names, node order,
+    shapes), on ``model`` as it is (dynamic dimensions stay symbolic)."""
+    _check_nodes(path, model)
+    _infer(path, model)
 
 
 def _set_input_shapes(
@@ -234,6 +265,7 @@ def load_graph(
 
     path = Path(path)
     model = read_model(path)
+    _check_nodes(path, model)
     _set_input_shapes(path, model, batch, input_shape)
     model = _infer(path, model)
     g = model.graph

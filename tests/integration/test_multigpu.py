@@ -150,8 +150,14 @@ def test_collective_table_and_sizes() -> None:
             "'gpu9' does not exist",
         ),
         ({"topology.links": [{"a": "gpu0", "b": "gpu1", "kind": "nvlink"}]}, "disconnected"),
-        ({"topology.link_kinds.nvlink.bandwidth_bytes_per_s": 0}, "greater than 0"),
-        ({"topology.link_kinds.nvlink.nccl_bandwidth_bytes_per_s": -5}, "greater than 0"),
+        (
+            {"topology.link_kinds.nvlink.bandwidth_bytes_per_s": 0},
+            "greater than or equal to 1000000",
+        ),
+        (
+            {"topology.link_kinds.nvlink.nccl_bandwidth_bytes_per_s": -5},
+            "greater than or equal to 1000000",
+        ),
         ({"nodes": 0}, "greater than or equal to 1"),
         ({"gpus_per_node": 4096}, "less than or equal to 1024"),
         ({"gpu": "eie"}, "not a GPU preset; allowed: a100, h100, v100"),

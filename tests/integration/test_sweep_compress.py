@@ -39,6 +39,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     digits.write_onnx(model, out / "mlp.onnx")
     np.save(out / "xv.npy", xv.astype(np.float32))
     np.save(out / "yv.npy", yv.astype(np.int64))
+    np.save(out / "xo.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
     (out / "spec.yaml").write_text(SPEC)
     return out
 
@@ -85,6 +86,7 @@ def test_compress_axes_run_accuracy_and_resume(folder: Path, monkeypatch, capsys
         (("workload: mlp.onnx", "workload: eie_benchmarks"), "workload"),
         (("workload: mlp.onnx", "workload: nothere.onnx"), "workload"),
         (("labels: yv.npy", "labels: no.npy"), "evaluation.labels"),
+        (("inputs: xv.npy", "inputs: xo.npy"), "evaluation.inputs: "),  # ValueError traceback
         (("evaluation: {inputs: xv.npy, labels: yv.npy}\n", ""), "accuracy"),
     ],
 )  # fmt: skip

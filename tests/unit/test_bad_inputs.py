@@ -7,6 +7,7 @@ the real terminal.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 from pathlib import Path
@@ -750,3 +751,96 @@ def test_resuming_into_a_damaged_store_is_one_line(tmp_path: Path, capsys: Any) 
         assert f'Field "{missing}" does not exist' in err, err
     with pytest.raises(ArchsimError, match="ArrowTypeError"):
         merge_tables([pa.table({"point_key": ["a"]}), pa.table({"point_key": [1]})])
+
+
+def test_scalesim_topologies_too_large_or_strided_past_the_input(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A depth-wise row of 3e6 channels was expanded into 3e6 layers (a hang); a stride larger
+    than the input failed to reshape the im2col window (ValueError traceback)."""
+    cfg = str(ROOT / "tests" / "fixtures" / "scalesim" / "small_gemm_os_4x4_user.cfg")
+    head = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, "
+    head += "Num Filter, Strides,\n"
+    topo = tmp_path / "t.csv"
+    topo.write_text(head + "DP1,8,8,3,3,3000000,1,1,\n", encoding="utf-8")
+    assert main(["run", "--from-scalesim", cfg, str(topo), "-o", str(tmp_path / "o"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert "t.csv: line 2: depth-wise layer 'DP1', one layer per channel: 3000000 layers" in err
+    assert "ARCHSIM_MAX_LAYERS" in err and not (tmp_path / "o").exists()
+    # SCALE-Sim's ceil output size: 2 x 2 outputs, three of them past the 12 x 12 input
+    topo.write_text(head + "C,12,12,3,3,8,16,1000000000,\n", encoding="utf-8")
+    assert main(["run", "--from-scalesim", cfg, str(topo), "-o", str(tmp_path / "p"), "-q"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_system_bandwidths_and_channels_out_of_range(tmp_path: Path, capsys: Any) -> None:
+    """1e-30 B/s timed a collective beyond int64 cycles, which Arrow could not store after every
+    point of a sweep had run; 10^8 NCCL channels were accepted."""
+    base = ["collective", "all_reduce", "--system", "dgx_h100", "--sizes", "1M", "-q"]
+    for setting, needle in (
+        ("topology.link_kinds.nvlink.bandwidth_bytes_per_s=1e-300", "greater than or equal to"),
+        ("nic.nccl_bandwidth_bytes_per_s=1e16", "less than or equal to 1000000000000000"),
+        ("nccl.max_channels=100000000", "less than or equal to 64"),
+    ):
+        out = tmp_path / "o"
+        assert main([*base, "-o", str(out), "--set", setting]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and setting.split("=")[0] in err and needle in err, err
+        assert not out.exists()
+
+
+def test_report_on_values_archsim_never_writes(tmp_path: Path, capsys: Any) -> None:
+    """NaN or negative layer values and an unknown metric sense were drawn as if real."""
+    out = tmp_path / "r"
+    assert main(["run", "tiny_eie", "eie_benchmarks", "-o", str(out), "-q", "--no-report"]) == 0
+    good = (out / "results.json").read_text(encoding="utf-8")
+    for old, new, needle in (
+        (
+            '"time_s": ',
+            '"time_s": NaN, "was": ',
+            "layers.0.time_s: nan; allowed: a finite number from 0",
+        ),
+        ('"energy_pj": ', '"energy_pj": -1, "was": ', "layers.0.energy_pj: -1.0; allowed"),
+        ('"total_cycles": ', '"total_cycles": -5, "was": ', "total_cycles: -5; allowed"),
+    ):
+        (out / "results.json").write_text(good.replace(old, new, 1), encoding="utf-8")
+        assert main(["report", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and needle in err, err
+    (out / "results.json").write_text(
+        good.replace('"cycles": ', '"cycles": 1' + "0" * 400 + ', "was": ', 1)
+    )
+    assert main(["report", str(out)]) == 2
+    assert "layers.0.cycles: 'a 401-digit number'; allowed" in capsys.readouterr().err
+    sweep = tmp_path / "s"
+    spec = _sweep_spec(tmp_path, "pe_array.num_pes: [2, 4]", workload="eie_benchmarks")
+    assert _sweep(spec, sweep) == 0
+    meta = json.loads((sweep / "sweep.json").read_text(encoding="utf-8"))
+    meta["metrics"]["total_time_s"] = "sideways"
+    (sweep / "sweep.json").write_text(json.dumps(meta), encoding="utf-8")
+    assert main(["report", str(sweep)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "is 'sideways', not min or max" in err, err
+
+
+def test_small_nonsense_that_was_accepted(tmp_path: Path, capsys: Any) -> None:
+    """schema_version 1.0 read as 1; a constant-string constraint was always true; a NUL byte
+    in a SCALE-Sim layer name reached the results."""
+    wl = tmp_path / "w.yaml"
+    for version in ("1.0", "true"):
+        wl.write_text(WORKLOAD.replace("schema_version: 1", f"schema_version: {version}"))
+        assert main(["run", "tiny_eie", str(wl), "-o", str(tmp_path / "o"), "-q"]) == 2
+        err = capsys.readouterr().err
+        assert f"schema_version: unsupported version {version.title()}; allowed: 1" in err, err
+    wl.write_text(WORKLOAD)
+    spec = _sweep_spec(tmp_path, "pe_array.num_pes: [2, 4]\nconstraints: ['\"x\"']", "w.yaml")
+    assert _sweep(spec, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert "constraints.0: '\"x\"' gives 'x', not true or false" in err, err
+    assert not (tmp_path / "out").exists()
+    cfg = str(ROOT / "tests" / "fixtures" / "scalesim" / "small_gemm_os_4x4_user.cfg")
+    topo = tmp_path / "t.csv"
+    topo.write_text("Layer name, M, N, K,\nG\x00,8,8,8,\n", encoding="utf-8")
+    assert main(["run", "--from-scalesim", cfg, str(topo), "-o", str(tmp_path / "p"), "-q"]) == 2
+    assert "line 2: layer name 'G\\x00' has control characters" in capsys.readouterr().err

@@ -271,3 +271,33 @@ def test_sample_inputs_must_be_finite(tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", np.array([[1.0, np.nan, 0.0, 2.0]], dtype=np.float32))
     with pytest.raises(WorkloadError, match="NaN or infinite input values"):
         read_onnx(path, inputs=tmp_path / "x.npy")
+
+
+@pytest.mark.parametrize(
+    ("nodes", "needle"),
+    [
+        (  # a cycle: mm reads r's output
+            [helper.make_node("MatMul", ["h", "w"], ["y"], name="mm"),
+             helper.make_node("Relu", ["y"], ["h"], name="r")],
+            "node 'mm' (MatMul) reads 'h', which no graph input",
+        ),
+        (
+            [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("FooBar", ["h"], ["y"], name="foo")],
+            "node 'foo': op 'FooBar' is not an ONNX operator",
+        ),
+    ],
+)  # fmt: skip
+def test_compress_and_import_check_the_graph(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], nodes: list, needle: str
+) -> None:
+    """compress wrote a model from a graph with a cycle or an unknown op (exit 0)."""
+    from archsim.cli import main
+
+    path = _tiny(tmp_path, nodes, dims=(1, 4))
+    compress = ["compress", str(path), "-o", str(tmp_path / "c.onnx"), "--fc-density", "0.5"]
+    for argv in (compress, ["import", "onnx", str(path), "-o", str(tmp_path / "w.yaml")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and needle in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
