@@ -41,7 +41,7 @@ _EIE_FUNCTIONAL = (
 )
 _EIE_SCHEDULE = (
     "(int64[::1], int64[::1], int64[::1], int64, int64, int64, int32[:, ::1], boolean[:, ::1], "
-    "int64, int64, int64[:, ::1], int64[:, ::1], int64[:, ::1])"
+    "int64, int64, int64[:, ::1], int64[:, ::1], int64[:, ::1], int64[:, ::1])"
 )
 # the published SCNN's phase loop (16 inputs, no-saturation path); its callees come with it
 _SCNN_CHUNK_SUM16 = (

@@ -92,6 +92,33 @@ def test_fast_equals_reference(
     _compare(cfg, layer)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    num_pes=st.sampled_from([9, 16, 31, 33, 64, 77]),
+    rows_per_pe=st.integers(1, 4),
+    cols=st.integers(1, 24),
+    wd=st.sampled_from([0.05, 0.2, 0.6]),
+    ad=st.sampled_from([0.3, 0.9]),
+    depth=st.integers(1, 4),
+    line_entries=st.sampled_from([1, 4]),
+    seed=st.integers(0, 10_000),
+)
+def test_fast_equals_reference_on_wide_arrays(
+    num_pes, rows_per_pe, cols, wd, ad, depth, line_entries, seed
+):
+    """The timing kernel updates all PEs in vector loops (8 int64 lanes and more per step):
+    PE counts beyond one vector and with a remainder, against the same twin."""
+    cfg = TINY.with_overrides(
+        {
+            "pe_array.num_pes": num_pes,
+            "activation_fifo.depth": depth,
+            "spmat_sram.width_bits": line_entries * 6,  # 4-bit codes, 2-bit jumps
+        }
+    )
+    rows = num_pes * rows_per_pe + seed % num_pes
+    _compare(cfg, synthetic_matvec(f"w{seed}", rows, cols, wd, ad, True, seed))
+
+
 def test_random_cases_exercise_every_mechanism():
     """The property test above must actually hit stalls, bypasses, padding and empty columns."""
     rng = np.random.default_rng(7)
