@@ -19,8 +19,44 @@ from archsim.config.systolic import SystolicConfig
 from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
 from archsim.datapath.systolic_kernels import fold_demands
 from archsim.errors import ConfigError
+from archsim.numba_cache import nb
 
 __all__ = ["write_sram_trace", "write_layer_traces", "trace_name"]
+
+#: bytes of one value as text at most: a sign, 19 digits and its comma or newline
+_MAX_VALUE_BYTES = 21
+
+
+@nb.njit(cache=True, nogil=True)
+def _csv_rows(values, out):  # pragma: no cover - compiled
+    """``values`` (int64 above INT64_MIN, rows x columns) as decimal CSV lines into ``out``
+    (uint8, at least ``values.size * _MAX_VALUE_BYTES``): what ``np.savetxt(fmt="%d",
+    delimiter=",")`` writes, formatted without a Python call per value (``np.savetxt`` wrote
+    26 k rows/s of 97 columns); returns the bytes written."""
+    pos = 0
+    n_cols = values.shape[1]
+    for i in range(values.shape[0]):
+        for j in range(n_cols):
+            v = values[i, j]
+            if v < 0:
+                out[pos] = 45  # '-'
+                pos += 1
+                v = -v
+            start = pos
+            while True:  # digits, least significant first, then reversed in place
+                out[pos] = 48 + v % 10
+                pos += 1
+                v //= 10
+                if v == 0:
+                    break
+            lo, hi = start, pos - 1
+            while lo < hi:
+                out[lo], out[hi] = out[hi], out[lo]
+                lo += 1
+                hi -= 1
+            out[pos] = 44 if j < n_cols - 1 else 10  # ',' or newline
+            pos += 1
+    return pos
 
 
 def write_sram_trace(
@@ -34,17 +70,21 @@ def write_sram_trace(
     a = config.array
     rows = 0
     try:
-        with gzip.open(Path(path), "wt", encoding="ascii", compresslevel=6) as f:
+        # level 1: 85 MB of text in 0.56 s, 26.0 MB (level 6: 2.49 s, 22.8 MB)
+        with gzip.open(Path(path), "wb", compresslevel=1) as f:
             for _, ifm, flt, ofm in fold_demands(a.dataflow, a.rows, a.cols, g.geometry):
                 block = np.concatenate(
                     [
-                        np.where(x >= 0, x + off, -1)
-                        for x, off in zip((ifm, flt, ofm), offsets, strict=True)
+                        np.arange(rows, rows + ifm.shape[0], dtype=np.int64)[:, None],
+                        *(
+                            np.where(x >= 0, x + off, -1).astype(np.int64)
+                            for x, off in zip((ifm, flt, ofm), offsets, strict=True)
+                        ),
                     ],
                     axis=1,
                 )
-                cyc = np.arange(rows, rows + block.shape[0])[:, None]
-                np.savetxt(f, np.concatenate([cyc, block], axis=1), fmt="%d", delimiter=",")
+                text = np.empty(block.size * _MAX_VALUE_BYTES, dtype=np.uint8)
+                f.write(text[: _csv_rows(block, text)].data)
                 rows += block.shape[0]
     except OSError as exc:
         raise ConfigError(str(path), "", f"cannot write trace: {exc.strerror}") from None

@@ -106,6 +106,24 @@ def test_scalesim_compat_matches_scalesim(name: str) -> None:
                 assert row == pytest.approx(g[key], rel=1e-12), (key, row, g[key])
 
 
+def test_trace_text_is_what_savetxt_writes() -> None:
+    """The compiled CSV formatter against ``np.savetxt(fmt="%d", delimiter=",")``."""
+    import io
+
+    from archsim.accelerators.systolic_trace import _MAX_VALUE_BYTES, _csv_rows
+
+    rng = np.random.default_rng(3)
+    edges = [0, -1, 9, 10, -10, 99, 100, 2**63 - 1, -(2**63) + 1, 10**18, -(10**18)]
+    for shape in [(1, 1), (3, 5), (40, 97)]:
+        values = rng.integers(-(2**40), 2**40, size=shape) // rng.integers(1, 10**12, size=shape)
+        values.flat[: len(edges)] = edges[: values.size]
+        text = np.empty(values.size * _MAX_VALUE_BYTES, dtype=np.uint8)
+        got = text[: _csv_rows(values, text)].tobytes().decode("ascii")
+        want = io.StringIO()
+        np.savetxt(want, values, fmt="%d", delimiter=",")
+        assert got == want.getvalue()
+
+
 @pytest.mark.parametrize("df", ["os", "ws", "is"])
 def test_streamed_trace_equals_literal_demand_matrices(df: str, tmp_path: Path) -> None:
     import gzip
