@@ -109,9 +109,12 @@ def _floor_jumps(d, max_jump, shift, pow2):  # pragma: no cover - compiled
 
 
 @nb.njit(inline="always")
-def _pe_row(r, num_pes, pes):  # pragma: no cover - compiled
-    """(PE, local row) of row ``r >= 0``: ``r % num_pes``, ``r // num_pes``, with the quotient
-    the float64 one truncated (``pes`` = ``float(num_pes)``; see ``_shift_of``)."""
+def _pe_row(r, num_pes, pes, shift, pow2):  # pragma: no cover - compiled
+    """(PE, local row) of row ``r >= 0``: ``r % num_pes``, ``r // num_pes``; a mask and a shift
+    where ``num_pes == 2**shift`` (``pow2``, see ``_shift_of``), else the float64 quotient
+    truncated (``pes`` = ``float(num_pes)``)."""
+    if pow2:
+        return np.int64(r) & (num_pes - 1), np.int64(r) >> shift
     lr = np.int64(np.float64(r) / pes)
     return np.int64(r) - lr * num_pes, lr
 
@@ -128,6 +131,7 @@ def _pointer_rows(
     ``base[pe]:base[pe + 1]``. False when a PE would hold more than ``INT32_MAX`` entries.
     ``last``: int64 scratch, num_pes."""
     pes = np.float64(num_pes)  # for _pe_row
+    pe_shift, pe_pow2 = _shift_of(num_pes)
     shift, pow2 = _shift_of(max_jump)
     for pe in range(num_pes):
         last[pe] = -1
@@ -146,12 +150,12 @@ def _pointer_rows(
         else:  # a padding column, or past the bias column
             continue
         for i in range(lo, hi):
-            pe, lr = _pe_row(rows[i], num_pes, pes)
+            pe, lr = _pe_row(rows[i], num_pes, pes, pe_shift, pe_pow2)
             d = lr - last[pe] - 1
             run[pe] += _floor_jumps(d, max_jump, shift, pow2) + 1
             last[pe] = lr
         for i in range(lo, hi):
-            last[_pe_row(rows[i], num_pes, pes)[0]] = -1
+            last[_pe_row(rows[i], num_pes, pes, pe_shift, pe_pow2)[0]] = -1
     base[0] = 0
     for pe in range(num_pes):  # int64 sums: an overflow of the int32 rows shows here
         if run[pe] > INT32_MAX:
@@ -182,7 +186,8 @@ def _fill(
     padding first where a gap is longer than ``max_jump``: code 0, z = max_jump - 1, the row
     cursor advanced by ``max_jump``. Then ``real_cum[e + 1]``: real (code != 0) entries among
     the first ``e + 1``. ``write``, ``last``: int64 scratch, num_pes."""
-    pes = np.float64(num_pes)
+    pes = np.float64(num_pes)  # for _pe_row
+    pe_shift, pe_pow2 = _shift_of(num_pes)
     shift, pow2 = _shift_of(max_jump)
     for pe in range(num_pes):
         write[pe] = base[pe]  # next entry address per PE: columns in order
@@ -196,7 +201,9 @@ def _fill(
         else:
             rows, vals, lo, hi = bias_rows, bias_vals, 0, bias_rows.size
         for i in range(lo, hi):
-            pe, lr = _pe_row(rows[i], num_pes, pes)  # exact: r >= 0, r < 2**53 / num_pes
+            pe, lr = _pe_row(
+                rows[i], num_pes, pes, pe_shift, pe_pow2
+            )  # exact: r >= 0, r < 2**53 / num_pes
             pos = write[pe]
             d = lr - last[pe] - 1
             npad = _floor_jumps(d, max_jump, shift, pow2)
@@ -211,7 +218,7 @@ def _fill(
             write[pe] = pos + 1
             last[pe] = lr
         for i in range(lo, hi):
-            last[_pe_row(rows[i], num_pes, pes)[0]] = -1
+            last[_pe_row(rows[i], num_pes, pes, pe_shift, pe_pow2)[0]] = -1
     if real_cum.size == 0:  # not wanted (``encode_eie_rows``)
         return
     run = 0
