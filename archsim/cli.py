@@ -137,9 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     sch.add_argument("kind", choices=["hardware", "workload", "sweep", "results"])
     rep = sub.add_parser(
         "report",
-        help="rebuild DIR/report.html from DIR/results.json (run) or results.parquet (sweep)",
+        help="rebuild DIR/report.html from DIR/results.json (run, collective, train) or "
+        "results.parquet (sweep)",
     )
-    rep.add_argument("dir", help="a folder written by `archsim run` or `archsim sweep`")
+    rep.add_argument(
+        "dir", help="a folder written by `archsim run`, `sweep`, `collective` or `train`"
+    )
     from archsim.validation.command import add_parser as add_validate_parser
 
     add_validate_parser(sub)
@@ -360,16 +363,39 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _system_results(path: Path) -> dict | None:
+    """The data of ``path`` when it is a results.json of `archsim collective` or `archsim train`
+    (a ``system`` block, no ``format_version``), else None (``RunResult.from_json`` then says
+    what is wrong with it)."""
+    import json
+
+    try:
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    is_system = isinstance(data, dict) and "system" in data and "format_version" not in data
+    return data if is_system else None
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
-    allowed = "allowed: a folder written by `archsim run` or `archsim sweep`"
+    allowed = (
+        "allowed: a folder written by `archsim run`, `sweep`, `collective` or `train`"
+    )
     if not folder.is_dir():
         raise ArchsimError(f"{folder}: folder not found; {allowed}")
     try:
+        system = _system_results(folder / "results.json")
         if not (folder / "results.json").exists() and (folder / "sweep.json").exists():
             from archsim.cli_sweep import rebuild_sweep_report
 
             path = rebuild_sweep_report(folder)
+        elif system is not None:
+            from archsim.cli_system import rebuild_system_report
+
+            path = rebuild_system_report(folder, system)
         else:
             from archsim.report.html import write_run_report
             from archsim.results import RunResult

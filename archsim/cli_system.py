@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, one_line
 
 __all__ = ["add_parsers", "cmd_collective", "cmd_train"]
 
@@ -124,6 +124,37 @@ def cmd_collective(args: argparse.Namespace) -> int:
     return 0
 
 
+def rebuild_system_report(folder: Path, data: dict[str, Any]) -> Path:
+    """Re-write ``folder/report.html`` from the results.json ``data`` that ``archsim
+    collective`` or ``archsim train`` wrote there; raises ``ArchsimError`` for another
+    results.json, OSError when it cannot write."""
+    import pandas as pd
+
+    from archsim.report.system_report import write_collective_report, write_training_report
+
+    source = folder / "results.json"
+    try:
+        system = data["system"]["name"]
+        if "op" in data:
+            frame = pd.DataFrame(data["rows"])
+            frame.attrs.update({"system": system, "op": str(data["op"])})
+            return write_collective_report(frame, folder)
+        if "timeline" not in data:
+            raise ArchsimError(
+                f"{source}: written by `archsim train --tensor/--pipeline`, which makes no "
+                "report; allowed: a folder written by `archsim train` or `archsim collective`"
+            )
+        steps, timeline = list(data["steps"]), list(data["timeline"])
+        return write_training_report(
+            steps, timeline, str(data.get("workload_name", data["workload"])), folder
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise ArchsimError(
+            f"{source}: not a results.json written by `archsim collective` or `archsim "
+            f"train` ({type(exc).__name__}: {one_line(exc, 120)}); allowed: run it again"
+        ) from None
+
+
 def _table(frame) -> str:
     head = (f"{'size (B)':>14} {'count':>12} {'type':>6} {'time (us)':>11} "
             f"{'algbw GB/s':>11} {'busbw GB/s':>11}  algorithm")  # fmt: skip
@@ -172,10 +203,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     import pandas as pd
 
     _atomic(out / "results.csv", pd.DataFrame(rows).to_csv(index=False))
+    timeline, name = results[-1].metadata["train_step"]["timeline"], results[-1].workload
     _atomic(out / "results.json", json_text(
-        {"system": cfg.model_dump(mode="json"), "workload": args.workload, "steps": rows,
-         "timeline": results[-1].metadata["train_step"]["timeline"]}))  # fmt: skip
-    write_training_report(results, out)
+        {"system": cfg.model_dump(mode="json"), "workload": args.workload, "workload_name": name,
+         "steps": rows, "timeline": timeline}))  # fmt: skip
+    write_training_report(rows, timeline, name, out)
     if not args.quiet:
         print(f"# {args.workload} on {cfg.name}, {args.precision}, batch {args.batch}/GPU")
         print(f"{'GPUs':>5} {'step ms':>9} {'compute':>9} {'exposed':>9} {'overlap':>9} "

@@ -13,7 +13,6 @@ from matplotlib.figure import Figure
 from archsim.report.formatting import fmt_num, fmt_time
 from archsim.report.page import environment, write_page
 from archsim.report.plots import figure_to_svg
-from archsim.results import RunResult
 from archsim.simulate import archsim_version
 
 __all__ = ["write_collective_report", "write_training_report"]
@@ -76,10 +75,9 @@ def write_collective_report(frame: pd.DataFrame, out: str | Path) -> Path:
                  "nccl-tests table", header, rows, out)  # fmt: skip
 
 
-def scaling_figure(results: list[RunResult]) -> Figure:
+def scaling_figure(steps: list[dict[str, Any]]) -> Figure:
     """Samples per second and scaling efficiency against GPU count."""
     fig, ax = _figure(8.0, 3.4)
-    steps = [r.metadata["train_step"] for r in results]
     gpus = [s["gpus"] for s in steps]
     ax.plot(gpus, [s["samples_per_s"] for s in steps], marker="o", label="simulated")
     ax.plot(gpus, [s["single_gpu_samples_per_s"] * g for s, g in zip(steps, gpus, strict=True)],
@@ -93,12 +91,13 @@ def scaling_figure(results: list[RunResult]) -> Figure:
     return fig
 
 
-def timeline_figure(result: RunResult) -> Figure:
-    """One step: compute and NCCL streams (same on every GPU), seconds."""
+def timeline_figure(timeline: list) -> Figure:
+    """One step: compute and NCCL streams (same on every GPU), seconds; ``timeline`` holds
+    (stream, name, start s, end s) entries."""
     fig, ax = _figure(9.0, 2.2)
     lanes = {"compute": 1, "nccl": 0}
     colors = {"fwd": "#4c72b0", "dgrad": "#dd8452", "wgrad": "#55a868", "nccl": "#c44e52"}
-    for stream, name, start, end in result.metadata["train_step"]["timeline"]:
+    for stream, name, start, end in timeline:
         kind = "nccl" if stream == "nccl" else name.rsplit("/", 1)[-1]
         ax.barh(lanes[stream], end - start, left=start, height=0.6,
                 color=colors.get(kind, "#8c8c8c"), linewidth=0)  # fmt: skip
@@ -108,12 +107,15 @@ def timeline_figure(result: RunResult) -> Figure:
     return fig
 
 
-def write_training_report(results: list[RunResult], out: str | Path) -> Path:
-    """``report.html`` of training steps at several GPU counts (the last one's timeline)."""
-    last = results[-1].metadata["train_step"]
+def write_training_report(
+    steps: list[dict[str, Any]], timeline: list, workload: str, out: str | Path
+) -> Path:
+    """``report.html`` of training steps at several GPU counts (``steps``: each step's
+    ``train_step`` metadata, as results.json keeps them) with the last one's ``timeline``."""
+    last = steps[-1]
     cards = [
         ("system", last["system"]),
-        ("workload", results[-1].workload),
+        ("workload", workload),
         ("precision", last["precision"]),
         ("batch / GPU", last["batch_per_gpu"]),
         ("step", fmt_time(last["step_s"])),
@@ -122,8 +124,7 @@ def write_training_report(results: list[RunResult], out: str | Path) -> Path:
     header = ["GPUs", "nodes", "step", "compute", "exposed comm", "overlapped comm",
               "optimizer", "samples/s", "speed-up", "efficiency", "energy/step (J)"]  # fmt: skip
     rows = []
-    for r in results:
-        s = r.metadata["train_step"]
+    for s in steps:
         rows.append([
             s["gpus"], s["nodes"], fmt_time(s["step_s"]), fmt_time(s["compute_s"]),
             fmt_time(s["exposed_communication_s"]), fmt_time(s["overlapped_communication_s"]),
@@ -132,8 +133,8 @@ def write_training_report(results: list[RunResult], out: str | Path) -> Path:
             fmt_num(s["energy_j"]),
         ])  # fmt: skip
     figs = [
-        _svg(scaling_figure(results), "scaling", "Throughput against GPU count; dashed: linear."),
-        _svg(timeline_figure(results[-1]), "timeline",
+        _svg(scaling_figure(steps), "scaling", "Throughput against GPU count; dashed: linear."),
+        _svg(timeline_figure(timeline), "timeline",
              f"One step on {last['gpus']} GPUs: forward (blue), data gradient (orange), weight "
              "gradient (green), elementwise (grey) and the bucketed all-reduces (red)."),
     ]  # fmt: skip
@@ -142,6 +143,6 @@ def write_training_report(results: list[RunResult], out: str | Path) -> Path:
         "optimizer at achievable HBM bandwidth; DDP buckets all-reduced on one NCCL stream as "
         "their gradients are ready, slowing the compute they overlap by the SMs NCCL occupies."
     ]
-    return _page(f"Training step: {results[-1].workload} on {last['system']}",
+    return _page(f"Training step: {workload} on {last['system']}",
                  "Data-parallel training (PyTorch DDP) on the SimPy engine.", cards, notes, figs,
                  "Scaling", header, rows, out)  # fmt: skip

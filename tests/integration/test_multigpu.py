@@ -318,6 +318,21 @@ def test_cli_collective_and_train(tmp_path, capsys) -> None:
     assert [r["gpus"] for r in rows] == [1, 4]
     assert main(["train", "pcie4_v100", wl, "--gpus", "8", "-o", str(tmp_path / "y")]) == 2
     assert "has 4 GPUs" in capsys.readouterr().err
+    # `archsim report` rebuilds both pages from results.json alone, byte for byte
+    for folder in (out, tout):
+        page = (folder / "report.html").read_bytes()
+        (folder / "report.html").unlink()
+        assert main(["report", str(folder)]) == 0
+        assert (folder / "report.html").read_bytes() == page
+    data = json.loads((out / "results.json").read_text())
+    (out / "results.json").write_text(json.dumps({**data, "rows": [{"size_bytes": 1}]}))
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "not a results.json written by" in err, err
+    pout = tmp_path / "par"
+    assert main(["train", "pcie4_v100", wl, "--gpus", "4", "--tensor", "2", "-o", str(pout)]) == 0
+    assert main(["report", str(pout)]) == 2
+    assert "`archsim train --tensor/--pipeline`, which makes no report" in capsys.readouterr().err
 
 
 def test_simulate_refuses_a_system_with_a_pointer() -> None:
