@@ -381,9 +381,7 @@ def _system_results(path: Path) -> dict | None:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
-    allowed = (
-        "allowed: a folder written by `archsim run`, `sweep`, `collective` or `train`"
-    )
+    allowed = "allowed: a folder written by `archsim run`, `sweep`, `collective` or `train`"
     if not folder.is_dir():
         raise ArchsimError(f"{folder}: folder not found; {allowed}")
     try:
