@@ -231,10 +231,10 @@ def _write_outputs(
             from archsim.config.scalesim import write_scalesim_reports
 
             names += write_scalesim_reports(result, tmp)
-        if trace is not None:  # (hardware, workload): the systolic SRAM traces
+        if trace is not None:  # (hardware, workload[, offsets]): the systolic SRAM traces
             from archsim.accelerators.systolic_trace import write_layer_traces
 
-            names += write_layer_traces(*trace, tmp)
+            names += write_layer_traces(trace[0], trace[1], tmp, *trace[2:])  # (offsets)
         return names
 
     write_outputs_atomically(out_dir, write)
@@ -249,9 +249,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     out_dir = check_out_dir(args.out)
     if args.from_scalesim:
-        from archsim.config.scalesim import load_scalesim, scalesim_unmodelled
+        from archsim.config.scalesim import load_scalesim, scalesim_offsets, scalesim_unmodelled
 
         hw, wl = load_scalesim(*args.from_scalesim)
+        offsets = scalesim_offsets(args.from_scalesim[0])  # the traces' address offsets
         for line in [] if args.quiet else scalesim_unmodelled(args.from_scalesim[0]):
             print(f"archsim: warning: {line}", file=sys.stderr)
     else:
@@ -287,7 +288,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
         raise WorkloadError(f"{wl.origin}: {field}: {exc.problem}") from None
-    trace = (hw, wl) if args.trace else None
+    trace = ((hw, wl, offsets) if args.from_scalesim else (hw, wl)) if args.trace else None
     _write_outputs(
         result,
         out_dir,
@@ -364,8 +365,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _system_results(path: Path) -> dict | None:
-    """The data of ``path`` when it is a results.json of `archsim collective` or `archsim train`
-    (a ``system`` block, no ``format_version``), else None (``RunResult.from_json`` then says
+    """The data of ``path`` when it looks like a results.json of `archsim collective` or `archsim
+    train` (their keys, no ``format_version``), else None (``RunResult.from_json`` then says
     what is wrong with it)."""
     import json
 
@@ -375,7 +376,10 @@ def _system_results(path: Path) -> dict | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
-    is_system = isinstance(data, dict) and "system" in data and "format_version" not in data
+    keys = ("system", "op", "rows", "steps", "timeline")
+    is_system = (
+        isinstance(data, dict) and "format_version" not in data and any(k in data for k in keys)
+    )
     return data if is_system else None
 
 
@@ -490,9 +494,15 @@ def entry_point() -> int:
     0.3-0.4 s of every process, a third of a warm SCALE-Sim case. ``gc.freeze()`` moves them
     to the permanent generation; atexit handlers, ``weakref.finalize`` callbacks and the
     modules' teardown still run. Only the CLI does this: a program or test calling
-    :func:`main` keeps its collector as it was."""
+    :func:`main` keeps its collector as it was. SIGTERM (``kill``, a batch system's time
+    limit) stops the command as Ctrl-C does, so that it leaves no half-written output."""
     import gc
+    import signal
 
+    def terminate(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # as Ctrl-C: every half-written output is removed on the way
+
+    signal.signal(signal.SIGTERM, terminate)
     rc = main()
     sys.stdout.flush()
     sys.stderr.flush()

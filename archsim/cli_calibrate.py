@@ -58,6 +58,9 @@ def cmd(args: argparse.Namespace) -> int:
         raise ArchsimError(f"-o: {out}: not a YAML file name; allowed: a path ending in .yaml")
     if out.is_dir():
         raise ArchsimError(f"-o: {out}: is a folder; allowed: a YAML file path")
+    from archsim.output import check_out_file
+
+    check_out_file(out)  # before the fit: not a device or a FIFO
     hw = load_gpu(args.hardware)
     folder = read_folder(args.measured)
 

@@ -101,8 +101,13 @@ def format_import(imp) -> str:  # noqa: ANN001 - OnnxImport, imported lazily
 
 def cmd(args: argparse.Namespace) -> int:
     """Run ``archsim import onnx``."""
+    from archsim.output import check_out_file
     from archsim.workload.onnx_export import write_workload
 
+    # before the import: not the model itself, a device or a FIFO (nor its .data folder)
+    check_out_file(args.out, "-o", inputs=[Path(args.model)])
+    if args.no_measure and args.inputs is not None:
+        raise ConfigError("--inputs", "", "unused with --no-measure; allowed: one of the two")
     imp = _read(args)
     notes = write_workload(imp, args.out)
     print(format_import(imp))

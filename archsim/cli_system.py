@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -83,14 +81,9 @@ def json_text(payload: Any) -> str:
 
 
 def _atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from archsim.output import write_text_atomically
+
+    write_text_atomically(path, text)
 
 
 def _out_dir(arg: str) -> Path:
@@ -110,6 +103,8 @@ def cmd_collective(args: argparse.Namespace) -> int:
     from archsim.system.api import collective
 
     cfg = _system(args)
+    if args.gpus is not None and args.gpus < 2:
+        raise ArchsimError(f"--gpus {args.gpus}: a collective needs 2 GPUs or more")
     frame = collective(cfg, args.op, args.sizes, args.gpus, args.algo, args.proto)
     out = _out_dir(args.out)
     _atomic(out / "results.csv", frame.to_csv(index=False))
@@ -131,28 +126,75 @@ def rebuild_system_report(folder: Path, data: dict[str, Any]) -> Path:
     import pandas as pd
 
     from archsim.report.system_report import write_collective_report, write_training_report
+    from archsim.system.collectives import OPS
 
     source = folder / "results.json"
     try:
         system = data["system"]["name"]
         if "op" in data:
-            frame = pd.DataFrame(data["rows"])
-            frame.attrs.update({"system": system, "op": str(data["op"])})
+            if data["op"] not in OPS:
+                raise ValueError(f"op {data['op']!r} is not one of {', '.join(OPS)}")
+            rows = _checked_rows(data["rows"], "rows", _COLLECTIVE_NUMBERS)
+            frame = pd.DataFrame(rows)
+            frame.attrs.update({"system": system, "op": data["op"]})
             return write_collective_report(frame, folder)
         if "timeline" not in data:
             raise ArchsimError(
                 f"{source}: written by `archsim train --tensor/--pipeline`, which makes no "
                 "report; allowed: a folder written by `archsim train` or `archsim collective`"
             )
-        steps, timeline = list(data["steps"]), list(data["timeline"])
-        return write_training_report(
-            steps, timeline, str(data.get("workload_name", data["workload"])), folder
-        )
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        steps = _checked_rows(data["steps"], "steps", _STEP_NUMBERS)
+        timeline = [_checked_span(i, e) for i, e in enumerate(data["timeline"])]
+        name = str(data.get("workload_name", data["workload"]))
+        return write_training_report(steps, timeline, name, folder)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
+        what = f"no {exc}" if isinstance(exc, KeyError) else one_line(exc, 160)
         raise ArchsimError(
             f"{source}: not a results.json written by `archsim collective` or `archsim "
-            f"train` ({type(exc).__name__}: {one_line(exc, 120)}); allowed: run it again"
+            f"train`: {what}; allowed: the file as that command writes it (run it again)"
         ) from None
+
+
+#: the numbers a collective row and a training step must hold (the pages read them)
+_COLLECTIVE_NUMBERS = ("gpus", "size_bytes", "count", "time_us", "algbw_gb_s", "busbw_gb_s")
+_STEP_NUMBERS = (
+    "gpus", "nodes", "batch_per_gpu", "step_s", "compute_s", "exposed_communication_s",
+    "overlapped_communication_s", "optimizer_s", "samples_per_s", "single_gpu_samples_per_s",
+    "speedup_vs_1_gpu", "scaling_efficiency", "energy_j",
+)  # fmt: skip
+
+
+def _finite(value: Any, where: str) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite number from 0 to 2**63."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (number and 0 <= value < 2**63 and value == value and value != float("inf")):
+        huge = isinstance(value, int) and abs(value) >= 2**63
+        shown = f"a {len(str(abs(value)))}-digit number" if huge else repr(value)
+        raise ValueError(f"{where} is {shown}, not a finite number >= 0")
+
+
+def _checked_rows(rows: Any, name: str, numbers: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``rows``: a non-empty list of objects whose ``numbers`` are finite and >= 0, and whose
+    other numbers are too (None stands for a value not computed)."""
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"{name} must be a non-empty list of objects")
+    for i, row in enumerate(rows):
+        for key in numbers:
+            _finite(row[key], f"{name}.{i}.{key}")
+        for key, value in row.items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                _finite(value, f"{name}.{i}.{key}")
+    return rows
+
+
+def _checked_span(i: int, entry: Any) -> list[Any]:
+    """One timeline entry: [stream, name, start s, end s], 0 <= start <= end."""
+    stream, label, start, end = entry
+    _finite(start, f"timeline.{i}.start")
+    _finite(end, f"timeline.{i}.end")
+    if stream not in ("compute", "nccl") or not isinstance(label, str) or start > end:
+        raise ValueError(f"timeline.{i} is not [compute|nccl, name, start, end >= start]")
+    return [stream, label, start, end]
 
 
 def _table(frame) -> str:
@@ -187,8 +229,23 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise ArchsimError(
                 f"--{flag.replace('_', '-')} {getattr(args, flag)}; allowed: an integer >= 1"
             )
+    if args.micro_batches > 1 and args.pipeline == 1:
+        raise ArchsimError(f"--micro-batches {args.micro_batches}: micro-batches feed pipeline "
+                           "stages; allowed: with --pipeline 2 or more")  # fmt: skip
+    parallel = args.tensor > 1 or args.pipeline > 1
+    unused = [
+        flag
+        for flag, used in (
+            ("--topk", args.topk is not None),
+            ("--memory-format", args.memory_format != "nhwc"),
+        )
+        if used
+    ]
+    if parallel and unused:  # the model-parallel step models neither
+        raise ArchsimError(f"{unused[0]}: data-parallel training only; allowed: without "
+                           "--tensor/--pipeline")  # fmt: skip
     cfg = _system(args)
-    if args.tensor > 1 or args.pipeline > 1:
+    if parallel:
         return _cmd_parallel(args, cfg)
     results = [
         run_step(cfg, args.workload, StepOptions(g, args.precision, args.batch,

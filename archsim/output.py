@@ -21,7 +21,13 @@ from archsim.errors import ConfigError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["check_out_dir", "frame_to_parquet", "write_outputs_atomically"]
+__all__ = [
+    "check_out_dir",
+    "check_out_file",
+    "frame_to_parquet",
+    "write_outputs_atomically",
+    "write_text_atomically",
+]
 
 _TMP_PREFIX = ".archsim-tmp-"
 
@@ -39,6 +45,41 @@ def check_out_dir(text: str, option: str = "--out") -> Path:
                 raise ConfigError(option, "", f"{parent} is a file; allowed: a folder path")
             break
     return path
+
+
+def check_out_file(path: str | Path, option: str = "-o", inputs: Iterable[Path] = ()) -> Path:
+    """``path``, refused when it names something that is not a regular file (a folder, a
+    device such as /dev/null, a FIFO: replacing it would destroy it) or one of ``inputs``."""
+    target = Path(path)
+    if target.exists() and not target.is_file():
+        raise ConfigError(
+            option, "", f"{target} exists and is not a regular file; allowed: a new file or a "
+            "regular file to replace"
+        )  # fmt: skip
+    for source in inputs:
+        if target.exists() and Path(source).exists() and target.samefile(source):
+            raise ConfigError(
+                option, "", f"{target} is the input {source}; allowed: another file name"
+            )
+    return target
+
+
+def write_text_atomically(path: str | Path, text: str, option: str = "-o") -> Path:
+    """Write ``text`` to ``path`` through a temporary file in its folder, renamed over it (no
+    reader sees half a file, nothing is left behind on failure); mode 0644, as ``open`` under
+    the usual umask gives (``mkstemp`` makes 0600). ``path`` must pass :func:`check_out_file`."""
+    target = check_out_file(path, option)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
 
 
 def frame_to_parquet(

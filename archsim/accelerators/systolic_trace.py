@@ -97,13 +97,16 @@ def trace_name(index: int) -> str:
 
 
 def write_layer_traces(
-    config: SystolicConfig, workload: WorkloadSpec, folder: str | Path
+    config: SystolicConfig,
+    workload: WorkloadSpec,
+    folder: str | Path,
+    offsets: tuple[int, int, int] = (0, 10_000_000, 20_000_000),
 ) -> list[str]:
-    """Write :func:`write_sram_trace` of every layer into ``folder`` as ``trace_name(i)``;
-    returns the names written."""
+    """Write :func:`write_sram_trace` of every layer into ``folder`` as ``trace_name(i)``, with
+    the IFMAP, FILTER and OFMAP address ``offsets``; returns the names written."""
     names = []
     for i, layer in enumerate(workload.layers):
         if isinstance(layer, ConvLayer | GemmLayer):
-            write_sram_trace(config, layer, Path(folder) / trace_name(i))
+            write_sram_trace(config, layer, Path(folder) / trace_name(i), offsets)
             names.append(trace_name(i))
     return names

@@ -114,9 +114,12 @@ def compress_onnx(
     None: report only). Returns one storage record per compressed layer."""
     from onnx import numpy_helper
 
+    from archsim.output import check_out_file
     from archsim.workload.onnx_graph import check_graph, initializer_array, read_model
 
     src = Path(src)
+    if dst is not None:
+        check_out_file(dst, "-o", inputs=[src])  # not the model itself, a device or a FIFO
     model = read_model(src)
     check_graph(src, model)
     targets = _targets(model)
@@ -173,6 +176,7 @@ def _save(model: Any, dst: Path) -> None:
         os.close(fd)
         try:
             onnx.save(model, tmp)
+            os.chmod(tmp, 0o644)  # as the other outputs (mkstemp makes 0600)
             os.replace(tmp, dst)
         finally:
             if os.path.exists(tmp):

@@ -20,6 +20,8 @@ from archsim.errors import ConfigError
 from archsim.limits import check_layer_count
 
 __all__ = [
+    "DEFAULT_OFFSETS",
+    "scalesim_offsets",
     "load_scalesim",
     "write_compute_report",
     "read_scalesim_config",
@@ -201,6 +203,36 @@ def read_scalesim_config(path: str | Path) -> dict[str, Any]:
             "word_bytes": 1,
         },
     }
+
+
+#: SCALE-Sim's default SRAM trace address offsets (IFMAP, FILTER, OFMAP)
+DEFAULT_OFFSETS = (0, 10_000_000, 20_000_000)
+
+
+def scalesim_offsets(path: str | Path) -> tuple[int, int, int]:
+    """The ``[architecture_presets]`` ``IfmapOffset``, ``FilterOffset`` and ``OfmapOffset`` of
+    a SCALE-Sim ``.cfg`` (SCALE-Sim's defaults where absent): where the SRAM traces put each
+    operand's addresses. Integers from 0 to 10^9."""
+    path = Path(path)
+    text = _read_text(path)
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text, source=str(path))  # read_scalesim_config has checked the syntax
+    out = []
+    for key, default in zip(("IfmapOffset", "FilterOffset", "OfmapOffset"), DEFAULT_OFFSETS,
+                            strict=True):  # fmt: skip
+        raw = parser.get(_ARCH, key, fallback=str(default)).strip()
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if not 0 <= value <= _MOST:
+            line = _line_of(text, _ARCH, key)
+            raise ConfigError(
+                str(path), f"line {line}", f"{key} = {raw[:40]!r}: allowed an integer from 0 to "
+                f"{_MOST:,}"
+            )  # fmt: skip
+        out.append(value)
+    return out[0], out[1], out[2]
 
 
 def _fields(row: list[str]) -> list[str]:

@@ -131,8 +131,16 @@ def _cell(path: Path, line: int, col: str, raw: str) -> Any:
     return text
 
 
+def _regular(path: Path) -> None:
+    """Refuse a FIFO, a device or a folder where a file is read (a FIFO blocks the read)."""
+    if not path.is_file():
+        raise MeasurementError(path, "", "not a regular file; allowed: the file as `archsim "
+                               "probe gpu` writes it")  # fmt: skip
+
+
 def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
     """One ``gemm_*.csv`` / ``conv_*.csv`` file, every cell checked; and its extra columns."""
+    _regular(path)
     try:
         raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:
@@ -252,6 +260,8 @@ def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         problem = one_line(exc)
         raise MeasurementError(path, "", f"not valid JSON ({problem})") from None
+    except RecursionError:
+        raise MeasurementError(path, "", "not valid JSON (nested too deeply)") from None
     where = str(path)
     if not isinstance(doc, dict):
         raise MeasurementError(path, "", "not a JSON object; allowed: {device, memory_eager, "
@@ -296,6 +306,8 @@ def read_folder(path: str | Path) -> MeasuredFolder:
     if not gemm and not conv:
         raise MeasurementError(folder, "", f"no measurement files; required: {_ALLOWED_FILES}")
     device_file = folder / DEVICE_FILE
+    if device_file.exists() or device_file.is_symlink():
+        _regular(device_file)
     if not device_file.is_file():
         raise MeasurementError(device_file, "", "file missing; required: device, memory_eager "
                                "and energy readings (written by `archsim probe gpu`)")  # fmt: skip

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from archsim.output import check_out_file
+
 __all__ = ["environment", "write_page"]
 
 
@@ -35,6 +37,7 @@ def write_page(text: str, path: str | Path, default_name: str) -> Path:
     target = Path(path)
     if target.is_dir() or str(path).endswith(("/", os.sep)):
         target = target / default_name
+    check_out_file(target, "output")  # not over a device or a FIFO
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:

@@ -320,7 +320,9 @@ def write_yaml(hardware: str, result: Fit, folder: MeasuredFolder, out: str | Pa
         *(f"#   {p}: {v:.6g} ({why})" for p, (v, why) in measured.items()),
     ]  # fmt: skip
     text = "\n".join(header) + "\n" + yaml.safe_dump(raw, sort_keys=False, width=100)
-    target = Path(out)
+    from archsim.output import check_out_file
+
+    target = check_out_file(out)  # not over a device or a FIFO
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".yaml")
     try:

@@ -6,8 +6,6 @@ Outputs depend only on the frame (no timestamps), so a regenerated report diffs 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -157,17 +155,9 @@ def render_html(frame: pd.DataFrame, *, seed: int = 0, title: str = TITLE) -> st
 
 def _write_atomic(text: str, path: Path) -> Path:
     """Write via a temporary file in the same folder, so no half-written report is left."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    from archsim.output import write_text_atomically
+
+    return write_text_atomically(path, text, "output")
 
 
 def write_markdown(frame: pd.DataFrame, path: Path, *, seed: int = 0, title: str = TITLE) -> Path:

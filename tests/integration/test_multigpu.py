@@ -329,6 +329,36 @@ def test_cli_collective_and_train(tmp_path, capsys) -> None:
     assert main(["report", str(out)]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "not a results.json written by" in err, err
+    for edit, needle in (
+        (lambda j: j["rows"][0].update(gpus=float("inf")), "rows.0.gpus is inf, not a finite"),
+        (lambda j: j["rows"][0].update(time_us=-5), "rows.0.time_us is -5, not a finite"),
+        (lambda j: j.update(op="bogus"), "op 'bogus' is not one of all_reduce"),
+        (lambda j: j.pop("system"), "no 'system'"),
+    ):  # a traceback (inf GPUs) or a page of nonsense
+        bad = json.loads(json.dumps(data))
+        edit(bad)
+        (out / "results.json").write_text(json.dumps(bad))
+        assert main(["report", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and needle in err, err
+    steps = json.loads((tout / "results.json").read_text())
+    steps["timeline"][0][2] = 5.0  # starts after it ends
+    (tout / "results.json").write_text(json.dumps(steps))
+    assert main(["report", str(tout)]) == 2
+    assert "timeline.0 is not [compute|nccl, name, start, end >= start]" in capsys.readouterr().err
+    assert (
+        main(["collective", "--system", "dgx_a100", "--gpus", "1", "-o", str(tmp_path / "1")]) == 2
+    )
+    assert "a collective needs 2 GPUs or more" in capsys.readouterr().err  # printed inf / nan
+    for extra, needle in (
+        (["--pipeline", "2", "--topk", "0.01"], "--topk: data-parallel training only"),
+        (["--tensor", "2", "--memory-format", "nchw"], "--memory-format: data-parallel"),
+        (["--micro-batches", "4"], "micro-batches feed pipeline stages"),
+    ):  # silently ignored before
+        assert (
+            main(["train", "pcie4_v100", wl, "--gpus", "4", *extra, "-o", str(tmp_path / "z")]) == 2
+        )
+        assert needle in capsys.readouterr().err
     pout = tmp_path / "par"
     assert main(["train", "pcie4_v100", wl, "--gpus", "4", "--tensor", "2", "-o", str(pout)]) == 0
     assert main(["report", str(pout)]) == 2

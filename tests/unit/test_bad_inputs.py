@@ -844,3 +844,91 @@ def test_small_nonsense_that_was_accepted(tmp_path: Path, capsys: Any) -> None:
     topo.write_text("Layer name, M, N, K,\nG\x00,8,8,8,\n", encoding="utf-8")
     assert main(["run", "--from-scalesim", cfg, str(topo), "-o", str(tmp_path / "p"), "-q"]) == 2
     assert "line 2: layer name 'G\\x00' has control characters" in capsys.readouterr().err
+
+
+def test_outputs_never_replace_a_device_a_fifo_or_the_input(tmp_path: Path, capsys: Any) -> None:
+    """As root, compress/import/calibrate/validate turned /dev/null into a regular file, and
+    `import onnx m.onnx -o m.onnx` replaced the model with YAML."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3], np.eye(4, 3).reshape(-1).tolist())
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 4))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y], [w]),
+                              opset_imports=[helper.make_opsetid("", 13)])  # fmt: skip
+    model.ir_version = 8
+    src = tmp_path / "m.onnx"
+    onnx.save(model, str(src))
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    measured = str(ROOT.parent / "shared" / "data" / "h100")
+    for argv, needle in (
+        (["compress", str(src), "-o", str(fifo), "--fc-density", "0.5"], "not a regular file"),
+        (["compress", str(src), "-o", str(src), "--fc-density", "0.5"], "is the input"),
+        (["import", "onnx", str(src), "-o", str(fifo)], "not a regular file"),
+        (["import", "onnx", str(src), "-o", str(src)], "is the input"),
+        (["import", "onnx", str(src), "-o", "w.yaml", "--no-measure", "--inputs", "x.npy"],
+         "--inputs: unused with --no-measure"),
+        (["calibrate", "tensor_core", "--measured", measured, "-o", str(fifo), "-q"],
+         "not a regular file"),
+    ):  # fmt: skip
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and needle in err, err
+    assert fifo.exists() and not fifo.is_file() and src.read_bytes() == model.SerializeToString()
+
+
+def test_measurement_files_that_are_not_files(tmp_path: Path, capsys: Any) -> None:
+    """A FIFO in place of a CSV hung `validate --measured`; 100,000 nested brackets in the
+    device JSON traced back (RecursionError)."""
+    folder = tmp_path / "m"
+    assert main(["probe", "gpu", "--backend", "fake", "--quick", "-o", str(folder), "-q"]) == 0
+    (folder / "gemm_square.csv").unlink()
+    os.mkfifo(folder / "gemm_square.csv")
+    assert main(["validate", "tensor_core", "--measured", str(folder), "-q"]) == 2
+    assert "gemm_square.csv: not a regular file" in capsys.readouterr().err
+    (folder / "gemm_square.csv").unlink()
+    (folder / "device_memory_energy.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["validate", "tensor_core", "--measured", str(folder), "-q"]) == 2
+    assert "not valid JSON (nested too deeply)" in capsys.readouterr().err
+
+
+def test_trace_addresses_take_the_scalesim_offsets(tmp_path: Path, capsys: Any) -> None:
+    """The .cfg's IfmapOffset/FilterOffset/OfmapOffset were ignored by --trace."""
+    import gzip
+
+    fixtures = ROOT / "tests" / "fixtures" / "scalesim"
+    text = (fixtures / "small_gemm_os_4x4_user.cfg").read_text(encoding="utf-8")
+    cfg = tmp_path / "a.cfg"
+    cfg.write_text(text.replace("FilterOffset:   10000000", "FilterOffset:   5000"))
+    topo = str(fixtures / "small_gemm_os_4x4_user.csv")
+    out = tmp_path / "o"
+    assert main(["run", "--from-scalesim", str(cfg), topo, "--trace", "-o", str(out), "-q"]) == 0
+    with gzip.open(out / "SRAM_TRACE_layer0.csv.gz", "rt") as f:
+        first = [int(v) for v in f.readline().split(",")]
+    assert first[:6] == [0, 0, -1, -1, -1, 5000]  # cycle, 4 IFMAP rows, first FILTER column
+    cfg.write_text(text.replace("FilterOffset:   10000000", "FilterOffset:   -5"))
+    assert main(["run", "--from-scalesim", str(cfg), topo, "-o", str(tmp_path / "p"), "-q"]) == 2
+    assert "FilterOffset = '-5': allowed an integer from 0" in capsys.readouterr().err
+
+
+def test_sigterm_leaves_no_half_written_output(tmp_path: Path) -> None:
+    """`kill` (a batch system's time limit) ended a run without its cleanup: a partial
+    `.archsim-tmp-*` folder (287 MB of trace) stayed in the output folder."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "o"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "archsim", "run", "scnn", "vgg16", "-o", str(out), "-q"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(3.0)  # well into the run (about 9 s in all)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip() == "archsim: interrupted", err
+    assert not out.exists() or not any(out.iterdir())
