@@ -9,6 +9,7 @@ leaves nothing behind.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,23 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
 
+def _check_writable(out: Path) -> None:
+    """Refuse ``out`` when its nearest existing folder cannot take a new folder (tried with a
+    temporary one, removed at once: nothing is left)."""
+    import tempfile
+
+    from archsim.measure.folder import MeasurementError
+
+    base = out.absolute().parent
+    while not base.exists():
+        base = base.parent
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".archsim-probe-", dir=base))
+    except OSError as exc:
+        raise MeasurementError(out, "", f"cannot create it in {base}: {exc.strerror}; allowed: "
+                               "a folder this user can create") from None  # fmt: skip
+
+
 def cmd(args: argparse.Namespace) -> int:
     """Implementation of ``archsim probe gpu``."""
     from archsim.measure.folder import MeasurementError, write_folder
@@ -55,6 +73,7 @@ def cmd(args: argparse.Namespace) -> int:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise MeasurementError(out, "", "exists and is not an empty folder; allowed: a new or "
                                "empty folder")  # fmt: skip
+    _check_writable(out)  # before minutes of measuring, not after
     backend = load_backend(args.backend)
 
     def progress(message: str) -> None:

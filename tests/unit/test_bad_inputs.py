@@ -891,6 +891,10 @@ def test_measurement_files_that_are_not_files(tmp_path: Path, capsys: Any) -> No
     assert "gemm_square.csv: not a regular file" in capsys.readouterr().err
     (folder / "gemm_square.csv").unlink()
     (folder / "device_memory_energy.json").write_text("[" * 100_000 + "]" * 100_000)
+    # an output the probe cannot create is refused before it measures (it printed 636 lines)
+    assert main(["probe", "gpu", "--backend", "fake", "--quick", "-o", "/proc/archsim-x"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "cannot create it in /proc" in lines[0], lines
     assert main(["validate", "tensor_core", "--measured", str(folder), "-q"]) == 2
     assert "not valid JSON (nested too deeply)" in capsys.readouterr().err
 
