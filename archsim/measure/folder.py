@@ -63,6 +63,8 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "precision": MEASURED_PRECISIONS,
 }
 _OPTIONAL_FLOAT = {"sm_mhz", "board_w"}  # blank: no NVML reading in the window
+#: the largest plausible reading: a call of an hour, a 10 GHz clock, a 100 kW board
+_MOST = {"time_s": 3600.0, "min_s": 3600.0, "sm_mhz": 1e4, "board_w": 1e5}
 _ALLOWED_FILES = f"gemm_*.csv, conv_*.csv, {DEVICE_FILE}"
 
 
@@ -125,6 +127,9 @@ def _cell(path: Path, line: int, col: str, raw: str) -> Any:
             raise MeasurementError(where, col, f"{text!r} is not a number") from None
         if not math.isfinite(value) or value <= 0.0 and col != "tflops" or value < 0.0:
             raise MeasurementError(where, col, f"{text} is out of range; allowed: a number > 0")
+        if value > _MOST.get(col, math.inf):
+            raise MeasurementError(where, col, f"{text} is out of range; allowed: a number up "
+                                   f"to {_MOST[col]:g}")  # fmt: skip
         return value
     if not text:
         raise MeasurementError(where, col, "is empty; allowed: a non-empty name")
@@ -164,6 +169,9 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
         for i, rec in enumerate(raw.to_dict(orient="records"))
     ]
     frame = pd.DataFrame(rows, columns=list(want))
+    if path.name.startswith("conv_"):
+        for i, row in enumerate(rows):
+            _check_conv_row(f"{path}: line {i + 2}", row)
     bad = frame.index[frame["min_s"] > frame["time_s"] * (1 + 1e-9)]
     if len(bad):
         raise MeasurementError(
@@ -171,6 +179,24 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
             "allowed: min_s <= time_s",
         )  # fmt: skip
     return frame, extra
+
+
+def _check_conv_row(where: str, row: Mapping[str, Any]) -> None:
+    """A conv row's shape holds together: groups divide C and K, the filter fits the padded
+    input, and P x Q is the output size the other fields give."""
+    g, pad, st = row["groups"], row["pad"], row["stride"]
+    if row["c"] % g or row["k"] % g:
+        raise MeasurementError(where, "groups", f"{g} does not divide c = {row['c']} and k = "
+                               f"{row['k']}; allowed: a common divisor")  # fmt: skip
+    size = {}
+    for out, n, f in (("p", "h", "r"), ("q", "w", "s")):
+        if row[f] > row[n] + 2 * pad:
+            raise MeasurementError(where, f, f"{row[f]} is larger than {n} + 2 pad = "
+                                   f"{row[n] + 2 * pad}; allowed: a filter that fits")  # fmt: skip
+        size[out] = (row[n] + 2 * pad - row[f]) // st + 1
+        if row[out] != size[out]:
+            raise MeasurementError(where, out, f"{row[out]} is not the output size {size[out]} "
+                                   f"that {n}, {f}, stride and pad give")  # fmt: skip
 
 
 def _need(doc: Mapping[str, Any], key: str, kind: type, where: str) -> Any:

@@ -936,3 +936,33 @@ def test_sigterm_leaves_no_half_written_output(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.strip() == "archsim: interrupted", err
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "needle"),
+    [
+        ("groups", "5", "groups: 5 does not divide c = 3 and k = 96"),
+        ("r", "500", "r: 500 is larger than h + 2 pad"),
+        ("p", "999", "p: 999 is not the output size 55"),
+        ("time_s", "1e308", "time_s: 1e308 is out of range; allowed: a number up to 3600"),
+        ("sm_mhz", "1e9", "sm_mhz: 1e9 is out of range"),
+    ],
+)
+def test_conv_measurements_that_do_not_hold_together(
+    tmp_path: Path, capsys: Any, column: str, value: str, needle: str
+) -> None:
+    """`validate --measured` used such rows as if measured."""
+    import csv
+
+    folder = tmp_path / "m"
+    shutil.copytree(ROOT.parent / "shared" / "data" / "h100", folder)
+    path = folder / "conv_alexnet.csv"
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    rows[0][column] = value  # conv1, batch 1: 96 filters of 3 x 11 x 11 on 227 x 227
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert main(["validate", "tensor_core", "--measured", str(folder), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "conv_alexnet.csv: line 2" in err and needle in err, err
