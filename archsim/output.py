@@ -64,16 +64,21 @@ def check_out_file(path: str | Path, option: str = "-o", inputs: Iterable[Path] 
     return target
 
 
-def write_text_atomically(path: str | Path, text: str, option: str = "-o") -> Path:
+def write_text_atomically(
+    path: str | Path, text: str, option: str = "-o", check: Callable[[Path], Any] | None = None
+) -> Path:
     """Write ``text`` to ``path`` through a temporary file in its folder, renamed over it (no
     reader sees half a file, nothing is left behind on failure); mode 0644, as ``open`` under
-    the usual umask gives (``mkstemp`` makes 0600). ``path`` must pass :func:`check_out_file`."""
+    the usual umask gives (``mkstemp`` makes 0600). ``path`` must pass :func:`check_out_file`;
+    ``check(temporary path)``, when given, must accept the file before it is renamed."""
     target = check_out_file(path, option)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
+        if check is not None:
+            check(Path(tmp))
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from archsim.output import check_out_file
+from archsim.output import write_text_atomically
 
 __all__ = ["environment", "write_page"]
 
@@ -37,17 +36,4 @@ def write_page(text: str, path: str | Path, default_name: str) -> Path:
     target = Path(path)
     if target.is_dir() or str(path).endswith(("/", os.sep)):
         target = target / default_name
-    check_out_file(target, "output")  # not over a device or a FIFO
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    return write_text_atomically(target, text, "output")  # not over a device or a FIFO

@@ -11,8 +11,6 @@ residuals show whether the fit generalises. No scipy; the same folder always giv
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -320,18 +318,7 @@ def write_yaml(hardware: str, result: Fit, folder: MeasuredFolder, out: str | Pa
         *(f"#   {p}: {v:.6g} ({why})" for p, (v, why) in measured.items()),
     ]  # fmt: skip
     text = "\n".join(header) + "\n" + yaml.safe_dump(raw, sort_keys=False, width=100)
-    from archsim.output import check_out_file
+    from archsim.output import write_text_atomically
 
-    target = check_out_file(out)  # not over a device or a FIFO
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".yaml")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        load_hardware(Path(tmp))  # a calibrated preset must load
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    # a calibrated preset must load before it replaces anything; not over a device or a FIFO
+    return write_text_atomically(out, text, "-o", check=load_hardware)
