@@ -119,12 +119,17 @@ def _fork_server(server: Any, warm: Callable[[], None] | None = None) -> None:
             os.chmod(address, 0o600)
         listener.listen()
         alive_r, alive_w = os.pipe()
+        # SIGTERM held back across the fork: the child would otherwise run this process's
+        # handler (the CLI's, which raises KeyboardInterrupt) in its after-fork hooks when
+        # stop_workers ends it at once, and print "Exception ignored ..." with a traceback
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         pid = os.fork()
         if pid == 0:  # the server: until every client has closed the "alive" pipe
             code = 0
             try:
                 os.close(alive_w)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how stop_workers ends it
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 if warm is not None:
                     with contextlib.suppress(Exception):
                         warm()
@@ -135,6 +140,7 @@ def _fork_server(server: Any, warm: Callable[[], None] | None = None) -> None:
                 code = 1
             finally:
                 os._exit(code)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(alive_r)
     server._forkserver_address = address
     server._forkserver_alive_fd = alive_w
