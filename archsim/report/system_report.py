@@ -93,14 +93,20 @@ def scaling_figure(steps: list[dict[str, Any]]) -> Figure:
 
 def timeline_figure(timeline: list) -> Figure:
     """One step: compute and NCCL streams (same on every GPU), seconds; ``timeline`` holds
-    (stream, name, start s, end s) entries."""
+    (stream, name, start s, end s) entries. One bar collection per lane and colour (a bar per
+    entry as its own artist took 7.7 s for 13,000 entries; this 1.2 s)."""
     fig, ax = _figure(9.0, 2.2)
     lanes = {"compute": 1, "nccl": 0}
     colors = {"fwd": "#4c72b0", "dgrad": "#dd8452", "wgrad": "#55a868", "nccl": "#c44e52"}
+    bars: dict[tuple[int, str], list[tuple[float, float]]] = {}
     for stream, name, start, end in timeline:
         kind = "nccl" if stream == "nccl" else name.rsplit("/", 1)[-1]
-        ax.barh(lanes[stream], end - start, left=start, height=0.6,
-                color=colors.get(kind, "#8c8c8c"), linewidth=0)  # fmt: skip
+        key = (lanes[stream], colors.get(kind, "#8c8c8c"))
+        bars.setdefault(key, []).append((start, end - start))
+    for (lane, color), spans in bars.items():
+        ax.broken_barh(spans, (lane - 0.3, 0.6), facecolors=color, linewidth=0)
+    if timeline:
+        ax.set_xlim(min(e[2] for e in timeline), max(e[3] for e in timeline))
     ax.set_yticks([0, 1], ["NCCL", "compute"])
     ax.set_xlabel("time in step (s)")
     fig.tight_layout()
