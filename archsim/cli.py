@@ -364,23 +364,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def _system_results(path: Path) -> dict | None:
-    """The data of ``path`` when it looks like a results.json of `archsim collective` or `archsim
-    train` (their keys, no ``format_version``), else None (``RunResult.from_json`` then says
-    what is wrong with it)."""
-    import json
-
-    try:
-        if not path.is_file():
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        return None
-    keys = ("system", "op", "rows", "steps", "timeline")
-    is_system = (
-        isinstance(data, dict) and "format_version" not in data and any(k in data for k in keys)
-    )
-    return data if is_system else None
+#: top-level keys of the results.json that `archsim collective` and `archsim train` write
+_SYSTEM_KEYS = ("system", "op", "rows", "steps", "timeline")
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -388,21 +373,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
     allowed = "allowed: a folder written by `archsim run`, `sweep`, `collective` or `train`"
     if not folder.is_dir():
         raise ArchsimError(f"{folder}: folder not found; {allowed}")
+    results = folder / "results.json"
     try:
-        system = _system_results(folder / "results.json")
-        if not (folder / "results.json").exists() and (folder / "sweep.json").exists():
+        if not results.exists() and (folder / "sweep.json").exists():
             from archsim.cli_sweep import rebuild_sweep_report
 
             path = rebuild_sweep_report(folder)
-        elif system is not None:
-            from archsim.cli_system import rebuild_system_report
-
-            path = rebuild_system_report(folder, system)
         else:
-            from archsim.report.html import write_run_report
-            from archsim.results import RunResult
+            from archsim.results import RunResult, read_results_json
 
-            path = write_run_report(RunResult.from_json(folder / "results.json"), folder)
+            data = read_results_json(results)  # read and parsed once, whichever command wrote it
+            if "format_version" not in data and any(k in data for k in _SYSTEM_KEYS):
+                from archsim.cli_system import rebuild_system_report
+
+                path = rebuild_system_report(folder, data)
+            else:
+                from archsim.report.html import write_run_report
+
+                path = write_run_report(RunResult.from_data(data, str(results)), folder)
     except OSError as exc:
         raise ArchsimError(f"{folder / 'report.html'}: cannot write: {exc.strerror}") from None
     print(f"wrote {path}")

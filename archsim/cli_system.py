@@ -166,8 +166,9 @@ _STEP_NUMBERS = (
 
 def _finite(value: Any, where: str) -> None:
     """Raise ``ValueError`` unless ``value`` is a finite number from 0 to 2**63."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (number and 0 <= value < 2**63 and value == value and value != float("inf")):
+    from archsim.results import is_count
+
+    if not is_count(value):
         huge = isinstance(value, int) and abs(value) >= 2**63
         shown = f"a {len(str(abs(value)))}-digit number" if huge else repr(value)
         raise ValueError(f"{where} is {shown}, not a finite number >= 0")

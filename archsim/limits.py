@@ -154,10 +154,10 @@ def check_workload_size(hw: Any, workload: Any) -> None:
     """Raise ``SimulationError`` naming the first layer over a limit (see the module doc)."""
     acc = hw.accelerator
     check_layer_count(f"{workload.origin}: layers", len(workload.layers))
-    peak = max(int(hw.peak_macs_per_cycle), 1)
     if acc == "tensor_core":
         _check_gpu_layers(workload)
         return
+    peak = max(int(hw.peak_macs_per_cycle), 1)
     kinds = LAYER_KINDS.get(acc)
     for i, layer in enumerate(workload.layers):
         origin = workload.origin
@@ -193,6 +193,5 @@ def _check_gpu_layers(workload: Any) -> None:
     for i, layer in enumerate(workload.layers):
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
-        origin = workload.origin
-        _refuse(origin, i, layer, "multiply-adds per output (K)", _reduction(layer),
+        _refuse(workload.origin, i, layer, "multiply-adds per output (K)", _reduction(layer),
                 "ARCHSIM_MAX_REDUCTION")  # fmt: skip

@@ -16,7 +16,15 @@ from archsim.errors import ArchsimError
 if TYPE_CHECKING:  # pandas loads with the first DataFrame, not with `import archsim`
     import pandas as pd
 
-__all__ = ["LayerResult", "RunResult", "BASE_COLUMNS", "RESULTS_FORMAT_VERSION", "json_text"]
+__all__ = [
+    "LayerResult",
+    "RunResult",
+    "BASE_COLUMNS",
+    "RESULTS_FORMAT_VERSION",
+    "is_count",
+    "json_text",
+    "read_results_json",
+]
 
 RESULTS_FORMAT_VERSION = 1
 
@@ -191,26 +199,16 @@ class RunResult:
     @classmethod
     def from_json(cls, text_or_path: str | Path) -> RunResult:
         """Inverse of :meth:`to_json`; raises ``ArchsimError`` on malformed input."""
-        source = "<string>"
         text = str(text_or_path)
         if isinstance(text_or_path, Path) or not text.lstrip().startswith("{"):
-            source = text
-            path = Path(text_or_path)
-            try:
-                if path.exists() and not path.is_file():  # a FIFO would block the read
-                    raise ArchsimError(f"{source}: not a regular file; allowed: a results.json")
-                text = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ArchsimError(f"{source}: cannot read results: {exc.strerror}") from None
-            except UnicodeDecodeError:
-                raise ArchsimError(
-                    f"{source}: malformed results.json: not UTF-8 text; allowed: the UTF-8 JSON "
-                    "archsim writes"
-                ) from None
+            return cls.from_data(read_results_json(text_or_path), text)
+        return cls.from_data(_json_object(text, "<string>"), "<string>")
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any], source: str) -> RunResult:
+        """:meth:`from_json` of the parsed JSON object ``data`` (read from ``source``)."""
         try:
-            data = json.loads(text)
-            if not isinstance(data, dict):
-                raise ValueError("top level must be an object")
+            data = dict(data)
             if data.pop("format_version", None) != RESULTS_FORMAT_VERSION:
                 raise ValueError(f"format_version must be {RESULTS_FORMAT_VERSION}")
             run = _RUN_ADAPTER.validate_python(data, strict=False)
@@ -226,12 +224,50 @@ class RunResult:
             raise ArchsimError(
                 f"{source}: malformed results.json: {where}: {err.get('msg')}"
             ) from None
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        except ValueError as exc:
             raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
+
+
+def read_results_json(path: str | Path) -> dict[str, Any]:
+    """The JSON object in the results file ``path`` (of ``archsim run``, ``collective`` or
+    ``train``); raises ``ArchsimError`` when it cannot be read or is not one."""
+    source = str(path)
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_file():  # a FIFO would block the read
+            raise ArchsimError(f"{source}: not a regular file; allowed: a results.json")
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ArchsimError(f"{source}: cannot read results: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ArchsimError(
+            f"{source}: malformed results.json: not UTF-8 text; allowed: the UTF-8 JSON "
+            "archsim writes"
+        ) from None
+    return _json_object(text, source)
+
+
+def _json_object(text: str, source: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
+    if not isinstance(data, dict):
+        raise ArchsimError(f"{source}: malformed results.json: top level must be an object")
+    return data
 
 
 #: the layer fields that are counts, times or energies (never negative, never NaN)
 _NON_NEGATIVE = (*BASE_COLUMNS[2:], "start_cycle", "end_cycle")
+
+
+def is_count(value: Any) -> bool:
+    """Whether ``value`` is a number (not a bool) that is finite and from 0 to 2**63: what a
+    count, a time or an energy in archsim's results can be."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and 0 <= value < 2**63 and (isinstance(value, int) or math.isfinite(value))
 
 
 def _check_counts(run: RunResult) -> None:
@@ -243,7 +279,7 @@ def _check_counts(run: RunResult) -> None:
         values += [(f"layers.{i}.energy_by_component_pj.{k}", v)
                    for k, v in lr.energy_by_component_pj.items()]  # fmt: skip
     for where, v in values:
-        if not (0 <= v < 2**63 and (isinstance(v, int) or math.isfinite(v))):  # NaN: False
+        if not is_count(v):
             shown = v if isinstance(v, float) or v < 2**63 else f"a {len(str(v))}-digit number"
             raise ValueError(f"{where}: {shown!r}; allowed: a finite number from 0 to 2**63")
 

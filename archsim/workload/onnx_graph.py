@@ -20,6 +20,11 @@ __all__ = ["ConstTensor", "OnnxGraph", "check_graph", "load_graph", "read_model"
 _FOLD_LIMIT_ELEMENTS = 1 << 22
 
 
+def node_label(node: Any, index: int) -> str:
+    """Node ``index``'s name, or ``<op>_<index>`` when the graph leaves it empty."""
+    return node.name or f"{node.op_type}_{index}"
+
+
 def require_onnx() -> Any:
     """The ``onnx`` module, or a one-line error naming the extra to install."""
     try:
@@ -70,8 +75,7 @@ class OnnxGraph:
 
     def node_label(self, i: int) -> str:
         """The node's name, or ``<op>_<index>`` when the graph leaves it empty."""
-        node = self.nodes[i]
-        return node.name or f"{node.op_type}_{i}"
+        return node_label(self.nodes[i], i)
 
 
 def initializer_array(path: Path, tensor: Any) -> np.ndarray:
@@ -127,7 +131,7 @@ def _check_nodes(path: Path, model: Any) -> None:
     g = model.graph
     known = {i.name for i in g.input} | {t.name for t in g.initializer} | {""}
     for i, node in enumerate(g.node):
-        label = node.name or f"{node.op_type}_{i}"
+        label = node_label(node, i)
         if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type):
             raise WorkloadError(
                 f"{path}: node {label!r}: op {node.op_type!r} is not an ONNX operator; allowed: "
@@ -286,7 +290,7 @@ def load_graph(
     for i, node in enumerate(nodes):
         for name in node.input:
             consumers.setdefault(name, []).append(i)
-        label = node.name or f"{node.op_type}_{i}"
+        label = node_label(node, i)
         if all(n == "" or n in consts for n in node.input):
             args = [consts[n] for n in node.input if n]
             outs = _fold(node, args, label, [shapes.get(o) for o in node.output], opsets)
