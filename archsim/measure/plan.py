@@ -80,9 +80,14 @@ class ProbePlan:
 
 
 def square_gemm(size: int, precision: str, zeros: bool = False) -> GemmShape:
-    """A size^3 GEMM, A stored m x k; B k x n, or n x k for fp8 (``torch._scaled_mm`` wants B
-    column-major)."""
-    b = "n x k" if precision == "fp8" else "k x n"
+    """A size^3 GEMM, A stored m x k; B k x n, or n x k for fp8 and int8.
+
+    ``torch._scaled_mm`` wants B column-major; ``torch._int_mm`` takes either, but on an H100
+    only B column-major runs cuBLASLt's IMMA kernels (cutlass_80_tensorop_i16832gemm_s8, 880
+    TOPS at 8192^3): with B row-major it runs a wmma kernel at 130 TOPS
+    (benchmarks/measured/h100_2026-11-27/floors.csv and kernels.csv). The int8 rows of
+    ``shared/data/h100`` run at the column-major rate."""
+    b = "n x k" if precision in ("fp8", "int8") else "k x n"
     return GemmShape(size, size, size, "m x k", b, precision, zeros)
 
 

@@ -24,7 +24,7 @@ from archsim.measure.folder import (
     write_folder,
 )
 from archsim.measure.loader import load_backend
-from archsim.measure.plan import QUICK
+from archsim.measure.plan import QUICK, square_gemm
 from archsim.measure.probe import (
     BURST_REPLAY_S,
     MAX_CALL_S,
@@ -48,6 +48,19 @@ def test_calls_per_replay_follows_the_20ms_500_rule() -> None:
     assert calls_per_replay(3e-3) == 7  # ceil(20 / 3)
     assert calls_per_replay(2.5e-6) == 500  # capped
     assert calls_per_replay(0.5) == 1
+
+
+def test_fp8_and_int8_are_timed_with_b_column_major() -> None:
+    """torch._scaled_mm needs B column-major; torch._int_mm runs its IMMA kernel on an H100
+    only so (benchmarks/measured/h100_2026-11-27/floors.csv: 880 against 130 TOPS)."""
+    for p, b in (("fp8", "n x k"), ("int8", "n x k"), ("fp16", "k x n"), ("tf32", "k x n")):
+        g = square_gemm(256, p)
+        assert (g.a_stored, g.b_stored) == ("m x k", b), p
+    floors = pd.read_csv(
+        Path(__file__).parents[2] / "benchmarks/measured/h100_2026-11-27/floors.csv"
+    )
+    t = floors.set_index("op").time_s
+    assert t["int8_mm m x k/k x n"].max() > 6 * t["int8_mm m x k/n x k"].max()  # 8192^3
 
 
 def test_graph_timing_is_median_and_min_of_five_replays_per_call() -> None:
