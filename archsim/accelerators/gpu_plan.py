@@ -171,11 +171,18 @@ def activation_limited_load_bandwidth(
     return pages.activations_per_s / per_byte
 
 
+def mn_major_operands(prob: GemmProblem) -> int:
+    """How many of A and B are stored MN-major: A stored k x m, B stored k x n."""
+    return int(prob.transpose_a) + int(not prob.transpose_b)
+
+
 def _eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
     key = rate_key(prob.precision)
     if fam.precisions is not None and key not in fam.precisions:
         return False
     if fam.tensor_ops and key not in cfg.tensor_cores.precision_rate:
+        return False
+    if key in fam.one_mn_major_precisions and mn_major_operands(prob) == 2:
         return False
     return all(ld % fam.min_alignment_bytes == 0 for ld in leading_dimensions_bytes(prob))
 
@@ -388,7 +395,8 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
 def _transposes(fam: KernelFamily | None, prob: GemmProblem) -> tuple[int, int]:
     """(operands, bytes) that must be rewritten K-major before ``fam`` can run ``prob``: A when
     stored k x m, B when stored k x n, for a precision in ``fam.k_major_precisions``."""
-    if fam is None or rate_key(prob.precision) not in fam.k_major_precisions:
+    key = rate_key(prob.precision)
+    if fam is None or key not in fam.k_major_precisions or key in fam.one_mn_major_precisions:
         return 0, 0
     sizes = [prob.m * prob.k] * prob.transpose_a + [prob.k * prob.n] * (not prob.transpose_b)
     return len(sizes), prob.batch * sum(sizes) * prob.in_bytes

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
 
 from archsim.config.base import ArchsimModel
 from archsim.config.components import ClockConfig, DramConfig, TechnologyConfig
@@ -15,6 +22,7 @@ from archsim.config.gpu_power import GpuPowerConfig
 __all__ = [
     "CudaCoreConfig",
     "DramPageConfig",
+    "FrameworkKernelConfig",
     "GemmLibraryConfig",
     "GpuConfig",
     "KernelFamily",
@@ -259,6 +267,35 @@ class LaunchConfig(ArchsimModel):
         return self.graph_s if self.mode == "graph" else max(self.graph_s, self.eager_s)
 
 
+class FrameworkKernelConfig(ArchsimModel):
+    """The framework's own CUDA kernels around the convs of an inference pass, as measured on
+    this GPU: eval-mode batch-norm and max-pool. Their rates are the kernels' own (the same
+    whether the tensor sits in L2 or in HBM), not the memory's. The defaults are the plain
+    model: one batch-norm kernel, every kernel at HBM speed (``hbm_achievable_fraction``)."""
+
+    batchnorm_parameter_kernels: NonNegativeInt = Field(
+        default=0,
+        description="Kernels each eval-mode batch-norm runs on its per-channel running "
+        "statistics before it normalises (PyTorch: a dtype copy and the inverse standard "
+        "deviation); each costs a launch.",
+    )
+    batchnorm_bytes_per_s: PositiveFloat | None = Field(
+        default=None,
+        description="The normalising kernel's rate, bytes read + written per s (None: HBM at "
+        "hbm_achievable_fraction).",
+    )
+    batchnorm_floor_s: NonNegativeFloat = Field(
+        default=0.0,
+        description="Least time of the normalising kernel on the stream in a CUDA graph, the "
+        "gap to the next kernel included, s (the launch cost applies when it is larger).",
+    )
+    maxpool_bytes_per_s: PositiveFloat | None = Field(
+        default=None,
+        description="Max-pool's rate, bytes of input read and of values and int64 indices "
+        "written per s (None: HBM at hbm_achievable_fraction).",
+    )
+
+
 class GpuConfig(ArchsimModel):
     """A GPU of SMs with tensor cores, L2 and HBM."""
 
@@ -287,6 +324,10 @@ class GpuConfig(ArchsimModel):
         default=ConvLibraryConfig(), description="Conv algorithms (cuDNN) and their rules."
     )
     launch: LaunchConfig
+    framework_kernels: FrameworkKernelConfig = Field(
+        default=FrameworkKernelConfig(),
+        description="The framework's batch-norm and max-pool kernels (inference passes).",
+    )
     tiles: list[ThreadBlockTile] = Field(min_length=1, description="CTA tile menu.")
     tdp_w: PositiveFloat = Field(
         description="Board thermal design power from the datasheet, W (informational; the clock "

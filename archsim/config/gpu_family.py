@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from archsim.config.base import ArchsimModel
 
@@ -98,9 +98,27 @@ class KernelFamily(ArchsimModel):
         "n x k). A GEMM of these with an operand stored MN-major first runs one transpose "
         "kernel per such operand (a launch, and the operand read and written at HBM speed).",
     )
+    one_mn_major_precisions: list[Precision] = Field(
+        default_factory=list,
+        description="Precisions of k_major_precisions that may have ONE operand stored "
+        "MN-major with no transpose (Hopper wgmma reads its A operand from registers, loaded "
+        "in either layout, and the library gives that role to the MN-major operand); with "
+        "both operands MN-major the family has no kernel for the GEMM and the library runs "
+        "the next eligible family.",
+    )
     mma_rate_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Its MMA throughput / the part's tensor rate."
     )
     tiles: list[ThreadBlockTile] | None = Field(
         default=None, min_length=1, description="Its CTA tile menu (None: the preset's tiles)."
     )
+
+    @model_validator(mode="after")
+    def _one_mn_major_is_k_major(self) -> KernelFamily:
+        extra = sorted(set(self.one_mn_major_precisions) - set(self.k_major_precisions))
+        if extra:
+            raise ValueError(
+                f"one_mn_major_precisions {extra} are not in k_major_precisions "
+                f"{self.k_major_precisions}; allowed: a subset of k_major_precisions"
+            )
+        return self

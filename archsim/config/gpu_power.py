@@ -8,6 +8,7 @@ file/row or paper each comes from). Every energy is at the voltage the V/f curve
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
@@ -81,6 +82,12 @@ class GpuPowerConfig(ArchsimModel):
         "(SIGNIFICAND_BITS[p] / 11)^2): an array's partial products grow with the square of "
         "the significand width, while the unnormalised adder tree that sums the products is "
         "the same for every input precision. 0: every precision costs the FP16 price.",
+    )
+    multiplier_lanes: dict[Literal["tf32"], PositiveFloat] = Field(
+        default_factory=dict,
+        description="FP16 multiplier lanes one FMA of a precision slower than FP16 ties up "
+        "(tf32: 2 where the part runs TF32 at half the FP16 rate on the same arrays): its "
+        "multiplier-array energy counts that many times. Absent: 1.",
     )
     data_independent_fraction: float = Field(
         default=0.0,
@@ -159,4 +166,5 @@ class GpuPowerConfig(ArchsimModel):
         :data:`SIGNIFICAND_BITS`), pJ at V(max_clock_hz)."""
         f = self.mma_multiplier_fraction
         width = SIGNIFICAND_BITS[precision] / FP16_SIGNIFICAND_BITS
-        return self.mma_fp16_energy_pj * (1.0 - f + f * width**2)
+        lanes = self.multiplier_lanes.get(precision, 1.0)  # type: ignore[call-overload]
+        return self.mma_fp16_energy_pj * (1.0 - f + f * lanes * width**2)

@@ -23,7 +23,10 @@ preset's achievable HBM bandwidth or its launch cost, whichever is longer:
   NCHW only for cuDNN); the algorithm is chosen on the conv kernels alone.
 
 ``algorithms`` restricts cuDNN's algorithm choice to what the framework asks for.
-``launch`` picks the preset's per-kernel cost (``graph`` or ``eager``) for every kernel.
+``launch``: ``graph`` replays every kernel from a CUDA graph (each at least the preset's
+``launch.graph_s``); ``eager`` has the host issue one kernel every ``launch.eager_s`` while the
+GPU runs the ones before it (:func:`eager_queue_s`: short kernels wait for the host, long ones
+hide its launches), ``host_wait_s`` the GPU's idle time.
 Not modelled: the network's head (global average pool, fully connected layer, softmax; the
 workloads list convs only), host time beyond the per-kernel launch cost (Python, the
 framework's dispatcher, cuDNN's per-call setup) and input decoding.
@@ -42,7 +45,7 @@ from archsim.simulate import simulate
 from archsim.system.training import MEMORY_FORMATS, _max_pool
 from archsim.system.workload import PRECISIONS
 
-__all__ = ["InferenceOptions", "InferencePass", "inference_pass"]
+__all__ = ["InferenceOptions", "InferencePass", "eager_queue_s", "inference_pass"]
 
 LAUNCH_MODES = ("graph", "eager")
 
@@ -84,11 +87,13 @@ class InferencePass:
     batch: int
     transpose_s: float = 0.0  # the NCHW <-> NHWC transposes' share of elementwise_s
     per_layer_s: dict[str, float] = field(default_factory=dict)
+    #: eager launch: time the GPU waits for the host to issue the next kernel, s
+    host_wait_s: float = 0.0
 
     @property
     def time_s(self) -> float:
         """The whole pass, s."""
-        return self.conv_s + self.elementwise_s
+        return self.conv_s + self.elementwise_s + self.host_wait_s
 
     @property
     def samples_per_s(self) -> float:
@@ -120,25 +125,54 @@ def _transposes(
     return t.nchw_transpose_passes * (inputs + outputs) * act, 2
 
 
+#: one memory-bound kernel around a conv: (kind, bytes read + written); the kind picks its rate
+Kernel = tuple[str, int]
+
+
 def _elementwise(
-    spec: ConvLayer, outputs: int, act: int, opts: InferenceOptions, t: TrainingConfig
-) -> tuple[int, int]:
-    """(bytes moved, kernels) of the memory-bound kernels around one conv, transposes apart."""
+    spec: ConvLayer, outputs: int, act: int, opts: InferenceOptions, t: TrainingConfig,
+    cfg: GpuConfig,
+) -> list[Kernel]:  # fmt: skip
+    """The memory-bound kernels around one conv, transposes apart, in launch order."""
     if opts.fused_bn_relu:  # one kernel: read the output (and the shortcut), write once
-        passes, kernels = 2 + (1 if spec.residual_add else 0), 1
+        out = [("elementwise", outputs * act * (2 + (1 if spec.residual_add else 0)))]
     else:
-        passes, kernels = 2, 1  # batch-norm (inference): read, write
+        params = cfg.framework_kernels.batchnorm_parameter_kernels
+        out = [("batchnorm_parameters", 0)] * params + [("batchnorm", 2 * outputs * act)]
         if spec.relu:
-            passes, kernels = passes + 2, kernels + 1
+            out.append(("elementwise", 2 * outputs * act))
         if spec.residual_add:
-            passes, kernels = passes + t.residual_forward_passes, kernels + 1
-    moved = outputs * act * passes
+            out.append(("elementwise", t.residual_forward_passes * outputs * act))
     if spec.max_pool_stride > 1:
-        moved, kernels = moved + _max_pool(outputs, spec.max_pool_stride, act)[0], kernels + 1
+        out.append(("maxpool", _max_pool(outputs, spec.max_pool_stride, act)[0]))
     if opts.autocast_weight_casts:
-        moved += spec.k * (spec.c // spec.groups) * spec.r * spec.s * (4 + 2)
-        kernels += 1
-    return moved, kernels
+        out.append(("elementwise", spec.k * (spec.c // spec.groups) * spec.r * spec.s * (4 + 2)))
+    return out
+
+
+def _kernel_s(cfg: GpuConfig, kind: str, nbytes: int) -> float:
+    """Seconds of one memory-bound kernel: its bytes at its rate (HBM at the achievable
+    fraction, or the framework kernel's measured rate) or its least time, whichever is longer.
+    Every kernel takes at least the preset's launch cost (eager: the host's interval)."""
+    fw = cfg.framework_kernels
+    rate = {"batchnorm": fw.batchnorm_bytes_per_s, "maxpool": fw.maxpool_bytes_per_s}.get(kind)
+    rate = rate or cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
+    floor = cfg.min_kernel_s
+    if kind == "batchnorm":
+        floor = max(floor, fw.batchnorm_floor_s)
+    return max(nbytes / rate, floor)
+
+
+def eager_queue_s(kernels_s: list[float], interval_s: float) -> float:
+    """Seconds until the last of ``kernels_s`` (GPU seconds each, in launch order) ends when the
+    host issues one kernel every ``interval_s`` and the GPU runs them in order, each as soon as
+    it is issued and the one before it has ended: the host runs ahead of long kernels and the
+    GPU waits for it behind short ones."""
+    host = end = 0.0
+    for seconds in kernels_s:
+        host += interval_s
+        end = max(end, host) + seconds
+    return end
 
 
 def inference_pass(
@@ -157,7 +191,8 @@ def inference_pass(
     cfg = load_hardware(gpu)
     if not isinstance(cfg, GpuConfig):
         raise SimulationError(f"{getattr(cfg, 'name', gpu)!r} is not a single GPU preset")
-    overrides: dict[str, object] = {"launch.mode": opts.launch}
+    # the GPU's own times (graph mode); an eager pass then queues them behind the host
+    overrides: dict[str, object] = {"launch.mode": "graph"}
     if opts.algorithms is not None:
         overrides["conv_library.algorithms"] = list(opts.algorithms)
     cfg = cfg.with_overrides(overrides)
@@ -166,18 +201,27 @@ def inference_pass(
     run = simulate(cfg, _conv_workload(wl, prec, opts.batch, opts.memory_format))
     t = training or TrainingConfig()
     hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
-    launch = cfg.min_kernel_s  # each elementwise kernel at least its launch (eager: the host's)
+    launch = cfg.min_kernel_s  # each kernel at least its launch in a graph
     conv_s = ew_s = tr_s = 0.0
     kernels = 0
     per_layer: dict[str, float] = {}
+    sequence: list[float] = []  # GPU seconds of every kernel, in launch order
     for spec, lr in zip(wl.layers, run.layers, strict=True):
         assert isinstance(spec, ConvLayer)
         outputs = opts.batch * spec.k * spec.out_h * spec.out_w
-        moved, n = _elementwise(spec, outputs, act, opts, t)
+        around = _elementwise(spec, outputs, act, opts, t, cfg)
+        n = len(around)
         algo = str(lr.extras.get("tc_conv_algo", ""))
         tr_moved, tr_n = _transposes(spec, outputs, act, opts, t, algo)
-        ew, tr = max(moved / hbm, n * launch), max(tr_moved / hbm, tr_n * launch)
-        conv_s, ew_s, tr_s = conv_s + lr.time_s, ew_s + ew + tr, tr_s + tr
+        each = [_kernel_s(cfg, kind, nbytes) for kind, nbytes in around]
+        tr = max(tr_moved / hbm, tr_n * launch)
+        conv_s, ew_s, tr_s = conv_s + lr.time_s, ew_s + sum(each) + tr, tr_s + tr
         kernels += 1 + n + tr_n
-        per_layer[spec.name] = lr.time_s + ew + tr
-    return InferencePass(conv_s, ew_s, kernels, opts.batch, tr_s, per_layer)
+        per_layer[spec.name] = lr.time_s + sum(each) + tr
+        half = [tr / tr_n] * (tr_n // 2) if tr_n else []  # input transpose, conv, output's
+        sequence += half + [lr.time_s] + half
+        sequence += each
+    wait = 0.0
+    if opts.launch == "eager":
+        wait = eager_queue_s(sequence, cfg.launch.eager_s) - sum(sequence)
+    return InferencePass(conv_s, ew_s, kernels, opts.batch, tr_s, per_layer, wait)

@@ -87,7 +87,8 @@ def test_board_prices_scale_with_significand_width(h100):
     fp16 = tc["fma_fp16"]
     assert fp16 == p.mma_fp16_energy_pj
     want = {"bf16": 0.45 + 0.55 * 64 / 121, "int8": 0.45 + 0.55 * 64 / 121,
-            "fp8": 0.45 + 0.55 * 16 / 121, "tf32": 1.0}  # fmt: skip
+            "fp8": 0.45 + 0.55 * 16 / 121, "tf32": 0.45 + 0.55 * 2}  # fmt: skip
+    assert p.multiplier_lanes == {"tf32": 2.0}  # a TF32 product ties up two FP16 lanes
     for q, ratio in want.items():
         assert tc[f"fma_{q}"] / fp16 == pytest.approx(ratio, rel=1e-9), q
         assert tc[f"pad_fma_{q}"] == tc[f"fma_{q}"]

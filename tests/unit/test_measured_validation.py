@@ -262,8 +262,10 @@ def test_calibrate_fits_only_registered_fields_within_bounds(synthetic, fitted, 
     fields = calibrate.fields_for(hw)  # FIELDS, one family field per kernel family
     assert set(result.after) | set(result.skipped) == {f.path for f in fields}
     assert {f.path for f in FIELDS if "*" not in f.path} <= {f.path for f in fields}
-    assert "library.families.2.fill_bytes_per_clock" in result.after  # sm80_unaligned's 10.15
-    assert "library.families.0.fill_bytes_per_clock" in result.skipped  # unset there
+    names = [f.name for f in hw.library.families]
+    unaligned, wgmma = names.index("sm80_unaligned"), names.index("sm90_tma_wgmma")
+    assert f"library.families.{unaligned}.fill_bytes_per_clock" in result.after  # its 10.15
+    assert f"library.families.{wgmma}.fill_bytes_per_clock" in result.skipped  # unset there
     assert LAUNCH in result.after and LAUNCH not in result.skipped
     for f in fields:
         assert f.path in result.skipped or f.low <= result.after[f.path] <= f.high
