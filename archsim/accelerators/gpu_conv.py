@@ -298,6 +298,7 @@ def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int,
 
     memo: dict[tuple[GemmProblem, bool, int | None, bool], Any] = {}
     out: list[tuple[Step, int, Any]] = []
+    overhead = seconds_to_cycles(cfg.conv_library.kernel_overhead_s, cfg.clock.frequency_hz)
     for step in cand.steps:
         if isinstance(step, MemoryStep):
             out.append((step, memory_cycles(cfg, step), None))
@@ -305,7 +306,7 @@ def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int,
         key = (replace(step.problem, layer=""), step.simt, step.tile_k, step.grouped)
         if key not in memo:
             memo[key] = run_gemm(gemm_config(cfg, step), step.problem)[0]
-        out.append((step, memo[key].cycles, memo[key]))
+        out.append((step, memo[key].cycles + overhead * (not step.simt), memo[key]))
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveInt
 
 from archsim.config.base import ArchsimModel
 from archsim.config.gpu_family import KernelFamily
@@ -80,6 +80,12 @@ class ConvLibraryConfig(ArchsimModel):
         "crates/cudnn/src/convolution_algo.rs, where every Winograd entry has an NCHW filter). "
         "So a channels-last conv (torch.channels_last, the layout of ../shared/data/h100/"
         "conv_alexnet.csv) runs implicit GEMM whatever cudnn.benchmark times.",
+    )
+    kernel_overhead_s: NonNegativeFloat = Field(
+        default=0.0,
+        description="Fixed time each tensor-core implicit-GEMM conv kernel spends beyond a GEMM "
+        "kernel of its tiles, s (the conv iterators' per-thread set-up of filter-tap offsets "
+        "and padding masks before the main loop); 0: none.",
     )
     split_k: bool = Field(
         default=False,

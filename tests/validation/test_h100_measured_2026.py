@@ -1,0 +1,70 @@
+"""The model against a second H100 SXM, measured 2026-11-27 (benchmarks/measured/h100_2026-11-27).
+
+Nothing in that folder was used to fit the GEMM or conv timing except the preset fields whose
+comments cite it (TF32's lanes and layouts, the conv kernels' set-up, PyTorch's batch-norm and
+max-pool rates). Known gap, left out of the GEMM statistics: the int8 rows there were timed
+with B stored k x n, which runs cuBLAS's slow wmma kernel (130 TOPS, kernels.csv); the model
+follows ../shared/data/h100, whose int8 rows with that label run at the IMMA rate.
+
+Tolerances are this session's figures rounded up (a regression guard, printed with the
+actual value); issue 16's goals (median 10 %, p90 25 %) are printed beside them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import archsim
+from archsim.measure.folder import read_folder
+from archsim.validation.measured import compare, error_stats
+
+FOLDER = Path(__file__).parents[2] / "benchmarks" / "measured" / "h100_2026-11-27"
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return compare(archsim.load_hardware("h100"), read_folder(FOLDER))
+
+
+def _stats(rows) -> dict[str, float]:
+    done = rows[rows["sim_time_s"].notna()]
+    return {"n": len(done), **error_stats(done["time_s"], done["sim_time_s"])}
+
+
+@pytest.mark.parametrize(
+    "kind, median_max, p90_max, spearman_min",
+    [("gemm", 0.08, 0.27, 0.98), ("conv", 0.16, 0.36, 0.96)],
+)
+def test_times_against_the_second_h100(comparison, kind, median_max, p90_max, spearman_min):
+    rows = comparison.rows
+    rows = rows[rows["file"].str.startswith(kind + "_")]
+    if kind == "gemm":  # the known int8 gap (module docstring)
+        rows = rows[~((rows["precision"] == "int8") & (rows["layout"] == "NN"))]
+    s = _stats(rows)
+    msg = (
+        f"{kind}: {s['n']} rows, median |error| {s['median_abs_error']:.1%} (max "
+        f"{median_max:.0%}; goal 10 %), p90 {s['p90_abs_error']:.1%} (max {p90_max:.0%}; goal "
+        f"25 %), Spearman {s['spearman']:.4f} (min {spearman_min})"
+    )
+    print(msg)
+    assert s["n"] >= (130 if kind == "gemm" else 380)
+    assert s["median_abs_error"] <= median_max, msg
+    assert s["p90_abs_error"] <= p90_max, msg
+    assert s["spearman"] >= spearman_min, msg
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16", "fp8", "tf32", "fp32"])
+def test_sustained_gemm_energy_and_power(comparison, precision):
+    """NVML's energy counter around 4 s of 8192^3 GEMMs: joules per call within 15 % and
+    board watts within 10 % (issue 16's goals)."""
+    e = comparison.energy.set_index("entry").loc[f"gemm_{precision}_8192"]
+    j_err = e["sim_energy_j"] / e["joules_per_call"] - 1
+    w_err = e["sim_power_w"] / e["watts"] - 1
+    msg = (
+        f"{precision}: {e['joules_per_call']:.4g} J/call measured, {e['sim_energy_j']:.4g} "
+        f"simulated ({j_err:+.1%}); {e['watts']:.0f} W vs {e['sim_power_w']:.0f} W ({w_err:+.1%})"
+    )
+    print(msg)
+    assert abs(j_err) <= 0.15 and abs(w_err) <= 0.10, msg
