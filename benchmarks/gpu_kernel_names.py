@@ -14,10 +14,7 @@ Usage (on the GPU machine)::
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -67,6 +64,7 @@ def convs() -> list[ConvShape]:
 
 
 def kernels_of(torch, op, reps: int = 5) -> list[dict]:
+    from gpu_kernel_trace import profiled_events
     from torch.profiler import ProfilerActivity, profile
 
     for _ in range(3):
@@ -76,11 +74,7 @@ def kernels_of(torch, op, reps: int = 5) -> list[dict]:
         for _ in range(reps):
             op()
         torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "t.json")
-        prof.export_chrome_trace(path)
-        doc = json.loads(Path(path).read_text())
-    ks = sorted((e for e in doc.get("traceEvents", []) if e.get("cat") == "kernel"),
+    ks = sorted((e for e in profiled_events(prof) if e.get("cat") == "kernel"),
                 key=lambda e: e["ts"])  # fmt: skip
     per = len(ks) // reps
     rows = []
@@ -94,6 +88,17 @@ def kernels_of(torch, op, reps: int = 5) -> list[dict]:
     return rows
 
 
+def cases(b) -> list[tuple[str, dict, object]]:
+    """(label, CSV fields, a function making the op) of every GEMM and conv."""
+    out = [(f"{g.m}x{g.n}x{g.k} {g.precision} {lay}",
+            {"m": g.m, "n": g.n, "k": g.k, "precision": g.precision, "layout": lay},
+            lambda g=g: b.gemm(g)) for g, lay in shapes()]  # fmt: skip
+    out += [(c.layer, {"m": c.n, "n": c.k, "k": c.c, "precision": "fp16",
+                       "layout": f"conv:{c.layer}"}, lambda c=c: b.conv(c))
+            for c in convs()]  # fmt: skip
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", required=True)
@@ -104,33 +109,17 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for g, lay in shapes():
+    for label, fields, make in cases(b):
         try:
-            ks = kernels_of(torch, b.gemm(g))
-        except Exception as exc:  # noqa: BLE001 - keep the other shapes
-            print(f"{g}: {exc!r}", file=sys.stderr)
+            ks = kernels_of(torch, make())
+        except Exception as exc:  # noqa: BLE001 - keep the other cases
+            print(f"{label}: {exc!r}", file=sys.stderr)
             continue
         finally:
             b.release()
-        for k in ks:
-            rows.append({"m": g.m, "n": g.n, "k": g.k, "precision": g.precision, "layout": lay,
-                         **k})  # fmt: skip
+        rows += [{**fields, **k} for k in ks]
         short = "; ".join(f"{k['name'][:60]} {k['grid']} {k['dur_us']:.2f}us" for k in ks)
-        print(f"{g.m}x{g.n}x{g.k} {g.precision} {lay}: {short}", file=sys.stderr, flush=True)
-        pd.DataFrame(rows).to_csv(out / "kernels.csv", index=False)
-    for c in convs():
-        try:
-            ks = kernels_of(torch, b.conv(c))
-        except Exception as exc:  # noqa: BLE001 - keep the other convs
-            print(f"{c.layer}: {exc!r}", file=sys.stderr)
-            continue
-        finally:
-            b.release()
-        for k in ks:
-            rows.append({"m": c.n, "n": c.k, "k": c.c, "precision": "fp16",
-                         "layout": f"conv:{c.layer}", **k})  # fmt: skip
-        short = "; ".join(f"{k['name'][:60]} {k['grid']} {k['dur_us']:.2f}us" for k in ks)
-        print(f"{c.layer}: {short}", file=sys.stderr, flush=True)
+        print(f"{label}: {short}", file=sys.stderr, flush=True)
         pd.DataFrame(rows).to_csv(out / "kernels.csv", index=False)
     return 0
 

@@ -37,6 +37,14 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def profiled_events(prof) -> list[dict]:
+    """The trace events of a finished ``torch.profiler.profile`` (its Chrome trace, parsed)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.json")
+        prof.export_chrome_trace(path)
+        return json.loads(Path(path).read_text()).get("traceEvents", [])
+
+
 def trace(torch, out: Path, name: str, fn, graph: bool, reps: int = 3) -> None:
     """Profile ``reps`` calls of ``fn`` (or replays of a graph of one call); gzip the trace."""
     from torch.profiler import ProfilerActivity, profile
@@ -62,11 +70,7 @@ def trace(torch, out: Path, name: str, fn, graph: bool, reps: int = 3) -> None:
         for _ in range(reps):
             call()
         torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "t.json")
-        prof.export_chrome_trace(path)
-        doc = json.loads(Path(path).read_text())
-    keep = [e for e in doc.get("traceEvents", []) if e.get("cat") in ("kernel", "gpu_memcpy",
+    keep = [e for e in profiled_events(prof) if e.get("cat") in ("kernel", "gpu_memcpy",
             "gpu_memset", "cuda_runtime", "cuda_driver")]  # fmt: skip
     with gzip.open(out / f"trace_{name}.json.gz", "wt") as f:
         json.dump(keep, f)
