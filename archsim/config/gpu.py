@@ -275,6 +275,7 @@ class FrameworkKernelConfig(ArchsimModel):
 
     batchnorm_parameter_kernels: NonNegativeInt = Field(
         default=0,
+        le=16,
         description="Kernels each eval-mode batch-norm runs on its per-channel running "
         "statistics before it normalises (PyTorch: a dtype copy and the inverse standard "
         "deviation); each costs a launch.",
@@ -286,6 +287,7 @@ class FrameworkKernelConfig(ArchsimModel):
     )
     batchnorm_floor_s: NonNegativeFloat = Field(
         default=0.0,
+        le=1e-3,  # microseconds; a millisecond is already a typing mistake
         description="Least time of the normalising kernel on the stream in a CUDA graph, the "
         "gap to the next kernel included, s (the launch cost applies when it is larger).",
     )

@@ -83,6 +83,7 @@ class ConvLibraryConfig(ArchsimModel):
     )
     kernel_overhead_s: NonNegativeFloat = Field(
         default=0.0,
+        le=1e-3,  # a set-up of microseconds; a millisecond is already a typing mistake
         description="Fixed time each tensor-core implicit-GEMM conv kernel spends beyond a GEMM "
         "kernel of its tiles, s (the conv iterators' per-thread set-up of filter-tap offsets "
         "and padding masks before the main loop); 0: none.",

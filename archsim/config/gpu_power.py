@@ -8,7 +8,7 @@ file/row or paper each comes from). Every energy is at the voltage the V/f curve
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
@@ -83,7 +83,7 @@ class GpuPowerConfig(ArchsimModel):
         "the significand width, while the unnormalised adder tree that sums the products is "
         "the same for every input precision. 0: every precision costs the FP16 price.",
     )
-    multiplier_lanes: dict[Literal["tf32"], PositiveFloat] = Field(
+    multiplier_lanes: dict[Literal["tf32"], Annotated[float, Field(ge=1.0, le=16.0)]] = Field(
         default_factory=dict,
         description="FP16 multiplier lanes one FMA of a precision slower than FP16 ties up "
         "(tf32: 2 where the part runs TF32 at half the FP16 rate on the same arrays): its "

@@ -49,3 +49,32 @@ def test_gpu_runs_eie_benchmark_layers_as_batch_1_gemms():
     # cuBLAS 10.1 (DeepBench's V100 runs) keeps FP16 GEMMs of any shape on the tensor cores
     v100 = archsim.simulate("v100", "eie_benchmarks").to_dataframe()
     assert (v100.tc_kernel_family == "volta_tensor_op").all() and v100.tc_tensor_ops.all()
+
+
+@pytest.mark.parametrize(
+    "path, value, words",
+    [
+        ("conv_library.kernel_overhead_s", 1e9, "less than or equal to 0.001"),
+        ("conv_library.kernel_overhead_s", -1e-6, "greater than or equal to 0"),
+        ("framework_kernels.batchnorm_bytes_per_s", 0.0, "greater than 0"),
+        ("framework_kernels.batchnorm_parameter_kernels", 10**6, "less than or equal to 16"),
+        ("framework_kernels.batchnorm_floor_s", float("nan"), "finite number"),
+        ("power.multiplier_lanes", {"tf32": 0.5}, "greater than or equal to 1"),
+        ("power.multiplier_lanes", {"fp16": 2.0}, "'tf32'"),
+    ],
+)
+def test_measured_h100_fields_are_bounded(path, value, words):
+    """The fields this session's H100 measurements added refuse impossible values (one line
+    naming the field), as every other field does."""
+    with pytest.raises(archsim.ArchsimError, match=words) as err:
+        archsim.load_hardware("h100").with_overrides({path: value})
+    assert path.split(".")[0] in str(err.value) and "\n" not in str(err.value)
+
+
+def test_one_mn_major_precisions_must_be_k_major():
+    h100 = archsim.load_hardware("h100")
+    fams = [f.model_dump() for f in h100.library.families]
+    i = next(j for j, f in enumerate(fams) if f["name"] == "sm90_tma_wgmma")
+    fams[i]["one_mn_major_precisions"] = ["fp16"]
+    with pytest.raises(archsim.ArchsimError, match="allowed: a subset of k_major_precisions"):
+        h100.with_overrides({"library.families": fams})
