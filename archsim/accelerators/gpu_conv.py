@@ -168,8 +168,10 @@ def _padded(cg: int, tile_k: int, layer: ConvLayer) -> int:
 
 def _tile_ks(cfg: GpuConfig, grouped: bool) -> list[int]:
     """The tile k-steps (16-bit elements) the conv GEMM kernels can run: the grouped families'
-    tiles for a one-launch grouped conv, else the preset's menu."""
-    fams = cfg.conv_library.grouped_families if grouped else None
+    tiles for a one-launch grouped conv, else the conv families' tiles, else the preset's
+    menu."""
+    lib = cfg.conv_library
+    fams = lib.grouped_families if grouped else lib.families
     tiles = [t for f in fams or [] for t in (f.tiles or cfg.tiles)] or cfg.tiles
     return sorted({t.k for t in tiles})
 
