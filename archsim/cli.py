@@ -276,6 +276,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(
             "--trace", "", "SRAM traces exist for systolic arrays only; allowed: systolic hardware"
         )
+    if args.trace:  # before minutes of simulating, not after
+        from archsim.accelerators.systolic_trace import check_trace_size
+
+        check_trace_size(hw, wl)  # type: ignore[arg-type]
     try:
         baseline = load_hardware(args.baseline) if args.baseline else None
         steps = len(wl.layers) * (2 if baseline else 1)

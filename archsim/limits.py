@@ -12,6 +12,8 @@ with the environment variables below when the machine has the memory and time.
 - ``ARCHSIM_MAX_LAYERS`` (default 100,000): layers of one workload, counted after a SCALE-Sim
   depth-wise layer is expanded into one layer per channel (20,000 small GEMMs on a GPU take
   about 2.5 minutes).
+- ``ARCHSIM_MAX_TRACE_VALUES`` (default 1e9): values in one layer's ``--trace`` SRAM demand
+  trace (demand cycles x columns; 1e9 are about 1.8 GB of gzip CSV and 60 s of writing).
 - ``ARCHSIM_MAX_REDUCTION`` (default 2**28): reduction length (K) of one GEMM on a Tensor Core
   GPU, whose k-loop a CTA is timed through step by step (2**30: 11 s, 440 MB).
 
@@ -28,6 +30,7 @@ from typing import Any
 from archsim.errors import ConfigError, SimulationError
 
 __all__ = [
+    "refuse_layer",
     "LIMITS",
     "LAYER_KINDS",
     "limit",
@@ -52,6 +55,9 @@ LIMITS: dict[str, tuple[float, str]] = {
     "ARCHSIM_MAX_FOLDS": (1e7, "systolic-array folds of one layer"),
     "ARCHSIM_MAX_REDUCTION": (2**28, "reduction length of one GEMM on a GPU"),
     "ARCHSIM_MAX_LAYERS": (100_000, "layers of one workload"),
+    # 1.7e7 values/s and 1.8 B/value of gzip CSV (VGG-16 conv2_1 on systolic_32x32_os: 9.7e7
+    # values in 5.8 s, 173 MB): about 60 s and 1.8 GB, more often a mistake than a wish
+    "ARCHSIM_MAX_TRACE_VALUES": (1e9, "values of one layer's --trace SRAM demand trace"),
 }
 
 # bytes per materialised element: float64 values plus the integer/quantised copies the
@@ -126,7 +132,8 @@ def _folds(hw: Any, layer: Any) -> int:
     return rf * cf * g.repeat
 
 
-def _refuse(origin: str, index: int, layer: Any, what: str, need: float, env: str) -> None:
+def refuse_layer(origin: str, index: int, layer: Any, what: str, need: float, env: str) -> None:
+    """Raise ``SimulationError`` when layer ``index`` needs more ``what`` than ``env`` allows."""
     cap = limit(env)
     if need > cap:
         try:
@@ -169,11 +176,11 @@ def check_workload_size(hw: Any, workload: Any) -> None:
             )
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
-        _refuse(origin, i, layer, "bytes of memory", layer_memory_bytes(acc, layer),
+        refuse_layer(origin, i, layer, "bytes of memory", layer_memory_bytes(acc, layer),
                 "ARCHSIM_MAX_MEMORY_BYTES")  # fmt: skip
-        _refuse(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
+        refuse_layer(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
         if acc == "systolic" and layer.kind in ("conv", "gemm"):
-            _refuse(origin, i, layer, "folds", _folds(hw, layer), "ARCHSIM_MAX_FOLDS")
+            refuse_layer(origin, i, layer, "folds", _folds(hw, layer), "ARCHSIM_MAX_FOLDS")
 
 
 def _reduction(layer: Any) -> int:
@@ -193,5 +200,5 @@ def _check_gpu_layers(workload: Any) -> None:
     for i, layer in enumerate(workload.layers):
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
-        _refuse(workload.origin, i, layer, "multiply-adds per output (K)", _reduction(layer),
+        refuse_layer(workload.origin, i, layer, "multiply-adds per output (K)", _reduction(layer),
                 "ARCHSIM_MAX_REDUCTION")  # fmt: skip

@@ -17,11 +17,19 @@ import numpy as np
 from archsim.accelerators.systolic import layer_gemms
 from archsim.config.systolic import SystolicConfig
 from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
+from archsim.datapath.systolic_folds import fold_counts
 from archsim.datapath.systolic_kernels import fold_demands
 from archsim.errors import ConfigError
+from archsim.limits import refuse_layer
 from archsim.numba_cache import nb
 
-__all__ = ["write_sram_trace", "write_layer_traces", "trace_name"]
+__all__ = [
+    "check_trace_size",
+    "trace_name",
+    "trace_values",
+    "write_layer_traces",
+    "write_sram_trace",
+]
 
 #: bytes of one value as text at most: a sign, 19 digits and its comma or newline
 _MAX_VALUE_BYTES = 21
@@ -89,6 +97,32 @@ def write_sram_trace(
     except OSError as exc:
         raise ConfigError(str(path), "", f"cannot write trace: {exc.strerror}") from None
     return rows
+
+
+def trace_values(config: SystolicConfig, layer: ConvLayer | GemmLayer) -> int:
+    """Values ``write_sram_trace`` writes for ``layer``: its demand rows (folds x cycles per
+    fold, as ``fold_demands`` makes them) times its columns (cycle, IFMAP, FILTER, OFMAP)."""
+    g = layer_gemms(layer, config.timing_model == "scalesim")
+    ih, iw, fh, fw, ch, stride, oh, ow, nf = g.geometry
+    a = config.array
+    m, n, k = oh * ow, nf, fh * fw * ch
+    rf, cf = fold_counts(a.dataflow, a.rows, a.cols, m, n, k)
+    if a.dataflow == "os":
+        per_fold = k + a.rows + a.cols - 2
+    else:
+        per_fold = 2 * a.rows + a.cols + (m if a.dataflow == "ws" else n) - 2
+    columns = 1 + a.rows + 2 * a.cols  # cycle, ifmap and filter (rows / cols), ofmap (cols)
+    return rf * cf * per_fold * columns
+
+
+def check_trace_size(config: SystolicConfig, workload: WorkloadSpec) -> None:
+    """Refuse, before anything runs, a trace over ``ARCHSIM_MAX_TRACE_VALUES`` values in one
+    layer (one line naming the layer, its size and the limit)."""
+    for i, layer in enumerate(workload.layers):
+        if isinstance(layer, ConvLayer | GemmLayer):
+            need = trace_values(config, layer)
+            env = "ARCHSIM_MAX_TRACE_VALUES"
+            refuse_layer(workload.origin, i, layer, "trace values", need, env)
 
 
 def trace_name(index: int) -> str:

@@ -128,7 +128,7 @@ def test_trace_text_is_what_savetxt_writes() -> None:
 def test_streamed_trace_equals_literal_demand_matrices(df: str, tmp_path: Path) -> None:
     import gzip
 
-    from archsim.accelerators.systolic_trace import write_sram_trace
+    from archsim.accelerators.systolic_trace import trace_values, write_sram_trace
     from archsim.config.workload import GemmLayer
     from archsim.datapath import systolic_reference as ref
 
@@ -143,6 +143,7 @@ def test_streamed_trace_equals_literal_demand_matrices(df: str, tmp_path: Path) 
     ifm, flt, ofm = ref.operand_matrices((9, 5, 1, 5, 1, 1, 9, 1, 7))
     _, _, di, dfl, do = ref._matrices(df, 4, 3, ifm, flt, ofm)
     assert n == got.shape[0] == di.shape[0]
+    assert trace_values(hw, layer) == got.size  # the --trace size limit's estimate is exact
     np.testing.assert_array_equal(got[:, 0], np.arange(n))
     np.testing.assert_array_equal(got[:, 1:], np.concatenate([di, dfl, do], axis=1))
 
@@ -231,6 +232,22 @@ def test_run_trace_writes_each_layers_sram_demands(tmp_path: Path, capsys) -> No
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--trace" in err and "systolic" in err
     assert not (tmp_path / "e").exists()
+
+
+def test_run_trace_over_the_size_limit_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
+    """A trace of more values than ARCHSIM_MAX_TRACE_VALUES (default 1e9: about a minute and
+    1.8 GB) is one line naming the layer and the variable, exit 2, nothing written."""
+    from archsim.cli import main
+
+    monkeypatch.setenv("ARCHSIM_MAX_TRACE_VALUES", "1000")
+    wl = tmp_path / "wl.yaml"
+    wl.write_text("schema_version: 1\nname: w\nsource: t\nlayers:\n"
+                  "  - {name: big, kind: gemm, m: 64, n: 64, k: 64}\n")  # fmt: skip
+    out = tmp_path / "out"
+    assert main(["run", "systolic_32x32_os", str(wl), "--trace", "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'big'" in err and "ARCHSIM_MAX_TRACE_VALUES" in err, err
+    assert "trace values" in err and not out.exists()
 
 
 def test_functional_check_is_exact_in_either_precision() -> None:
