@@ -330,7 +330,10 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
     if fam is not None and fam.fill_bytes_per_clock is not None:
         fill = fam.fill_bytes_per_clock
         if fam.fill_access_bytes is not None:  # load-count bound: wider loads fill faster
-            scaled = fill * widest_load_bytes(prob) / fam.fill_access_bytes
+            widest = widest_load_bytes(prob)
+            if fam.fill_access_widths:  # the widest width a kernel exists for, at most that
+                widest = max((w for w in fam.fill_access_widths if w <= widest), default=1)
+            scaled = fill * widest / fam.fill_access_bytes
             fill = min(scaled, cfg.sm_memory.shared_bandwidth_bytes_per_clock)
     tiles = fam.tiles if fam is not None and fam.tiles else cfg.tiles
     if fam is None:  # skinny SIMT tiles, for GEMMs whose short side fits in one of them

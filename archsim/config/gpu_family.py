@@ -77,6 +77,14 @@ class KernelFamily(ArchsimModel):
         "sm_memory.shared_bandwidth_bytes_per_clock. None: fill_bytes_per_clock for every "
         "alignment.",
     )
+    fill_access_widths: list[Literal[1, 2, 4, 8, 16]] | None = Field(
+        default=None,
+        min_length=1,
+        description="Global load widths, bytes, that the library's kernels of this family are "
+        "built for: a GEMM uses the widest of them that its leading dimensions allow (cuBLAS's "
+        "pre-Hopper fallbacks come in 1-, 2- and 8-element alignments of 16-bit types, none of "
+        "4); None: any power of two up to 16.",
+    )
     multicast_ctas: PositiveInt = Field(
         default=1,
         description="CTAs of a thread-block cluster (along M) that receive each B tile from one "
