@@ -134,6 +134,22 @@ _PADDLE_ROWS = (
     ("FP32", "float32", "fp32", None, 60.58, _FP32_GAP),
     ("FP16", "float16", "amp_fp16", ("implicit_gemm",), 14.63, ""),
 )
+_H100 = (
+    "archsim benchmarks/measured/h100_2026-11-27/network_resnet50.csv (measured 2026-11-27 on "
+    "an H100 80GB HBM3 SXM, driver 580.159.04, PyTorch 2.11.0+cu130, cuDNN 9.19; made by "
+    "benchmarks/gpu_heldout_probe.py), row batch {batch}, column graph_s ({ms} ms per forward)"
+)
+_H100_WHAT = (
+    "Measured: torchvision.models.resnet50() (v1.5), .half(), channels-last, eval, under "
+    "torch.no_grad, cudnn.benchmark on, n forwards captured in one CUDA graph and replayed (the "
+    "probe's timing rule); 280 kernels per forward in its CUPTI trace. Modelled: the 53 convs "
+    "(cuDNN's algorithm choice, each conv kernel with its set-up), eval batch-norm as PyTorch "
+    "runs it (three kernels), ReLU, residual adds and the max-pool, launched from a graph. Not "
+    "modelled: the head (avg-pool, fc; 13 us at batch 1). 15 % is the tolerance of the other "
+    "network claims."
+)
+#: batch -> measured ms per forward (benchmarks/measured/h100_2026-11-27/network_resnet50.csv)
+_H100_ROWS = {1: 0.918775, 32: 2.66192, 256: 18.2936}
 #: claim names kept as documented FAILs (see each claim's reason)
 KNOWN_GAPS = (
     "RN50 V100 FP32 PyT b1",
@@ -161,6 +177,11 @@ def _claims() -> tuple[Claim, ...]:
         value = _ips("a100", "amp_fp16", batch, "graph", "nhwc", True, False)
         out.append(Claim("networks", name, _MX.format(batch=batch), ips, "img/s", 0.15,
                          "relative", reason, value))  # fmt: skip
+    for batch, ms in _H100_ROWS.items():
+        value = _ips("h100", "amp_fp16", batch, "graph", "nhwc", False, False)
+        out.append(Claim("networks", f"RN50 H100 FP16 PyT graph b{batch}",
+                         _H100.format(batch=batch, ms=ms), batch / ms * 1e3, "img/s", 0.15,
+                         "relative", _H100_WHAT, value))  # fmt: skip
     for label, row, prec, algos, ms, gap in _PADDLE_ROWS:
         value = _conv_ms("v100", "vgg16", prec, 32, algos)
         out.append(Claim("networks", f"VGG16 V100 {label} b32 conv", _PADDLE.format(row=row),

@@ -21,12 +21,15 @@ _GAPS = {
 
 def test_claims_cover_the_goal_batches() -> None:
     assert set(KNOWN_GAPS) == set(_GAPS) and set(KNOWN_GAPS) <= set(_BY_NAME)
-    assert len(NETWORK_CLAIMS) == 11
-    for prefix in ("RN50 V100 FP32 PyT", "RN50 V100 AMP PyT", "RN50 A100 AMP MXNet"):
+    assert len(NETWORK_CLAIMS) == 14
+    for prefix in ("RN50 V100 FP32 PyT", "RN50 V100 AMP PyT", "RN50 A100 AMP MXNet",
+                   "RN50 H100 FP16 PyT graph"):  # fmt: skip
         assert {b for b in (1, 32, 256) if f"{prefix} b{b}" in _BY_NAME} == {1, 32, 256}
     assert _BY_NAME["RN50 V100 AMP PyT b256"].paper == 3382.0
     assert _BY_NAME["RN50 A100 AMP MXNet b32"].paper == 6808.22
     assert _BY_NAME["VGG16 V100 FP16 b32 conv"].paper == 14.63
+    # measured on an H100 (benchmarks/measured/h100_2026-11-27/network_resnet50.csv)
+    assert _BY_NAME["RN50 H100 FP16 PyT graph b256"].paper == pytest.approx(256 / 18.2936e-3)
     assert all(c.tolerance == 0.15 and c.kind == "relative" for c in NETWORK_CLAIMS)
 
 
