@@ -2,11 +2,15 @@
 
 Each conv runs through the single-GPU Tensor Core model with cuDNN's algorithm choice
 (:func:`archsim.simulate` on the layer at the pass's batch and precision); around it the framework
-launches the memory-bound kernels of an eval-mode network, each timed as its bytes at the
-preset's achievable HBM bandwidth or its launch cost, whichever is longer:
+launches the memory-bound kernels of an eval-mode network, each timed on its own as its bytes
+at the preset's achievable HBM bandwidth (or, for the framework's batch-norm and max-pool
+kernels, at their measured rates, ``GpuConfig.framework_kernels``) or its launch cost, whichever
+is longer:
 
 * batch-norm in inference mode reads the conv output once and writes it once (running
-  statistics, no reductions), ReLU reads and writes it (``relu: false`` drops it), a residual
+  statistics, no reductions), after ``framework_kernels.batchnorm_parameter_kernels`` kernels
+  on its per-channel statistics (PyTorch: two), ReLU reads and writes it (``relu: false``
+  drops it), a residual
   add (``residual_add``) reads two output-sized tensors and writes one, a max-pool after the
   layer (``max_pool_stride``) reads the output and writes the pooled values and their int64
   indices (PyTorch's CUDA max_pool2d always runs max_pool2d_with_indices);
@@ -151,9 +155,10 @@ def _elementwise(
 
 
 def _kernel_s(cfg: GpuConfig, kind: str, nbytes: int) -> float:
-    """Seconds of one memory-bound kernel: its bytes at its rate (HBM at the achievable
-    fraction, or the framework kernel's measured rate) or its least time, whichever is longer.
-    Every kernel takes at least the preset's launch cost (eager: the host's interval)."""
+    """GPU seconds of one memory-bound kernel in a CUDA graph: its bytes at its rate (HBM at
+    the achievable fraction, or the framework kernel's measured rate, ``framework_kernels``)
+    or its least time (the preset's ``launch.graph_s``; the batch-norm's own floor), whichever
+    is longer. Eager passes add the host's waits apart (:func:`eager_queue_s`)."""
     fw = cfg.framework_kernels
     rate = {"batchnorm": fw.batchnorm_bytes_per_s, "maxpool": fw.maxpool_bytes_per_s}.get(kind)
     rate = rate or cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
