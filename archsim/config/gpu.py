@@ -282,6 +282,7 @@ class FrameworkKernelConfig(ArchsimModel):
     )
     batchnorm_bytes_per_s: PositiveFloat | None = Field(
         default=None,
+        le=1e15,  # a petabyte per second is already a typing mistake
         description="The normalising kernel's rate, bytes read + written per s (None: HBM at "
         "hbm_achievable_fraction).",
     )
@@ -293,6 +294,7 @@ class FrameworkKernelConfig(ArchsimModel):
     )
     maxpool_bytes_per_s: PositiveFloat | None = Field(
         default=None,
+        le=1e15,  # a petabyte per second is already a typing mistake
         description="Max-pool's rate, bytes of input read and of values and int64 indices "
         "written per s (None: HBM at hbm_achievable_fraction).",
     )
