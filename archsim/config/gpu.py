@@ -267,6 +267,10 @@ class LaunchConfig(ArchsimModel):
         return self.graph_s if self.mode == "graph" else max(self.graph_s, self.eager_s)
 
 
+#: a kernel's rate, bytes per s: a petabyte per second is already a typing mistake
+KernelRate = Annotated[float, Field(gt=0.0, le=1e15)]
+
+
 class FrameworkKernelConfig(ArchsimModel):
     """The framework's own CUDA kernels around the convs of an inference pass, as measured on
     this GPU: eval-mode batch-norm and max-pool. Their rates are the kernels' own (the same
@@ -280,9 +284,8 @@ class FrameworkKernelConfig(ArchsimModel):
         "statistics before it normalises (PyTorch: a dtype copy and the inverse standard "
         "deviation); each costs a launch.",
     )
-    batchnorm_bytes_per_s: PositiveFloat | None = Field(
+    batchnorm_bytes_per_s: KernelRate | None = Field(
         default=None,
-        le=1e15,  # a petabyte per second is already a typing mistake
         description="The normalising kernel's rate, bytes read + written per s (None: HBM at "
         "hbm_achievable_fraction).",
     )
@@ -292,9 +295,8 @@ class FrameworkKernelConfig(ArchsimModel):
         description="Least time of the normalising kernel on the stream in a CUDA graph, the "
         "gap to the next kernel included, s (the launch cost applies when it is larger).",
     )
-    maxpool_bytes_per_s: PositiveFloat | None = Field(
+    maxpool_bytes_per_s: KernelRate | None = Field(
         default=None,
-        le=1e15,  # a petabyte per second is already a typing mistake
         description="Max-pool's rate, bytes of input read and of values and int64 indices "
         "written per s (None: HBM at hbm_achievable_fraction).",
     )
