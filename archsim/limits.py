@@ -177,7 +177,7 @@ def check_workload_size(hw: Any, workload: Any) -> None:
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
         refuse_layer(origin, i, layer, "bytes of memory", layer_memory_bytes(acc, layer),
-                "ARCHSIM_MAX_MEMORY_BYTES")  # fmt: skip
+                     "ARCHSIM_MAX_MEMORY_BYTES")  # fmt: skip
         refuse_layer(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
         if acc == "systolic" and layer.kind in ("conv", "gemm"):
             refuse_layer(origin, i, layer, "folds", _folds(hw, layer), "ARCHSIM_MAX_FOLDS")
@@ -200,5 +200,5 @@ def _check_gpu_layers(workload: Any) -> None:
     for i, layer in enumerate(workload.layers):
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
-        refuse_layer(workload.origin, i, layer, "multiply-adds per output (K)", _reduction(layer),
-                "ARCHSIM_MAX_REDUCTION")  # fmt: skip
+        refuse_layer(workload.origin, i, layer, "multiply-adds per output (K)",
+                     _reduction(layer), "ARCHSIM_MAX_REDUCTION")  # fmt: skip

@@ -15,11 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from archsim.measure.loader import load_backend
-from archsim.measure.plan import square_gemm
-from archsim.measure.probe import measure_energy
+from archsim.measure.plan import FULL
+from archsim.measure.probe import energy_readings
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def main() -> int:
@@ -30,26 +35,12 @@ def main() -> int:
     b = load_backend("torch")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    doc: dict = {"device": b.device_info(), "energy": {}}
-    cases = [(f"gemm_fp16_{s}", square_gemm(s, "fp16")) for s in (1024, 2048, 3072, 4096)]
-    for key, shape in cases:
-        e = measure_energy(b, b.gemm(shape), args.seconds)
-        b.release()
-        e["flops_per_call"] = shape.flops
-        e["pj_per_flop"] = e["joules_per_call"] / shape.flops * 1e12
-        doc["energy"][key] = e
-        us = e["seconds"] / e["calls"] * 1e6
-        mhz = e["smi_mid"][0]["clocks.sm"]
-        print(f"{key}: {e['watts']:.0f} W, {mhz} MHz, {us:.2f} us/call", file=sys.stderr)
-    for mb in (1024, 4096):
-        e = measure_energy(b, b.copy(mb << 20), args.seconds)
-        b.release()
-        e["bytes_per_call"] = 2 * (mb << 20)
-        e["pj_per_byte"] = e["joules_per_call"] / e["bytes_per_call"] * 1e12
-        doc["energy"][f"hbm_copy_{mb}MB"] = e
-        print(f"copy {mb} MB: {e['watts']:.0f} W, {e['pj_per_byte']:.1f} pJ/B", file=sys.stderr)
-    b.sleep(2.0)
-    doc["energy"]["idle_watts"] = sum(b.telemetry()[1] for _ in range(3)) / 3
+    gemms = tuple(("fp16", size, False) for size in (1024, 2048, 3072, 4096))
+    plan = replace(FULL, energy_gemms=gemms, energy_copy_mb=1024, energy_seconds=args.seconds)
+    energy = energy_readings(b, plan, progress)  # the GEMMs, a 1 GB copy, idle watts
+    copy_4gb = energy_readings(b, replace(plan, energy_gemms=(), energy_copy_mb=4096), progress)
+    energy["hbm_copy_4096MB"] = copy_4gb["hbm_copy_4096MB"]
+    doc = {"device": b.device_info(), "energy": energy}
     (out / "energy_sizes.json").write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 

@@ -31,6 +31,7 @@ import random
 import sys
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -39,15 +40,22 @@ from archsim.measure.backend import GemmShape
 from archsim.measure.loader import load_backend
 from archsim.measure.plan import FULL, LAYOUTS, network_convs, square_gemm
 from archsim.measure.probe import (
-    burst_trace,
+    burst_readings,
     conv_rows,
+    energy_readings,
     gemm_rows,
-    measure_energy,
     memory_eager,
     time_in_graph,
 )
 
 PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "fp8", "int8")
+#: the probe's plan with this script's energy entries and bursts (4 s and 1 s each)
+HELDOUT = replace(
+    FULL,
+    energy_gemms=(*((p, 8192, False) for p in ("fp16", "bf16", "fp8", "tf32", "fp32", "int8")),
+                  ("fp16", 8192, True)),
+    bursts=(("fp16", 1536), ("fp16", 3072), ("fp16", 8192), ("bf16", 4096)),
+)  # fmt: skip
 
 
 def log(msg: str) -> None:
@@ -149,45 +157,14 @@ class Session:
             self.append(f"conv_{net}.csv", conv_rows(self.backend, [c], log))
 
     def energy(self) -> None:
-        b = self.backend
-        for p in ("fp16", "bf16", "fp8", "tf32", "fp32", "int8"):
-            if b.unsupported(p):
-                continue
-            shape = square_gemm(8192, p)
-            e = measure_energy(b, b.gemm(shape), 4.0)
-            b.release()
-            e["flops_per_call"] = shape.flops
-            e["pj_per_flop"] = e["joules_per_call"] / shape.flops * 1e12
-            self.doc["energy"][f"gemm_{p}_8192"] = e
-            log(f"energy {p}: {e['watts']:.0f} W {e['smi_mid'][0]['clocks.sm']} MHz "
-                f"{e['joules_per_call']:.4f} J/call")  # fmt: skip
-            self.write_doc()
-        shape = square_gemm(8192, "fp16", zeros=True)
-        e = measure_energy(b, b.gemm(shape), 4.0)
-        b.release()
-        e["flops_per_call"] = shape.flops
-        e["pj_per_flop"] = e["joules_per_call"] / shape.flops * 1e12
-        self.doc["energy"]["gemm_fp16_8192_zeros"] = e
-        nbytes = 1 << 30
-        e = measure_energy(b, b.copy(nbytes), 4.0)
-        b.release()
-        e["bytes_per_call"] = 2 * nbytes
-        e["pj_per_byte"] = e["joules_per_call"] / (2 * nbytes) * 1e12
-        self.doc["energy"]["hbm_copy_1024MB"] = e
-        b.sleep(2.0)
-        self.doc["energy"]["idle_watts"] = sum(b.telemetry()[1] for _ in range(3)) / 3
+        """The probe's energy block for 8192^3 in every precision, fp16 on zeros, a 1 GB copy."""
+        self.doc["energy"] = energy_readings(self.backend, HELDOUT, log)
         self.write_doc()
 
     def bursts(self) -> None:
-        b = self.backend
-        for p, s in (("fp16", 1536), ("fp16", 3072), ("fp16", 8192), ("bf16", 4096)):
-            op = b.gemm(square_gemm(s, p))
-            self.doc["bursts"][f"gemm_{p}_{s}"] = burst_trace(b, op, 1.0, 2.0)
-            b.release()
-            tr = self.doc["bursts"][f"gemm_{p}_{s}"]["trace"]
-            log(f"burst {p} {s}: {tr[0][2]:.0f}->{tr[-1][2]:.0f} MHz "
-                f"{tr[0][1] * 1e6:.1f}->{tr[-1][1] * 1e6:.1f} us")  # fmt: skip
-            self.write_doc()
+        """The probe's burst traces from idle for HELDOUT's sizes."""
+        self.doc["bursts"] = burst_readings(self.backend, HELDOUT, log)
+        self.write_doc()
 
     def resnet50(self, batches: tuple[int, ...]) -> None:
         """torchvision ResNet-50 forward (fp16, NHWC, eval), graph and eager, by batch."""

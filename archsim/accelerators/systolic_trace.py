@@ -17,7 +17,7 @@ import numpy as np
 from archsim.accelerators.systolic import layer_gemms
 from archsim.config.systolic import SystolicConfig
 from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
-from archsim.datapath.systolic_folds import fold_counts
+from archsim.datapath.systolic_folds import fold_counts, scalesim_rows_per_fold, spatio_temporal
 from archsim.datapath.systolic_kernels import fold_demands
 from archsim.errors import ConfigError
 from archsim.limits import refuse_layer
@@ -107,10 +107,8 @@ def trace_values(config: SystolicConfig, layer: ConvLayer | GemmLayer) -> int:
     a = config.array
     m, n, k = oh * ow, nf, fh * fw * ch
     rf, cf = fold_counts(a.dataflow, a.rows, a.cols, m, n, k)
-    if a.dataflow == "os":
-        per_fold = k + a.rows + a.cols - 2
-    else:
-        per_fold = 2 * a.rows + a.cols + (m if a.dataflow == "ws" else n) - 2
+    t = spatio_temporal(a.dataflow, m, n, k)[2]
+    per_fold = scalesim_rows_per_fold(a.dataflow, a.rows, a.cols, t)
     columns = 1 + a.rows + 2 * a.cols  # cycle, ifmap and filter (rows / cols), ofmap (cols)
     return rf * cf * per_fold * columns
 

@@ -61,6 +61,7 @@ from archsim.datapath.gemm_kernels import (
 from archsim.datapath.gpu_sm import SM_FIELDS, sm_round
 from archsim.engine.context import SimContext
 from archsim.errors import SimulationError
+from archsim.memo import memoized
 from archsim.units import seconds_to_cycles
 from archsim.workload.gemm import GemmProblem, materialize_gemm
 
@@ -383,24 +384,17 @@ def _functional(
     return float(err.max()), float(bound.max())
 
 
-_FUNCTIONAL_CACHE: dict[tuple[Any, ...], tuple[float, float]] = {}
-
-
 def _functional_memo(
     cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan, seed: int
 ) -> tuple[float, float]:
-    """:func:`_functional`, memoised per process on all it depends on (the problem with its
-    layer name, which seeds the operands; the tile, k-step, k-slice and instruction k the
-    kernel sums in; the seed): re-simulating a layer under another clock, launch cost or
-    bandwidth (``calibrate``, sweeps of those fields) computes the same outputs again, which
-    was 85 % of a calibration's time."""
+    """:func:`_functional`, kept in ``archsim.memo``'s store of kept values on all it depends
+    on (the problem with its layer name, which seeds the operands; the tile, k-step, k-slice
+    and instruction k the kernel sums in; the seed): re-simulating a layer under another
+    clock, launch cost or bandwidth (``calibrate``, sweeps of those fields) computes the same
+    outputs again, which was 85 % of a calibration's time."""
     ik = accumulation_chunk_k(cfg, prob, plan)
-    key = (prob, plan.tile.m, plan.tile.n, plan.k_step, plan.k_slice, ik, seed)
-    if key not in _FUNCTIONAL_CACHE:
-        if len(_FUNCTIONAL_CACHE) >= 4096:
-            _FUNCTIONAL_CACHE.clear()
-        _FUNCTIONAL_CACHE[key] = _functional(cfg, prob, plan, seed)
-    return _FUNCTIONAL_CACHE[key]
+    key = ("gpu.functional", prob, plan.tile.m, plan.tile.n, plan.k_step, plan.k_slice, ik, seed)
+    return memoized(key, lambda: _functional(cfg, prob, plan, seed), keep=True)
 
 
 #: unit roundoff of output types narrower than the FP32 accumulator
