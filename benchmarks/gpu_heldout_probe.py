@@ -204,7 +204,11 @@ def main() -> int:
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--backend", default="torch", choices=["torch", "fake"])
     ap.add_argument("--budget-s", type=float, default=330.0)
+    ap.add_argument("--only", help="comma-separated section names (default: all)")
+    ap.add_argument("--conv-batches", default=",".join(map(str, FULL.conv_batches)),
+                    help="batches of the conv sections (default: the probe's)")  # fmt: skip
     args = ap.parse_args()
+    batches = tuple(int(b) for b in args.conv_batches.split(","))
     s = Session(Path(args.out), args.backend, args.budget_s)
     log(f"device: {s.doc['device']}")
     steps = [
@@ -216,11 +220,14 @@ def main() -> int:
         ("random", lambda: s.gemms("gemm_random.csv", random_gemms(), 170)),
         ("resnet50 whole", lambda: s.resnet50((1, 8, 32, 64, 128, 256))),
         ("bursts", s.bursts),
-        ("conv resnet50", lambda: s.convs("resnet50", FULL.conv_batches, 15)),
-        ("conv googlenet", lambda: s.convs("googlenet", FULL.conv_batches, 15)),
-        ("conv vgg16", lambda: s.convs("vgg16", FULL.conv_batches, 15)),
-        ("conv alexnet", lambda: s.convs("alexnet", FULL.conv_batches, 5)),
+        ("conv resnet50", lambda: s.convs("resnet50", batches, 15)),
+        ("conv googlenet", lambda: s.convs("googlenet", batches, 15)),
+        ("conv vgg16", lambda: s.convs("vgg16", batches, 15)),
+        ("conv alexnet", lambda: s.convs("alexnet", batches, 5)),
     ]
+    if args.only:
+        keep = set(args.only.split(","))
+        steps = [(name, step) for name, step in steps if name in keep]
     for name, step in steps:
         if s.left() < 5:
             log(f"skipped {name}: out of time")

@@ -72,12 +72,19 @@ class GemmStep:
 
 @dataclass(frozen=True)
 class MemoryStep:
-    """One element-wise/transform kernel: bytes in and out, CUDA-core FMAs (0 for copies)."""
+    """One element-wise/transform/direct kernel: bytes in and out, CUDA-core FMAs (0 for
+    copies); a direct tensor-core kernel also has its MACs (``tensor_macs``) spread over
+    ``ctas`` CTAs at ``macs_per_clock_per_sm``; ``bytes_per_s``: the kernel's own rate instead
+    of L2/HBM."""
 
     name: str
     read_bytes: int
     write_bytes: int
     fma: int = 0
+    tensor_macs: int = 0
+    ctas: int = 1
+    macs_per_clock_per_sm: float = 0.0
+    bytes_per_s: float | None = None
 
 
 Step = GemmStep | MemoryStep
@@ -201,6 +208,44 @@ def _winograd(layer: ConvLayer, tile: int) -> ConvCandidate:
     return ConvCandidate(f"winograd_{tile}x{tile}", steps)
 
 
+def _first_layer(cfg: GpuConfig, layer: ConvLayer) -> ConvCandidate | None:
+    """The library's dedicated image-input kernel (``conv_library.first_layer``) when the layer
+    has its shape: pad the input's and the filters' channels, then one direct kernel."""
+    fl = cfg.conv_library.first_layer
+    if (
+        fl is None
+        or layer.precision not in fl.precisions
+        or layer.memory_format != "nhwc"
+        or layer.groups != 1
+        or not layer.c <= fl.channels
+        or layer.k != fl.filters
+        or not layer.r == layer.s == fl.filter_size
+        or layer.stride != fl.stride
+    ):
+        return None
+    eb = ELEMENT_BYTES[layer.precision]
+    image, taps = layer.n * layer.h * layer.w, layer.k * layer.r * layer.s
+    ctas = layer.n * _cdiv(layer.out_h, fl.cta_rows) * _cdiv(layer.out_w, fl.cta_cols)
+    rate = fl.padding_bytes_per_s
+    return ConvCandidate(
+        "image_first_layer",
+        (
+            MemoryStep("pad_input", image * layer.c * eb, image * fl.channels * eb,
+                       bytes_per_s=rate),
+            MemoryStep("pad_filters", taps * layer.c * eb, taps * fl.channels * eb,
+                       bytes_per_s=rate),
+            MemoryStep(
+                "first_layer",
+                image * fl.channels * eb + taps * fl.channels * eb,
+                layer.n * layer.out_h * layer.out_w * layer.k * eb,
+                tensor_macs=layer.n * layer.out_h * layer.out_w * taps * fl.channels,
+                ctas=ctas,
+                macs_per_clock_per_sm=fl.macs_per_clock_per_sm,
+            ),
+        ),
+    )  # fmt: skip
+
+
 def _depthwise(layer: ConvLayer) -> ConvCandidate:
     eb = ELEMENT_BYTES["fp16"]
     read = (layer.n * layer.h * layer.w * layer.c + layer.k * layer.r * layer.s) * eb
@@ -226,6 +271,9 @@ def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
             out.append(_winograd(layer, tile))
     if "depthwise_direct" in algos and layer.c == layer.groups:
         out.append(_depthwise(layer))
+    first = _first_layer(cfg, layer) if "image_first_layer" in algos else None
+    if first is not None:
+        out.append(first)
     if not out:
         raise SimulationError(
             f"layer {layer.name!r}: none of the algorithms {', '.join(algos)} applies "
@@ -278,16 +326,23 @@ def _simt_family(cfg: GpuConfig) -> KernelFamily:
 
 
 def memory_cycles(cfg: GpuConfig, step: MemoryStep) -> int:
-    """Launch + the longer of moving the bytes (L2 when they fit in what stays resident there,
-    ``l2.resident_capacity_bytes``, else HBM) and the FMAs on the FP16 CUDA cores, in SM
-    cycles; at least ``min_kernel_s`` (an eager launch)."""
+    """Launch + the longest of moving the bytes (at the step's own rate, else L2 when they fit
+    in what stays resident there, ``l2.resident_capacity_bytes``, else HBM), the FMAs on the
+    FP16 CUDA cores and the tensor MACs (each SM taking its CTAs one after another:
+    ``ceil(ctas / SMs)`` CTAs' MACs at ``macs_per_clock_per_sm``), in SM cycles; at least
+    ``min_kernel_s`` (an eager launch)."""
     clock = cfg.clock.frequency_hz
     moved = step.read_bytes + step.write_bytes
-    if moved <= (cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes):
+    if step.bytes_per_s is not None:
+        bw = step.bytes_per_s / clock
+    elif moved <= (cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes):
         bw = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
     else:
         bw = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
     compute = step.fma / (cfg.sms * cfg.cuda_cores.fp16_fma_per_clock)
+    if step.tensor_macs:
+        per_cta = step.tensor_macs / step.ctas / step.macs_per_clock_per_sm
+        compute = max(compute, _cdiv(step.ctas, cfg.sms) * per_cta)
     body = seconds_to_cycles(cfg.launch_overhead_s, clock)
     body += max(1, math.ceil(max(moved / bw, compute) - 1e-9))
     return max(seconds_to_cycles(cfg.min_kernel_s, clock), body)
@@ -339,6 +394,8 @@ def memory_counts(step: MemoryStep) -> dict[str, dict[str, int]]:
     counts = {"l2": moved, "hbm": dict(moved)}  # every byte once, as the GEMM's compulsory
     if step.fma:
         counts["cuda_core"] = {"fma": step.fma, "instruction": step.fma // 32}
+    if step.tensor_macs:
+        counts["tensor_core"] = {"fma": step.tensor_macs, "op": step.tensor_macs // 64}
     return counts
 
 
@@ -393,9 +450,13 @@ def conv_outcome(
         dram += out.dram_bytes
         if main is None or out.cycles > main.cycles:
             main = out
-    if main is None:  # a single memory kernel (depthwise)
+    direct = any(isinstance(s, MemoryStep) and s.tensor_macs for s in choice.candidate.steps)
+    if main is None and direct:  # a direct tensor-core kernel (image_first_layer)
+        peak = cfg.peak_fma_per_cycle
+        extras: dict[str, Any] = {"tc_tensor_ops": True, "tc_bound": "compute"}
+    elif main is None:  # a single memory kernel (depthwise)
         peak = cfg.sms * cfg.cuda_cores.fp16_fma_per_clock
-        extras: dict[str, Any] = {"tc_tensor_ops": False, "tc_bound": "memory"}
+        extras = {"tc_tensor_ops": False, "tc_bound": "memory"}
     else:
         peak, extras = main.peak_macs_per_cycle, dict(main.extras)
     cycles = choice.cycles

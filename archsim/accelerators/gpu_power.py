@@ -325,6 +325,10 @@ def _memory_board_counts(cfg: GpuConfig, step: MemoryStep, cycles: int) -> Count
     c = memory_counts(step)
     if "cuda_core" in c:
         c["cuda_core"] = {"fma_fp16": c["cuda_core"]["fma"], "instruction": 0}
+    if "tensor_core" in c:  # a direct fp16 kernel: its pipes busy at the dense rate
+        fma = c["tensor_core"]["fma"]
+        busy = round(fma / (cfg.peak_fma_per_cycle * cfg.tensor_cores.precision_rate["fp16"]))
+        c["tensor_core"] = {"fma_fp16": fma, "op": c["tensor_core"]["op"], "busy_cycles": busy}
     c["sm"] = {"active_cycles": cfg.sms * cycles}
     return c
 

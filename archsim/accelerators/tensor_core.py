@@ -160,7 +160,20 @@ class _KernelModel:
         # least cycles of each kernel (eager: the host's launch interval; see LaunchConfig)
         self.floor = seconds_to_cycles(cfg.min_kernel_s, clock)
         self.load_hbm = activation_limited_load_bandwidth(cfg, prob, plan)
+        self.hbm_floor = self._hbm_floor_cycles()
         self._cache: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def _hbm_floor_cycles(self) -> int:
+        """Least main-loop cycles of the kernel's whole HBM traffic at the achievable
+        bandwidth: the A/B loads that miss L2 plus the output, when the output cannot stay in
+        L2 (``l2.resident_capacity_bytes``) and must be written back within the stream of
+        calls. The per-round shares bound the loads; this bounds loads and stores together."""
+        cfg, q = self.cfg, self.prob
+        out = q.batch * q.m * q.n * q.out_bytes
+        keep = cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes
+        moved = self.hbm_loads + (out if out > keep else 0)
+        per_clock = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
+        return math.ceil(moved / per_clock * cfg.clock.frequency_hz - 1e-9)
 
     def round(self, n_cta: int, mem: _Memory) -> np.ndarray:
         """``sm_round`` of ``n_cta`` CTAs at the bandwidth shares of ``mem`` now (memoised)."""
@@ -218,6 +231,9 @@ class _KernelModel:
             mem.active = sum(n for n, _ in groups)
             procs = [ctx.env.process(sm_group(n, r)) for n, r in groups]
             yield ctx.env.all_of(procs)
+            short = marks["main"] + self.hbm_floor - int(ctx.env.now)
+            if short > 0:  # the stores' write-back to HBM outlasts the rounds
+                yield ctx.timeout(short)
             marks["main_end"] = int(ctx.env.now)
             waited = self.floor - (marks["main_end"] - start)
             if waited > 0:  # an eager kernel shorter than the host's launch interval
@@ -256,6 +272,7 @@ class _KernelModel:
             tensor[g] += seg[1] * (int(r[_TENSOR_BUSY]) // sub_cores)
             heapq.heappush(events, (now + seg[1] * int(r[0]), created, g))
             created += 1
+        main_end = max(main_end, self.launch + self.hbm_floor)
         end = max(main_end, self.floor)
         if self.plan.split_k > 1:
             end += self._reduce_kernel_cycles(mem)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from archsim.config.base import ArchsimModel
 from archsim.config.gpu_family import KernelFamily
 
-__all__ = ["CONV_ALGORITHMS", "ConvLibraryConfig"]
+__all__ = ["CONV_ALGORITHMS", "ConvLibraryConfig", "FirstLayerKernel"]
 
 ConvAlgorithm = Literal[
-    "implicit_gemm", "grouped_per_launch", "winograd_2x2", "winograd_4x4", "depthwise_direct"
+    "implicit_gemm",
+    "grouped_per_launch",
+    "winograd_2x2",
+    "winograd_4x4",
+    "depthwise_direct",
+    "image_first_layer",
 ]
 
 #: every algorithm family ``accelerators.gpu_conv`` can time
@@ -22,7 +27,32 @@ CONV_ALGORITHMS: tuple[str, ...] = (
     "winograd_2x2",
     "winograd_4x4",
     "depthwise_direct",
+    "image_first_layer",
 )
+
+
+class FirstLayerKernel(ArchsimModel):
+    """A library's dedicated kernel for a network's image-input conv (few input channels): the
+    input is first padded to ``channels`` by a padding kernel, then one direct tensor-core
+    kernel of fixed filter shape runs; each CTA computes ``cta_rows`` x ``cta_cols`` output
+    pixels for all ``filters``."""
+
+    library_behaviour: str = Field(min_length=1, description="The library behaviour it stands for.")
+    precisions: list[Literal["fp16", "bf16"]] = Field(
+        min_length=1, description="Input precisions it runs (priced at the FP16 rate)."
+    )
+    channels: PositiveInt = Field(description="Input channels it computes (C <= this, padded).")
+    filters: PositiveInt = Field(description="Output channels K it is built for.")
+    filter_size: PositiveInt = Field(description="R = S it is built for (pixels).")
+    stride: PositiveInt = Field(description="Stride it is built for (pixels).")
+    cta_rows: PositiveInt = Field(description="Output rows per CTA.")
+    cta_cols: PositiveInt = Field(description="Output columns per CTA.")
+    macs_per_clock_per_sm: PositiveFloat = Field(
+        le=1e5, description="Sustained MACs (padded channels included) per SM clock."
+    )
+    padding_bytes_per_s: PositiveFloat = Field(
+        le=1e15, description="Rate of the padding kernels, bytes read + written per second."
+    )
 
 
 class ConvLibraryConfig(ArchsimModel):
@@ -80,6 +110,11 @@ class ConvLibraryConfig(ArchsimModel):
         "crates/cudnn/src/convolution_algo.rs, where every Winograd entry has an NCHW filter). "
         "So a channels-last conv (torch.channels_last, the layout of ../shared/data/h100/"
         "conv_alexnet.csv) runs implicit GEMM whatever cudnn.benchmark times.",
+    )
+    first_layer: FirstLayerKernel | None = Field(
+        default=None,
+        description="The dedicated image-input conv kernel (algorithm image_first_layer); None: "
+        "the library has none.",
     )
     kernel_overhead_s: NonNegativeFloat = Field(
         default=0.0,

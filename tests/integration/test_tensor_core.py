@@ -217,20 +217,31 @@ def test_plan_schedule_equals_its_simpy_run(hw: str) -> None:
     """The plan search's SimPy-free schedule is the twin of the SimPy run: same cycles, time
     split, busy cycles and traffic for every plan (a sample of the DeepBench shapes, which
     cover one and two SM groups, batched full rounds, tails and split-K)."""
+    from archsim.accelerators.gpu_conv import conv_candidates, gemm_config
     from archsim.accelerators.gpu_plan import plans_for
     from archsim.accelerators.tensor_core import _KernelModel
+    from archsim.config.workload import ConvLayer
     from archsim.engine.context import SimContext
 
     cfg = archsim.load_hardware(hw)
     layers = archsim.load_workload("deepbench_gemm").layers[::7]
-    n = 0
-    for spec in layers:
-        prob = lower_to_gemm(spec)
-        for plan in plans_for(cfg, prob):
-            simpy_run = _KernelModel(cfg, prob, plan).run(SimContext(cfg.clock.frequency_hz))
-            assert _KernelModel(cfg, prob, plan).schedule() == simpy_run, plan.kernel
+    cases = [(cfg, lower_to_gemm(spec)) for spec in layers]
+    # an output-heavy conv GEMM (a 1x1 expansion at batch 256: 411 MB of FP16 written) whose
+    # rounds end before its HBM traffic can: the write-back floor decides its length
+    wide = ConvLayer(kind="conv", name="wide", n=256, c=64, k=256, h=56, w=56, r=1, s=1)
+    for cand in conv_candidates(cfg, wide):
+        cases += [(gemm_config(cfg, step), step.problem) for step in cand.steps]  # type: ignore[arg-type]
+    n = floored = 0
+    for c, prob in cases:
+        for plan in plans_for(c, prob):
+            model = _KernelModel(c, prob, plan)
+            simpy_run = model.run(SimContext(c.clock.frequency_hz))
+            assert _KernelModel(c, prob, plan).schedule() == simpy_run, plan.kernel
+            floored += simpy_run.main_cycles == model.hbm_floor
             n += 1
     assert n > 3 * len(layers)
+    if hw == "h100":
+        assert floored >= 1
 
 
 def test_tiled_gemm_matches_the_literal_instruction_order() -> None:

@@ -32,8 +32,9 @@ def _conv(**over: object) -> ConvLayer:
     return ConvLayer(**base)  # type: ignore[arg-type]
 
 
-def _algos(layer: ConvLayer) -> list[str]:
-    return [c.algorithm for c in conv_candidates(H100, layer)]
+def _algos(layer: ConvLayer, hw: object = H100) -> list[str]:
+    """The algorithms of the candidates, each once (one candidate per tile k-step)."""
+    return list(dict.fromkeys(c.algorithm for c in conv_candidates(hw, layer)))  # type: ignore[arg-type]
 
 
 def _gemms(layer: ConvLayer, algo: str) -> list[GemmStep]:
@@ -46,9 +47,7 @@ def test_candidates_follow_the_layer_shape() -> None:
     assert _algos(_conv()) == ["implicit_gemm"]
     assert _algos(_conv(memory_format="nchw")) == ["implicit_gemm", "winograd_2x2", "winograd_4x4"]
     nhwc_too = H100.with_overrides({"conv_library.winograd_memory_formats": ["nhwc", "nchw"]})
-    assert [c.algorithm for c in conv_candidates(nhwc_too, _conv())] == _algos(
-        _conv(memory_format="nchw")
-    )
+    assert _algos(_conv(), nhwc_too) == _algos(_conv(memory_format="nchw"))
     assert _algos(_conv(r=1, s=1, pad=0)) == ["gemm_1x1"]
     assert _algos(_conv(stride=2, memory_format="nchw")) == ["implicit_gemm"]  # stride 1 only
     assert _algos(_conv(groups=2)) == ["implicit_gemm"]  # one launch, cuDNN's group count
@@ -58,8 +57,7 @@ def test_candidates_follow_the_layer_shape() -> None:
         "conv_library.grouped_batched_tensor_op": False,
         "conv_library.algorithms": ["implicit_gemm", "grouped_per_launch"],
     }
-    grouped = [c.algorithm for c in conv_candidates(H100.with_overrides(lib), _conv(groups=2))]
-    assert grouped == ["grouped_per_launch"]
+    assert _algos(_conv(groups=2), H100.with_overrides(lib)) == ["grouped_per_launch"]
 
 
 def test_grouped_conv_runs_one_launch_in_the_grouped_family() -> None:
@@ -88,9 +86,15 @@ def test_unaligned_channels_run_on_cuda_cores_without_tap_padding() -> None:
 
 
 def test_tensor_op_k_loop_pads_each_tap_to_the_tile_k() -> None:
-    (step,) = _gemms(_conv(c=48, r=5, s=5, pad=2), "implicit_gemm")
-    assert not step.simt and step.tile_k == 64
-    assert step.problem.k == 25 * 64  # 48 channels per tap padded to one 64-chunk
+    """One candidate per tile k-step of the conv family (32 and 64): each pads a tap's
+    channels to whole k-steps (80 channels: 96 in 32-steps, 128 in 64-steps)."""
+    for c, want in ((48, {32: 25 * 64, 64: 25 * 64}), (80, {32: 25 * 96, 64: 25 * 128})):
+        steps = [
+            s for cand in conv_candidates(H100, _conv(c=c, r=5, s=5, pad=2))
+            if cand.algorithm == "implicit_gemm" for s in cand.steps
+        ]  # fmt: skip
+        assert all(isinstance(s, GemmStep) and not s.simt for s in steps)
+        assert {s.tile_k: s.problem.k for s in steps} == want  # type: ignore[union-attr]
     (one,) = _gemms(_conv(c=48, k=64, r=1, s=1, pad=0), "gemm_1x1")
     assert one.problem.k == 48  # a plain GEMM: only the K tail pads
 
@@ -256,7 +260,7 @@ def test_conv_families_tiles_set_the_tap_padding() -> None:
     to 32, not to the menu's 64."""
     from archsim.accelerators.gpu_conv import _tile_ks
 
-    assert _tile_ks(H100, grouped=False) == [64]
+    assert _tile_ks(H100, grouped=False) == [32, 64]
     fam = H100.conv_library.families[0].model_dump()
     fam["tiles"] = [{"m": 128, "n": 128, "k": 32, "warps": 4, "stages": 5}]
     cfg = H100.with_overrides({"conv_library.families": [fam]})
@@ -264,3 +268,52 @@ def test_conv_families_tiles_set_the_tap_padding() -> None:
     layer = _conv(c=16, k=32, r=5, s=5, pad=2)
     (cand,) = [c for c in conv_candidates(cfg, layer) if c.algorithm == "implicit_gemm"]
     assert cand.steps[0].problem.k == 5 * 5 * 32
+
+
+_CONV1 = {"c": 3, "k": 64, "h": 224, "w": 224, "r": 7, "s": 7, "stride": 2, "pad": 3}
+
+
+def test_image_first_layer_runs_the_dedicated_kernel() -> None:
+    """ResNet-50's conv1 (C=3, K=64, 7x7/2): cuDNN pads C to 4 and runs its image-first-layer
+    kernel. Batch 256 is the preset's calibration row (401.15 us traced); batch 32 (58.62 us
+    traced, benchmarks/measured/h100_2026-11-27/sustained/kernels_sustained.csv) is a
+    prediction."""
+    for n, traced_us, tol in ((256, 401.15, 0.02), (32, 58.62, 0.05)):
+        layer = _conv(n=n, **_CONV1)
+        cand = next(c for c in conv_candidates(H100, layer) if c.algorithm == "image_first_layer")
+        pad_in, pad_filters, kernel = cand.steps
+        assert isinstance(kernel, MemoryStep) and isinstance(pad_in, MemoryStep)
+        assert (pad_in.read_bytes, pad_in.write_bytes) == (n * 224 * 224 * 6, n * 224 * 224 * 8)
+        assert kernel.tensor_macs == n * 112 * 112 * 64 * 49 * 4
+        assert kernel.ctas == n * 7 * 2
+        at_max = H100.with_overrides({"clock.frequency_hz": 1.98e9})  # as traced (not limited)
+        us = memory_cycles(at_max, kernel) / 1.98e9 * 1e6
+        assert abs(us / traced_us - 1) <= tol, f"batch {n}: {us:.1f} us, traced {traced_us}"
+    for other in ({"k": 96}, {"stride": 1}, {"c": 8}, {"memory_format": "nchw"}):
+        assert "image_first_layer" not in _algos(_conv(n=2, **{**_CONV1, **other})), other
+    spec = WorkloadSpec(schema_version=1, name="w", source="t", layers=[_conv(n=256, **_CONV1)])
+    (lr,) = archsim.simulate(H100, spec).layers
+    assert lr.extras["tc_conv_algo"] == "image_first_layer" and lr.extras["tc_tensor_ops"]
+    assert lr.extras["tc_conv_kernels"] == 3
+    assert 500e-6 < lr.time_s < 650e-6  # measured 585.9 us (sustained/sustained.csv)
+
+
+def test_small_channel_taps_use_the_k32_tiles() -> None:
+    """A 5x5 conv of 32 channels (GoogLeNet inception_3b/5x5): cuDNN's 256x96x32 kernel takes
+    one 32-channel k-step per tap; the preset's conv family has k = 32 tiles, so no tap is
+    padded to 64 channels."""
+    layer = _conv(n=256, c=32, k=96, h=28, w=28, r=5, s=5, pad=2)
+    choice = best_conv(H100, layer)
+    (step,) = [s for s in choice.candidate.steps if isinstance(s, GemmStep)]
+    assert step.tile_k == 32 and step.problem.k == 25 * 32
+
+
+def test_conv_output_write_back_is_held_to_hbm_bandwidth() -> None:
+    """A 1x1 expansion conv at batch 256 (64 -> 256 channels, 56 x 56): 103 MB in, 411 MB
+    out, far beyond L2: the kernel cannot beat its bytes at the achievable HBM bandwidth
+    (measured 185.2 us, sustained/sustained.csv r50_2a_1x1)."""
+    layer = _conv(n=256, c=64, k=256, h=56, w=56, r=1, s=1, pad=0)
+    moved = 256 * 56 * 56 * (64 + 256) * 2
+    floor_s = moved / (H100.hbm.bandwidth_bytes_per_s * H100.hbm_achievable_fraction)
+    t = best_conv(H100, layer).cycles / H100.clock.frequency_hz
+    assert floor_s <= t <= 1.1 * floor_s, (t, floor_s)
