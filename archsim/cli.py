@@ -475,6 +475,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("archsim: interrupted", file=sys.stderr)
         return 130
+    except SystemError as exc:  # Ctrl-C / SIGTERM inside a C callback (numba's cache loader)
+        if not _interrupted(exc):
+            raise
+        print("archsim: interrupted", file=sys.stderr)
+        return 130
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among ``exc``'s causes: an interrupt raised while C code
+    (numba unpickling its cached functions) runs a Python callback reaches us wrapped in a
+    SystemError, with the interrupt as its cause."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def entry_point() -> int:

@@ -99,17 +99,20 @@ def summarise(kernels: list[dict], reps: int, name: str, path: Path) -> None:
     pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
 
 
-def networks(torch, out: Path) -> None:
+NETS = {
+    "resnet50": lambda tv: tv.models.resnet50(),
+    "googlenet": lambda tv: tv.models.googlenet(aux_logits=False, init_weights=False),
+    "vgg16": lambda tv: tv.models.vgg16(),
+}
+
+
+def networks(torch, out: Path, names=("resnet50", "googlenet"), batches=(1, 256)) -> None:
     import torchvision
 
     cl = torch.channels_last
-    nets = {
-        "resnet50": torchvision.models.resnet50(),
-        "googlenet": torchvision.models.googlenet(aux_logits=False, init_weights=False),
-    }
-    for net, model in nets.items():
-        model = model.cuda().half().to(memory_format=cl).eval()
-        for n in (1, 256):
+    for net in names:
+        model = NETS[net](torchvision).cuda().half().to(memory_format=cl).eval()
+        for n in batches:
             x = torch.randn(n, 3, 224, 224, device="cuda", dtype=torch.float16).to(memory_format=cl)
 
             def fn(model=model, x=x) -> None:
@@ -169,17 +172,24 @@ def floors(torch, out: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("--nets", default="resnet50,googlenet", help=f"of {', '.join(NETS)}")
+    ap.add_argument("--batches", default="1,256")
+    ap.add_argument("--no-floors", action="store_true", help="only the network traces")
     args = ap.parse_args()
     import torch
 
     torch.backends.cudnn.benchmark = True
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for step in (floors, networks):
+    nets = tuple(args.nets.split(","))
+    batches = tuple(int(b) for b in args.batches.split(","))
+    steps = [] if args.no_floors else [floors]
+    steps.append(lambda torch, out: networks(torch, out, nets, batches))
+    for step in steps:
         try:
             step(torch, out)
         except Exception as exc:  # noqa: BLE001 - keep what the other step wrote
-            log(f"{step.__name__} failed: {exc!r}")
+            log(f"{getattr(step, '__name__', 'networks')} failed: {exc!r}")
     return 0
 
 

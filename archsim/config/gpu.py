@@ -298,7 +298,18 @@ class FrameworkKernelConfig(ArchsimModel):
     maxpool_bytes_per_s: KernelRate | None = Field(
         default=None,
         description="Max-pool's rate, bytes of input read and of values and int64 indices "
-        "written per s (None: HBM at hbm_achievable_fraction).",
+        "written per s, for overlapping windows (window > stride, e.g. ResNet's 3x3/2; None: "
+        "HBM at hbm_achievable_fraction).",
+    )
+    maxpool_disjoint_bytes_per_s: KernelRate | None = Field(
+        default=None,
+        description="The same for windows no wider than the stride (VGG's 2x2/2), each input "
+        "read once (None: HBM at hbm_achievable_fraction).",
+    )
+    bias_add_bytes_per_s: KernelRate | None = Field(
+        default=None,
+        description="Rate of the per-channel bias add after a conv (a broadcast add), bytes "
+        "read + written per s (None: HBM at hbm_achievable_fraction).",
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
@@ -21,14 +21,7 @@ ConvAlgorithm = Literal[
 ]
 
 #: every algorithm family ``accelerators.gpu_conv`` can time
-CONV_ALGORITHMS: tuple[str, ...] = (
-    "implicit_gemm",
-    "grouped_per_launch",
-    "winograd_2x2",
-    "winograd_4x4",
-    "depthwise_direct",
-    "image_first_layer",
-)
+CONV_ALGORITHMS: tuple[str, ...] = get_args(ConvAlgorithm)
 
 
 class FirstLayerKernel(ArchsimModel):

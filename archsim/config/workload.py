@@ -202,6 +202,25 @@ class ConvLayer(ArchsimModel):
         "values and their int64 indices; backward reads those and writes an output-sized "
         "gradient.",
     )
+    max_pool_size: int = Field(
+        default=3,
+        ge=1,
+        le=64,
+        description="Training and inference passes: window of that max-pool (pixels; ResNet "
+        "3, VGG 2). A window no wider than the stride reads each input once, which the "
+        "framework's kernel does at its own rate (framework_kernels).",
+    )
+    batch_norm: bool = Field(
+        default=True,
+        description="Training and inference passes: a batch-norm follows the layer (false: "
+        "none, as in VGG-16 and the original GoogLeNet).",
+    )
+    bias: bool = Field(
+        default=False,
+        description="Training and inference passes: the framework adds a per-channel bias "
+        "after the conv kernel, in a broadcast-add kernel of its own (PyTorch's cuDNN path; "
+        "VGG-16's convs). False: none, as for a conv followed by batch-norm.",
+    )
 
     @model_validator(mode="after")
     def _check_conv(self) -> ConvLayer:

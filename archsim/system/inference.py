@@ -31,8 +31,12 @@ is longer:
 ``launch.graph_s``); ``eager`` has the host issue one kernel every ``launch.eager_s`` while the
 GPU runs the ones before it (:func:`eager_queue_s`: short kernels wait for the host, long ones
 hide its launches), ``host_wait_s`` the GPU's idle time.
-Not modelled: the network's head (global average pool, fully connected layer, softmax; the
-workloads list convs only), host time beyond the per-kernel launch cost (Python, the
+``bias``: a per-channel bias add after the conv kernel (its own broadcast-add kernel);
+``batch_norm: false``: no batch-norm; a max-pool whose window is no wider than its stride
+(VGG's 2x2/2) runs at ``framework_kernels.maxpool_disjoint_bytes_per_s``. Fully connected
+layers (a classifier head) run as their GEMM, bias fused.
+Not modelled: pooling and flattening in front of a head, the ReLU after a fully connected
+layer, softmax, host time beyond the per-kernel launch cost (Python, the
 framework's dispatcher, cuDNN's per-call setup) and input decoding.
 """
 
@@ -43,13 +47,13 @@ from dataclasses import dataclass, field
 from archsim.config.gpu import GpuConfig
 from archsim.config.io import load_hardware, load_workload
 from archsim.config.system import TrainingConfig
-from archsim.config.workload import ConvLayer, WorkloadSpec
+from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, WorkloadSpec
 from archsim.errors import SimulationError
 from archsim.simulate import simulate
 from archsim.system.training import MEMORY_FORMATS, _max_pool
 from archsim.system.workload import PRECISIONS
 
-__all__ = ["InferenceOptions", "InferencePass", "eager_queue_s", "inference_pass"]
+__all__ = ["InferenceOptions", "InferencePass", "eager_queue_s", "inference_pass", "maxpool_ctas"]
 
 LAUNCH_MODES = ("graph", "eager")
 
@@ -106,15 +110,23 @@ class InferencePass:
 
 
 def _conv_workload(wl: WorkloadSpec, precision: str, batch: int, fmt: str) -> WorkloadSpec:
-    layers = []
+    """The workload at the pass's batch and precision: convs as they are, fully connected
+    layers as the GEMM a framework's linear layer runs (M = batch, N = outputs, K = inputs;
+    its bias fused into the GEMM's epilogue, as cuBLAS's bias kernels do)."""
+    layers: list[ConvLayer | GemmLayer] = []
     update = {"n": batch, "precision": precision, "memory_format": fmt}
     for spec in wl.layers:
-        if not isinstance(spec, ConvLayer):
+        if isinstance(spec, ConvLayer):
+            layers.append(spec.model_copy(update=update))
+        elif isinstance(spec, FcLayer) and spec.matrix_shape is not None:
+            n, k = spec.matrix_shape
+            layers.append(GemmLayer(kind="gemm", name=spec.name, m=batch, n=n, k=k,
+                                    precision=precision))  # fmt: skip
+        else:
             raise SimulationError(
                 f"layer {getattr(spec, 'name', '?')!r}: an inference pass takes conv layers "
-                "only; allowed: a workload of conv layers"
+                "and fc layers with inputs and outputs; allowed: a workload of those"
             )
-        layers.append(spec.model_copy(update=update))
     return wl.model_copy(update={"layers": layers})
 
 
@@ -129,8 +141,29 @@ def _transposes(
     return t.nchw_transpose_passes * (inputs + outputs) * act, 2
 
 
-#: one memory-bound kernel around a conv: (kind, bytes read + written); the kind picks its rate
-Kernel = tuple[str, int]
+#: one memory-bound kernel around a conv: (kind, bytes read + written, CTAs or 0 for enough to
+#: fill the GPU); the kind picks its rate
+Kernel = tuple[str, int, int]
+
+
+def _pow2_floor(x: int) -> int:
+    return 1 << (max(1, x).bit_length() - 1)
+
+
+def maxpool_ctas(n: int, c: int, out_h: int, out_w: int) -> int:
+    """CTAs of PyTorch's channels-last max-pool kernel (max_pool_forward_nhwc, launched by
+    aten/src/ATen/native/cuda/DilatedMaxPool2d.cu): a block of up to 1024 threads over
+    (channels, output columns, output rows), each thread 4 channels and 2 x 2 outputs; the grid
+    ``n * ceil(C / (4 block_x))`` x ``ceil(Q / (2 block_y))`` x ``ceil(P / (2 block_z))``.
+    Reproduces every pool grid of the H100 traces (benchmarks/measured/h100_2026-11-27:
+    kernels_networks.csv ResNet-50 [1, 1, 28]; sustained/kernels_networks_vgg_googlenet32.csv
+    VGG-16 [n, 2, 56], [n, 1, 28], [2n, 1, 7], [4n, 1, 2])."""
+    bx = min(32, _pow2_floor(c))
+    by = min(_pow2_floor(out_w), 1024 // bx)
+    bz = min(64, _pow2_floor(out_h), 1024 // bx // by)
+    bx = min(_pow2_floor(c), 1024 // by // bz)
+    stride_c = -(-c // (bx * 4))
+    return n * stride_c * -(-out_w // (2 * by)) * -(-out_h // (2 * bz))
 
 
 def _elementwise(
@@ -138,33 +171,49 @@ def _elementwise(
     cfg: GpuConfig,
 ) -> list[Kernel]:  # fmt: skip
     """The memory-bound kernels around one conv, transposes apart, in launch order."""
+    out: list[Kernel] = [("bias_add", 2 * outputs * act, 0)] if spec.bias else []
     if opts.fused_bn_relu:  # one kernel: read the output (and the shortcut), write once
-        out = [("elementwise", outputs * act * (2 + (1 if spec.residual_add else 0)))]
+        out.append(("elementwise", outputs * act * (2 + (1 if spec.residual_add else 0)), 0))
     else:
-        params = cfg.framework_kernels.batchnorm_parameter_kernels
-        out = [("batchnorm_parameters", 0)] * params + [("batchnorm", 2 * outputs * act)]
+        if spec.batch_norm:
+            params = cfg.framework_kernels.batchnorm_parameter_kernels
+            out += [("batchnorm_parameters", 0, 0)] * params
+            out.append(("batchnorm", 2 * outputs * act, 0))
         if spec.relu:
-            out.append(("elementwise", 2 * outputs * act))
+            out.append(("elementwise", 2 * outputs * act, 0))
         if spec.residual_add:
-            out.append(("elementwise", t.residual_forward_passes * outputs * act))
+            out.append(("elementwise", t.residual_forward_passes * outputs * act, 0))
     if spec.max_pool_stride > 1:
-        out.append(("maxpool", _max_pool(outputs, spec.max_pool_stride, act)[0]))
+        st = spec.max_pool_stride
+        disjoint = spec.max_pool_size <= st
+        ctas = maxpool_ctas(opts.batch, spec.k, -(-spec.out_h // st), -(-spec.out_w // st))
+        out.append(("maxpool_disjoint" if disjoint else "maxpool",
+                    _max_pool(outputs, st, act)[0], ctas))  # fmt: skip
     if opts.autocast_weight_casts:
-        out.append(("elementwise", spec.k * (spec.c // spec.groups) * spec.r * spec.s * (4 + 2)))
+        weights = spec.k * (spec.c // spec.groups) * spec.r * spec.s
+        out.append(("elementwise", weights * (4 + 2), 0))
     return out
 
 
-def _kernel_s(cfg: GpuConfig, kind: str, nbytes: int) -> float:
+def _kernel_s(cfg: GpuConfig, kind: str, nbytes: int, ctas: int = 0) -> float:
     """GPU seconds of one memory-bound kernel in a CUDA graph: its bytes at its rate (HBM at
-    the achievable fraction, or the framework kernel's measured rate, ``framework_kernels``)
-    or its least time (the preset's ``launch.graph_s``; the batch-norm's own floor), whichever
-    is longer. Eager passes add the host's waits apart (:func:`eager_queue_s`)."""
+    the achievable fraction, or the framework kernel's measured rate, ``framework_kernels``;
+    a kernel of fewer ``ctas`` than SMs gets their share of it) or its least time (the
+    preset's ``launch.graph_s``; the batch-norm's own floor), whichever is longer. Eager
+    passes add the host's waits apart (:func:`eager_queue_s`)."""
     fw = cfg.framework_kernels
-    rate = {"batchnorm": fw.batchnorm_bytes_per_s, "maxpool": fw.maxpool_bytes_per_s}.get(kind)
+    rate = {
+        "batchnorm": fw.batchnorm_bytes_per_s,
+        "maxpool": fw.maxpool_bytes_per_s,
+        "maxpool_disjoint": fw.maxpool_disjoint_bytes_per_s,
+        "bias_add": fw.bias_add_bytes_per_s,
+    }.get(kind)
     rate = rate or cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
     floor = cfg.min_kernel_s
     if kind == "batchnorm":
         floor = max(floor, fw.batchnorm_floor_s)
+    if 0 < ctas < cfg.sms:
+        rate *= ctas / cfg.sms
     return max(nbytes / rate, floor)
 
 
@@ -212,13 +261,17 @@ def inference_pass(
     per_layer: dict[str, float] = {}
     sequence: list[float] = []  # GPU seconds of every kernel, in launch order
     for spec, lr in zip(wl.layers, run.layers, strict=True):
-        assert isinstance(spec, ConvLayer)
+        if not isinstance(spec, ConvLayer):  # a linear layer: its GEMM alone
+            conv_s, kernels = conv_s + lr.time_s, kernels + 1
+            per_layer[spec.name] = lr.time_s
+            sequence.append(lr.time_s)
+            continue
         outputs = opts.batch * spec.k * spec.out_h * spec.out_w
         around = _elementwise(spec, outputs, act, opts, t, cfg)
         n = len(around)
         algo = str(lr.extras.get("tc_conv_algo", ""))
         tr_moved, tr_n = _transposes(spec, outputs, act, opts, t, algo)
-        each = [_kernel_s(cfg, kind, nbytes) for kind, nbytes in around]
+        each = [_kernel_s(cfg, *kernel) for kernel in around]
         tr = max(tr_moved / hbm, tr_n * launch)
         conv_s, ew_s, tr_s = conv_s + lr.time_s, ew_s + sum(each) + tr, tr_s + tr
         kernels += 1 + n + tr_n

@@ -130,6 +130,13 @@ def _elementwise(
         if is_conv and not ls.relu:  # type: ignore[union-attr]
             pf, pb = max(0, pf - t.relu_forward_passes), max(0, pb - t.relu_backward_passes)
             kf, kb = max(0, kf - 1), max(0, kb - 1)
+        if is_conv and not ls.batch_norm:  # type: ignore[union-attr]  # the BN's share
+            pf -= min(pf, t.conv_forward_passes - t.relu_forward_passes)
+            pb -= min(pb, t.conv_backward_passes - t.relu_backward_passes)
+            kf, kb = max(0, kf - 1), max(0, kb - 1)
+        if is_conv and ls.bias:  # type: ignore[union-attr]
+            # forward: read and write the output; backward: the bias gradient reads dY once
+            pf, pb, kf, kb = pf + 2, pb + 1, kf + 1, kb + 1
         bf, bb = tl.outputs * act * pf, tl.outputs * act * pb
         if is_conv and ls.residual_add:  # type: ignore[union-attr]
             bf += tl.outputs * act * t.residual_forward_passes

@@ -966,3 +966,28 @@ def test_conv_measurements_that_do_not_hold_together(
     assert main(["validate", "tensor_core", "--measured", str(folder), "-q"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "conv_alexnet.csv: line 2" in err and needle in err, err
+
+
+def test_interrupt_inside_a_c_callback_is_an_interrupt(monkeypatch, capsys) -> None:
+    """SIGTERM landing while numba unpickles its cache reached the user as a SystemError
+    traceback (the interrupt wrapped by the C callback): it is an interrupt, exit 130."""
+    from archsim import cli
+
+    def wrapped(_args: object) -> int:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError(
+                "<function _numba_unpickle> returned a result with an exception set"
+            ) from exc
+
+    monkeypatch.setitem(cli._COMMANDS, "list", wrapped)
+    assert cli.main(["list"]) == 130
+    assert capsys.readouterr().err.strip() == "archsim: interrupted"
+
+    def other(_args: object) -> int:
+        raise SystemError("not an interrupt")
+
+    monkeypatch.setitem(cli._COMMANDS, "list", other)
+    with pytest.raises(SystemError):
+        cli.main(["list"])

@@ -1,0 +1,34 @@
+"""Elementwise passes of a training step per conv: batch-norm, bias, ReLU (system/training.py)."""
+
+from __future__ import annotations
+
+import archsim
+from archsim.config.workload import WorkloadSpec
+from archsim.system.training import _elementwise
+from archsim.system.workload import training_layers
+
+
+def _bytes(**layer: object) -> tuple[int, int]:
+    """(forward, backward) bytes moved by one 64-channel 56x56 conv's passes at batch 8."""
+    spec = {"name": "c", "kind": "conv", "c": 64, "k": 64, "h": 56, "w": 56, "r": 3, "s": 3,
+            "pad": 1, **layer}  # fmt: skip
+    wl = WorkloadSpec.model_validate(
+        {"schema_version": 1, "name": "w", "source": "test", "layers": [spec]}
+    )
+    system = archsim.load_hardware("dgx_h100")
+    out = 8 * 64 * 56 * 56 * 2
+    fwd, bwd, moved = _elementwise(training_layers(wl, 8), wl, system, 2, 1.0)
+    return round(fwd[0]) // out, round(bwd[0]) // out, moved // out  # type: ignore[return-value]
+
+
+def test_batch_norm_and_bias_passes() -> None:
+    """Default (BN + ReLU): 5 forward, 8 backward passes over the output. No batch-norm (VGG):
+    the ReLU's 2 and 3. A bias adds a read and a write forward and one read backward."""
+    t = archsim.load_hardware("dgx_h100").training  # type: ignore[attr-defined]
+    assert _bytes()[:2] == (t.conv_forward_passes, t.conv_backward_passes) == (5, 8)
+    assert _bytes(batch_norm=False)[:2] == (t.relu_forward_passes, t.relu_backward_passes)
+    assert _bytes(batch_norm=False, bias=True)[:2] == (
+        t.relu_forward_passes + 2,
+        t.relu_backward_passes + 1,
+    )
+    assert _bytes(batch_norm=False, relu=False)[:2] == (0, 0)
