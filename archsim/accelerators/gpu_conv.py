@@ -68,6 +68,7 @@ class GemmStep:
     simt: bool = False
     tile_k: int | None = None  # only the menu's tiles of this k (the problem's K is padded to it)
     grouped: bool = False  # a grouped conv in one launch: runs in conv_library.grouped_families
+    large_filter: bool = False  # runs in conv_library.large_filter_families
 
 
 @dataclass(frozen=True)
@@ -153,12 +154,13 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     name = "gemm_1x1" if plain else "implicit_gemm"
     batched = layer.groups == 1 or simt or lib.grouped_batched_tensor_op
     grouped = layer.groups > 1 and not simt
+    large = _large_filter(cfg, layer) and not simt and not grouped
     out = []
     if batched and "implicit_gemm" in lib.algorithms:
-        for tk in _tile_ks(cfg, grouped):
+        for tk in _tile_ks(cfg, grouped, large):
             k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
             prob = _problem(layer, name, m, n, k, layer.groups, True)
-            out.append(ConvCandidate(name, (GemmStep(name, prob, simt, tk, grouped),)))
+            out.append(ConvCandidate(name, (GemmStep(name, prob, simt, tk, grouped, large),)))
     if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
         for tk in _tile_ks(cfg, False):
             k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
@@ -173,12 +175,20 @@ def _padded(cg: int, tile_k: int, layer: ConvLayer) -> int:
     return _cdiv(cg, ks) * ks
 
 
-def _tile_ks(cfg: GpuConfig, grouped: bool) -> list[int]:
+def _large_filter(cfg: GpuConfig, layer: ConvLayer) -> bool:
+    """Whether the layer's filter is large enough for ``conv_library.large_filter_families``."""
+    lib = cfg.conv_library
+    return bool(lib.large_filter_families) and max(layer.r, layer.s) >= lib.large_filter_min_size
+
+
+def _tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False) -> list[int]:
     """The tile k-steps (16-bit elements) the conv GEMM kernels can run: the grouped families'
-    tiles for a one-launch grouped conv, else the conv families' tiles, else the preset's
-    menu."""
+    tiles for a one-launch grouped conv, the large-filter families' for a large filter, else
+    the conv families' tiles, else the preset's menu."""
     lib = cfg.conv_library
     fams = lib.grouped_families if grouped else lib.families
+    if large:
+        fams = lib.large_filter_families
     tiles = [t for f in fams or [] for t in (f.tiles or cfg.tiles)] or cfg.tiles
     return sorted({t.k for t in tiles})
 
@@ -294,6 +304,8 @@ def gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
     families = cfg.conv_library.families or cfg.library.families
     if step.grouped and cfg.conv_library.grouped_families:
         families = cfg.conv_library.grouped_families
+    if step.large_filter and cfg.conv_library.large_filter_families:
+        families = cfg.conv_library.large_filter_families
     if step.simt:
         families = [_simt_family(cfg)]
     elif step.tile_k is not None:
@@ -353,14 +365,20 @@ def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int,
     of each kernel of ``cand``, in launch order."""
     from archsim.accelerators.tensor_core import run_gemm
 
-    memo: dict[tuple[GemmProblem, bool, int | None, bool], Any] = {}
+    memo: dict[tuple[GemmProblem, bool, int | None, bool, bool], Any] = {}
     out: list[tuple[Step, int, Any]] = []
     overhead = seconds_to_cycles(cfg.conv_library.kernel_overhead_s, cfg.clock.frequency_hz)
     for step in cand.steps:
         if isinstance(step, MemoryStep):
             out.append((step, memory_cycles(cfg, step), None))
             continue
-        key = (replace(step.problem, layer=""), step.simt, step.tile_k, step.grouped)
+        key = (
+            replace(step.problem, layer=""),
+            step.simt,
+            step.tile_k,
+            step.grouped,
+            step.large_filter,
+        )
         if key not in memo:
             memo[key] = run_gemm(gemm_config(cfg, step), step.problem)[0]
         out.append((step, memo[key].cycles + overhead * (not step.simt), memo[key]))
@@ -435,14 +453,20 @@ def conv_outcome(
     counts: dict[str, dict[str, int]] = {}
     dram = 0
     main: LayerOutcome | None = None
-    gemms: dict[tuple[GemmProblem, bool, int | None, bool], LayerOutcome] = {}
+    gemms: dict[tuple[GemmProblem, bool, int | None, bool, bool], LayerOutcome] = {}
     for step in choice.candidate.steps:
         if isinstance(step, MemoryStep):
             c = memory_counts(step)
             dram += sum(c.get("hbm", {}).values())
             _merge_counts(counts, c)
             continue
-        key = (replace(step.problem, layer=""), step.simt, step.tile_k, step.grouped)
+        key = (
+            replace(step.problem, layer=""),
+            step.simt,
+            step.tile_k,
+            step.grouped,
+            step.large_filter,
+        )
         if key not in gemms:
             gemms[key] = _gemm_outcome(cfg, step, seed)
         out = gemms[key]

@@ -93,6 +93,18 @@ class ConvLibraryConfig(ArchsimModel):
         description="Kernel families of the ONE-launch grouped tensor-core conv (groups > 1, "
         "each group a grid dimension of the same kernel), fastest first; None: ``families``.",
     )
+    large_filter_families: list[KernelFamily] | None = Field(
+        default=None,
+        min_length=1,
+        description="Kernel families of the tensor-core conv GEMMs whose filter is at least "
+        "``large_filter_min_size`` wide (ungrouped), fastest first; None: ``families``.",
+    )
+    large_filter_min_size: PositiveInt = Field(
+        default=7,
+        le=64,
+        description="Filter width (R or S, pixels) from which a conv runs "
+        "in ``large_filter_families``.",
+    )
     winograd_memory_formats: list[Literal["nhwc", "nchw"]] = Field(
         default=["nchw"],
         description="Layer memory formats for which the Winograd algorithms apply. cuDNN's "

@@ -317,3 +317,20 @@ def test_conv_output_write_back_is_held_to_hbm_bandwidth() -> None:
     floor_s = moved / (H100.hbm.bandwidth_bytes_per_s * H100.hbm_achievable_fraction)
     t = best_conv(H100, layer).cycles / H100.clock.frequency_hz
     assert floor_s <= t <= 1.1 * floor_s, (t, floor_s)
+
+
+def test_large_filters_run_the_ampere_class_family() -> None:
+    """7x7 convs ran Ampere-class kernels on the H100 in every traced case (30 of 30 random
+    convs, benchmarks/measured/h100_2026-11-27/random_convs/kernels_random.csv): they take the
+    preset's large-filter family, its tiles and its mma.sync rate; 5x5 keeps the sm90 family."""
+    from archsim.accelerators.gpu_conv import gemm_config
+
+    seven = _conv(n=64, c=128, k=192, h=14, w=14, r=7, s=7, pad=3)
+    steps = [s for c in conv_candidates(H100, seven) for s in c.steps]
+    assert steps and all(isinstance(s, GemmStep) and s.large_filter for s in steps)
+    assert {s.tile_k for s in steps} == {32, 64}  # type: ignore[union-attr]
+    fams = gemm_config(H100, steps[0]).library.families  # type: ignore[arg-type]
+    assert [f.name for f in fams] == ["cudnn_sm80_large_filter"]
+    assert fams[0].mma_rate_fraction == pytest.approx(0.667) and fams[0].multicast_ctas == 1
+    five = _conv(n=64, c=128, k=192, h=14, w=14, r=5, s=5, pad=2)
+    assert not any(s.large_filter for c in conv_candidates(H100, five) for s in c.steps)  # type: ignore[union-attr]

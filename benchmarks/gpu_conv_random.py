@@ -1,0 +1,95 @@
+"""On a real NVIDIA GPU: seeded random conv layers, timed the probe's way, with their kernels.
+
+Held-out convs for the GPU conv model: shapes drawn from a seeded generator (batch 1-256,
+channels 8-512 in multiples of 8 and a few C = 3 image layers, filters 16-512, 7-112 pixels,
+1x1 to 7x7 filters, stride 1 or 2), not from any network the model was checked on. Each is
+timed as ``archsim probe gpu`` times a conv (``conv_random.csv``, a measurement folder with
+``device_memory_energy.json``) and its kernels are listed (CUPTI, ``kernels_random.csv``).
+
+Usage (on the GPU machine; ``--backend fake`` runs the timing part here)::
+
+    python benchmarks/gpu_conv_random.py -o DIR [--count 120] [--seed 2027]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from archsim.measure.backend import ConvShape  # noqa: E402
+from archsim.measure.loader import load_backend  # noqa: E402
+from archsim.measure.probe import conv_rows  # noqa: E402
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def random_convs(count: int, seed: int) -> list[ConvShape]:
+    """``count`` seeded conv shapes (at most 2e11 MACs and 2^28 input elements each)."""
+    rng = random.Random(seed)
+    out: list[ConvShape] = []
+    while len(out) < count:
+        n = rng.choice((1, 8, 32, 64, 128, 256))
+        c = 3 if rng.random() < 0.08 else rng.choice((8, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+                                                        384, 512))  # fmt: skip
+        k = rng.choice((16, 32, 48, 64, 96, 128, 192, 256, 384, 512))
+        hw = rng.choice((7, 14, 28, 56, 112))
+        r = rng.choice((1, 3, 3, 5, 7))
+        st = 2 if rng.random() < 0.25 else 1
+        pad = r // 2
+        q = (hw + 2 * pad - r) // st + 1
+        if q < 1 or n * c * hw * hw > 1 << 28 or n * q * q * k * c * r * r > 2e11:
+            continue
+        out.append(ConvShape("random", f"r{len(out):03d}", n, c, k, hw, hw, r, r, st, pad, 1,
+                             q, q))  # fmt: skip
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("--count", type=int, default=120)
+    ap.add_argument("--seed", type=int, default=2027)
+    ap.add_argument("--backend", default="torch", choices=["torch", "fake"])
+    ap.add_argument("--budget-s", type=float, default=170.0)
+    args = ap.parse_args()
+    t0 = time.monotonic()
+    b = load_backend(args.backend)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {"device": b.device_info(), "memory_eager": {}, "energy": {}}
+    (out / "device_memory_energy.json").write_text(json.dumps(doc, indent=1) + "\n")
+    frames, kern = [], []
+    for shape in random_convs(args.count, args.seed):
+        if time.monotonic() - t0 > args.budget_s:
+            log(f"out of time at {shape.layer}")
+            break
+        try:
+            frames.append(conv_rows(b, [shape], log))
+            pd.concat(frames).to_csv(out / "conv_random.csv", index=False)
+            if args.backend == "torch":
+                import torch
+                from gpu_kernel_names import kernels_of
+
+                ks = kernels_of(torch, b.conv(shape), reps=3)
+                kern += [{"layer": shape.layer, **k} for k in ks]
+                pd.DataFrame(kern).to_csv(out / "kernels_random.csv", index=False)
+        except Exception as exc:  # noqa: BLE001 - keep the other rows
+            log(f"{shape.layer} failed: {exc!r}")
+        finally:
+            b.release()
+    log(f"done in {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
