@@ -210,6 +210,22 @@ class ConvLayer(ArchsimModel):
         "3, VGG 2). A window no wider than the stride reads each input once, which the "
         "framework's kernel does at its own rate (framework_kernels).",
     )
+    input_max_pool_size: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Training and inference passes: a stride-1 max-pool of this window runs on "
+        "the layer's input first (GoogLeNet's pool branch; 1: none). It reads the input and "
+        "writes an input-sized result and its int64 indices.",
+    )
+    concat_channels: int = Field(
+        default=0,
+        ge=0,
+        description="Training and inference passes: after this layer the framework "
+        "concatenates its module's branch outputs, this many channels at this layer's output "
+        "size, in one copy kernel (torch.cat of an Inception module; 0: none). A max-pool "
+        "after the layer (max_pool_stride) then pools the concatenated tensor.",
+    )
     batch_norm: bool = Field(
         default=True,
         description="Training and inference passes: a batch-norm follows the layer (false: "

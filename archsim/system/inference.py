@@ -183,12 +183,20 @@ def _elementwise(
             out.append(("elementwise", 2 * outputs * act, 0))
         if spec.residual_add:
             out.append(("elementwise", t.residual_forward_passes * outputs * act, 0))
+    if spec.input_max_pool_size > 1:  # a stride-1 pool of the input, before the conv
+        inputs = opts.batch * spec.c * spec.h * spec.w
+        ctas = maxpool_ctas(opts.batch, spec.c, spec.h, spec.w)
+        out.append(("maxpool", _max_pool(inputs, 1, act)[0], ctas))
+    channels = spec.concat_channels or spec.k
+    if spec.concat_channels:  # torch.cat of the module's branches: read and write them once
+        out.append(("elementwise", 2 * outputs // spec.k * channels * act, 0))
     if spec.max_pool_stride > 1:
         st = spec.max_pool_stride
         disjoint = spec.max_pool_size <= st
-        ctas = maxpool_ctas(opts.batch, spec.k, -(-spec.out_h // st), -(-spec.out_w // st))
+        pooled_in = outputs // spec.k * channels
+        ctas = maxpool_ctas(opts.batch, channels, -(-spec.out_h // st), -(-spec.out_w // st))
         out.append(("maxpool_disjoint" if disjoint else "maxpool",
-                    _max_pool(outputs, st, act)[0], ctas))  # fmt: skip
+                    _max_pool(pooled_in, st, act)[0], ctas))  # fmt: skip
     if opts.autocast_weight_casts:
         weights = spec.k * (spec.c // spec.groups) * spec.r * spec.s
         out.append(("elementwise", weights * (4 + 2), 0))

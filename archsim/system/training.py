@@ -142,8 +142,16 @@ def _elementwise(
             bf += tl.outputs * act * t.residual_forward_passes
             bb += tl.outputs * act * t.residual_backward_passes
             kf, kb = kf + 1, kb + 1
+        channels = (ls.concat_channels or ls.k) if is_conv else 0  # type: ignore[union-attr]
+        if is_conv and ls.input_max_pool_size > 1:  # type: ignore[union-attr]
+            inputs = tl.outputs // (ls.k * ls.out_h * ls.out_w) * ls.c * ls.h * ls.w  # type: ignore[union-attr]
+            pf_b, pb_b = _max_pool(inputs, 1, act)
+            bf, bb, kf, kb = bf + pf_b, bb + pb_b, kf + 1, kb + 1
+        if is_conv and ls.concat_channels:  # type: ignore[union-attr]  # forward copy only
+            bf, kf = bf + 2 * tl.outputs // ls.k * channels * act, kf + 1  # type: ignore[union-attr]
         if is_conv and ls.max_pool_stride > 1:  # type: ignore[union-attr]
-            pf_b, pb_b = _max_pool(tl.outputs, ls.max_pool_stride, act)  # type: ignore[union-attr]
+            pooled_in = tl.outputs // ls.k * channels  # type: ignore[union-attr]
+            pf_b, pb_b = _max_pool(pooled_in, ls.max_pool_stride, act)  # type: ignore[union-attr]
             bf, bb, kf, kb = bf + pf_b, bb + pb_b, kf + 1, kb + 1
         if transpose and is_conv:
             ef, eb, tkf, tkb = _transposes(tl, ls, t.nchw_transpose_passes)  # type: ignore[arg-type]

@@ -188,3 +188,45 @@ def test_h100_vgg16_forward_against_the_measured_h100() -> None:
         print(f"batch {r.batch}: {r.graph_s * 1e3:.3f} ms measured, {sim.time_s * 1e3:.3f} "
               f"simulated ({err:+.1%})")  # fmt: skip
         assert abs(err) < (0.25 if r.batch == 1 else 0.10), (r.batch, err)
+
+
+def test_inception_branch_pool_and_concat() -> None:
+    """A pool branch's conv (GoogLeNet): a 3x3 stride-1 max-pool of the input first (input
+    read, values and int64 indices written, overlapping windows: the 3x3 rate), then after
+    the conv the module's concatenation (all branches' channels read and written once) and a
+    3x3/2 stage pool of the concatenated tensor."""
+    from archsim.config.workload import WorkloadSpec
+    from archsim.system.inference import maxpool_ctas
+
+    layer = {"name": "p", "kind": "conv", "c": 192, "k": 32, "h": 28, "w": 28, "r": 1, "s": 1,
+             "input_max_pool_size": 3, "concat_channels": 256, "max_pool_stride": 2,
+             "max_pool_size": 3}  # fmt: skip
+    wl = WorkloadSpec.model_validate({**_ONE, "layers": [layer]})
+    n = 256
+    run = inference_pass("h100", wl, InferenceOptions("amp_fp16", n))
+    hbm = 3352e9 * 0.922
+    bn = 2 * 1.95e-6 + 2 * n * 32 * 28 * 28 * 2 / 2.195e12
+    relu = 2 * n * 32 * 28 * 28 * 2 / hbm
+    in_el = n * 192 * 28 * 28
+    pool_in = (in_el * 2 + in_el * 10) / 0.987e12
+    assert maxpool_ctas(n, 192, 28, 28) > 132
+    cat = 2 * n * 256 * 28 * 28 * 2 / hbm
+    stage = (n * 256 * 28 * 28 * 2 + n * 256 * 14 * 14 * 10) / 0.987e12
+    assert run.kernels == 1 + 3 + 1 + 1 + 1 + 1  # conv, BN (3), ReLU, pool, cat, stage pool
+    assert run.elementwise_s == pytest.approx(bn + relu + pool_in + cat + stage, rel=1e-6)
+
+
+def test_h100_googlenet_forward_against_the_measured_h100() -> None:
+    """torchvision GoogLeNet forward on an H100 (sustained/networks.csv) against
+    googlenet_torchvision (308 kernels; the traces have 309-312): within 15 % at batch 1, 32
+    and 256 (-5.1 / -13.7 / -7.5 %)."""
+    import pandas as pd
+
+    rows = pd.read_csv(MEASURED / "sustained" / "networks.csv")
+    for r in rows[rows["net"] == "torchvision_googlenet"].itertuples():
+        sim = inference_pass("h100", "googlenet_torchvision", InferenceOptions("amp_fp16", r.batch))
+        err = sim.time_s / r.graph_s - 1
+        print(f"batch {r.batch}: {r.graph_s * 1e3:.3f} ms measured, {sim.time_s * 1e3:.3f} "
+              f"simulated ({err:+.1%})")  # fmt: skip
+        assert sim.kernels == 308
+        assert abs(err) < 0.15, (r.batch, err)

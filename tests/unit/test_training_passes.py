@@ -32,3 +32,15 @@ def test_batch_norm_and_bias_passes() -> None:
         t.relu_backward_passes + 1,
     )
     assert _bytes(batch_norm=False, relu=False)[:2] == (0, 0)
+
+
+def test_branch_pool_and_concat_passes() -> None:
+    """A pool branch's conv: the stride-1 pool of its 192-channel input (read, values and int64
+    indices: 6 input-sized passes of 2 bytes each way) forward and backward; the concatenation
+    of 256 channels (read and write, forward only)."""
+    base = _bytes(c=192, k=64)
+    pooled = _bytes(c=192, k=64, input_max_pool_size=3)
+    # input elements = 3 x output elements (192 vs 64 channels); (2 + 10) bytes per input element
+    assert pooled[0] - base[0] == pooled[1] - base[1] == 3 * (2 + 10) // 2
+    cat = _bytes(c=192, k=64, concat_channels=256)
+    assert (cat[0] - base[0], cat[1] - base[1]) == (2 * 4, 0)

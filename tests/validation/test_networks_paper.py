@@ -17,14 +17,16 @@ _GAPS = {
     "RN50 A100 AMP MXNet b256": 0.4,  # +36 %
     "VGG16 V100 FP32 b32 conv": 0.6,  # cuDNN 7.1 heuristic vs the preset's Winograd: -53 %
     "VGG16 H100 FP16 PyT graph b1": 0.4,  # graph replay above the traced kernels: +29 %
+    "GoogLeNet H100 FP16 graph b32": 0.3,  # small convs fast in the model: +16 %
 }
 
 
 def test_claims_cover_the_goal_batches() -> None:
     assert set(KNOWN_GAPS) == set(_GAPS) and set(KNOWN_GAPS) <= set(_BY_NAME)
-    assert len(NETWORK_CLAIMS) == 17
+    assert len(NETWORK_CLAIMS) == 20
     for prefix in ("RN50 V100 FP32 PyT", "RN50 V100 AMP PyT", "RN50 A100 AMP MXNet",
-                   "RN50 H100 FP16 PyT graph", "VGG16 H100 FP16 PyT graph"):  # fmt: skip
+                   "RN50 H100 FP16 PyT graph", "VGG16 H100 FP16 PyT graph",
+                   "GoogLeNet H100 FP16 graph"):  # fmt: skip
         assert {b for b in (1, 32, 256) if f"{prefix} b{b}" in _BY_NAME} == {1, 32, 256}
     assert _BY_NAME["RN50 V100 AMP PyT b256"].paper == 3382.0
     assert _BY_NAME["RN50 A100 AMP MXNet b32"].paper == 6808.22
