@@ -173,13 +173,6 @@ _VGG_B1 = (
     "kernels, not that difference, which no kernel in the trace accounts for."
 )
 _VGG_H100_ROWS = {1: 0.5048391, 32: 4.2503361, 256: 31.9704647}
-_GOOGLENET_B32 = (
-    " FAILS at batch 32 (the model 13.7 % fast in time, 15.9 % in img/s): its 57 convs, "
-    "5-20 us each at this batch, run 20-50 % fast in the model, the same gap as the "
-    "measured convs of the paper's GoogLeNet at batch 32 (their sum -19 %) and as the "
-    "random convs of 6-30 us (benchmarks/RESULTS.md): there cuDNN picks Ampere-class kernels "
-    "where the model gives every conv the Hopper family."
-)
 _GOOGLENET_H100_WHAT = (
     "Measured: torchvision.models.googlenet(aux_logits=False, init_weights=False), .half(), "
     "channels-last, eval, torch.no_grad, cudnn.benchmark, forwards replayed from a CUDA graph "
@@ -191,7 +184,6 @@ _GOOGLENET_H100_WHAT = (
 _GOOGLENET_H100_ROWS = {1: 1.1565828, 32: 2.1601281, 256: 11.7510557}
 _H100_NET_GAPS = {
     "VGG16 H100 FP16 PyT graph b1": _VGG_B1,
-    "GoogLeNet H100 FP16 graph b32": _GOOGLENET_B32,
 }
 #: claim names kept as documented FAILs (see each claim's reason)
 KNOWN_GAPS = (
@@ -202,7 +194,6 @@ KNOWN_GAPS = (
     "RN50 A100 AMP MXNet b256",
     "VGG16 V100 FP32 b32 conv",
     "VGG16 H100 FP16 PyT graph b1",
-    "GoogLeNet H100 FP16 graph b32",
 )
 
 

@@ -86,9 +86,10 @@ def test_unaligned_channels_run_on_cuda_cores_without_tap_padding() -> None:
 
 
 def test_tensor_op_k_loop_pads_each_tap_to_the_tile_k() -> None:
-    """One candidate per tile k-step of the conv family (32 and 64): each pads a tap's
-    channels to whole k-steps (80 channels: 96 in 32-steps, 128 in 64-steps)."""
-    for c, want in ((48, {32: 25 * 64, 64: 25 * 64}), (80, {32: 25 * 96, 64: 25 * 128})):
+    """One candidate per tile k-step of the conv family (H100: 64 only): each pads a tap's
+    channels to whole k-steps (48 channels to 64, 80 to 128); a family with 32-steps too
+    gets a candidate for each."""
+    for c, want in ((48, {64: 25 * 64}), (80, {64: 25 * 128})):
         steps = [
             s for cand in conv_candidates(H100, _conv(c=c, r=5, s=5, pad=2))
             if cand.algorithm == "implicit_gemm" for s in cand.steps
@@ -260,7 +261,7 @@ def test_conv_families_tiles_set_the_tap_padding() -> None:
     to 32, not to the menu's 64."""
     from archsim.accelerators.gpu_conv import _tile_ks
 
-    assert _tile_ks(H100, grouped=False) == [32, 64]
+    assert _tile_ks(H100, grouped=False) == [64]
     fam = H100.conv_library.families[0].model_dump()
     fam["tiles"] = [{"m": 128, "n": 128, "k": 32, "warps": 4, "stages": 5}]
     cfg = H100.with_overrides({"conv_library.families": [fam]})
@@ -298,14 +299,18 @@ def test_image_first_layer_runs_the_dedicated_kernel() -> None:
     assert 500e-6 < lr.time_s < 650e-6  # measured 585.9 us (sustained/sustained.csv)
 
 
-def test_small_channel_taps_use_the_k32_tiles() -> None:
-    """A 5x5 conv of 32 channels (GoogLeNet inception_3b/5x5): cuDNN's 256x96x32 kernel takes
-    one 32-channel k-step per tap; the preset's conv family has k = 32 tiles, so no tap is
-    padded to 64 channels."""
+def test_small_channel_taps_with_and_without_k32_tiles() -> None:
+    """A 5x5 conv of 32 channels (GoogLeNet inception_3b/5x5): the H100 preset's conv family
+    has k = 64 tiles only (its k = 32 ones made every measured conv set agree worse; see the
+    preset), so each tap pads to 64 channels; a family given a k = 32 tile runs it unpadded."""
     layer = _conv(n=256, c=32, k=96, h=28, w=28, r=5, s=5, pad=2)
-    choice = best_conv(H100, layer)
-    (step,) = [s for s in choice.candidate.steps if isinstance(s, GemmStep)]
-    assert step.tile_k == 32 and step.problem.k == 25 * 32
+    (step,) = [s for s in best_conv(H100, layer).candidate.steps if isinstance(s, GemmStep)]
+    assert step.tile_k == 64 and step.problem.k == 25 * 64
+    fam = H100.conv_library.families[0].model_dump()
+    fam["tiles"] = [*fam["tiles"], {"m": 256, "n": 96, "k": 32, "warps": 8, "stages": 8}]
+    with32 = H100.with_overrides({"conv_library.families": [fam]})
+    ks = {s.tile_k: s.problem.k for c in conv_candidates(with32, layer) for s in c.steps}  # type: ignore[union-attr]
+    assert ks == {32: 25 * 32, 64: 25 * 64}
 
 
 def test_conv_output_write_back_is_held_to_hbm_bandwidth() -> None:

@@ -17,7 +17,6 @@ _GAPS = {
     "RN50 A100 AMP MXNet b256": 0.4,  # +36 %
     "VGG16 V100 FP32 b32 conv": 0.6,  # cuDNN 7.1 heuristic vs the preset's Winograd: -53 %
     "VGG16 H100 FP16 PyT graph b1": 0.4,  # graph replay above the traced kernels: +29 %
-    "GoogLeNet H100 FP16 graph b32": 0.3,  # small convs fast in the model: +16 %
 }
 
 
