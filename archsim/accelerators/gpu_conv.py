@@ -70,6 +70,11 @@ class GemmStep:
     grouped: bool = False  # a grouped conv in one launch: runs in conv_library.grouped_families
     large_filter: bool = False  # runs in conv_library.large_filter_families
 
+    @property
+    def memo_key(self) -> GemmStep:
+        """The step with its names blanked: kernels equal in all but name time alike."""
+        return replace(self, name="", problem=replace(self.problem, layer=""))
+
 
 @dataclass(frozen=True)
 class MemoryStep:
@@ -365,20 +370,14 @@ def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int,
     of each kernel of ``cand``, in launch order."""
     from archsim.accelerators.tensor_core import run_gemm
 
-    memo: dict[tuple[GemmProblem, bool, int | None, bool, bool], Any] = {}
+    memo: dict[GemmStep, Any] = {}
     out: list[tuple[Step, int, Any]] = []
     overhead = seconds_to_cycles(cfg.conv_library.kernel_overhead_s, cfg.clock.frequency_hz)
     for step in cand.steps:
         if isinstance(step, MemoryStep):
             out.append((step, memory_cycles(cfg, step), None))
             continue
-        key = (
-            replace(step.problem, layer=""),
-            step.simt,
-            step.tile_k,
-            step.grouped,
-            step.large_filter,
-        )
+        key = step.memo_key
         if key not in memo:
             memo[key] = run_gemm(gemm_config(cfg, step), step.problem)[0]
         out.append((step, memo[key].cycles + overhead * (not step.simt), memo[key]))
@@ -453,20 +452,14 @@ def conv_outcome(
     counts: dict[str, dict[str, int]] = {}
     dram = 0
     main: LayerOutcome | None = None
-    gemms: dict[tuple[GemmProblem, bool, int | None, bool, bool], LayerOutcome] = {}
+    gemms: dict[GemmStep, LayerOutcome] = {}
     for step in choice.candidate.steps:
         if isinstance(step, MemoryStep):
             c = memory_counts(step)
             dram += sum(c.get("hbm", {}).values())
             _merge_counts(counts, c)
             continue
-        key = (
-            replace(step.problem, layer=""),
-            step.simt,
-            step.tile_k,
-            step.grouped,
-            step.large_filter,
-        )
+        key = step.memo_key
         if key not in gemms:
             gemms[key] = _gemm_outcome(cfg, step, seed)
         out = gemms[key]
