@@ -247,6 +247,11 @@ class ConvLayer(ArchsimModel):
                     f"{dim}={size} gives output size <= 0: {filt}={extent} is larger than "
                     f"{dim} + 2*pad = {size + 2 * self.pad}; allowed: {filt} <= {dim} + 2*pad"
                 )
+        if 0 < self.concat_channels < self.k:
+            raise ValueError(
+                f"concat_channels={self.concat_channels} is below the layer's k={self.k} (the "
+                "concatenation includes this layer's output); allowed: 0 or at least k"
+            )
         for ch in ("c", "k"):
             if getattr(self, ch) % self.groups:
                 raise ValueError(

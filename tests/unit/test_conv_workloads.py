@@ -192,6 +192,10 @@ def _write(tmp_path: Path, layer: dict[str, Any]) -> Path:
         ({"data": "d", "data_format": "eie"}, "layers.0.data_format", "'npy'"),
         ({"precision": "fp64"}, "layers.0.precision", "fp16"),
         ({"inputs": 4}, "layers.0.inputs", "unknown field"),
+        ({"concat_channels": 2}, "layers.0.concat_channels", "below the layer's k"),
+        ({"input_max_pool_size": 0}, "layers.0.input_max_pool_size", "greater than or equal"),
+        ({"max_pool_size": 100}, "layers.0.max_pool_size", "less than or equal to 64"),
+        ({"bias": "maybe"}, "layers.0.bias", "is not a boolean"),
     ],
 )
 def test_bad_conv_raises_config_error(
