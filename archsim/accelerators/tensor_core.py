@@ -16,7 +16,9 @@ heuristics/autotuning. A plan runs as one kernel (plus a reduction kernel for sp
    achievable bandwidths -- so tail rounds on few SMs run faster when memory-bound. Clock
    domains: the fill port (the kernel family's) and L2 bandwidth are bytes per SM clock (the
    L2 is taken to scale with the SM clock); HBM bandwidth is bytes per second, so it shrinks
-   per SM cycle as the clock rises;
+   per SM cycle as the clock rises; the rounds together last at least the kernel's whole HBM
+   traffic (L2-missing loads, plus an output too big to stay in L2) at the achievable HBM
+   bandwidth;
 4. split-K: a reduction kernel (launch + reading the FP32 partials and C, writing D at HBM speed);
 5. an operand a family takes only K-major but is stored MN-major: a transpose kernel each
    (launch + the operand read and written at HBM speed), timed after the GEMM (the order does
