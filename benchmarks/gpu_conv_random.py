@@ -21,16 +21,11 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from gpu_common import conv_shape, log
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from archsim.measure.backend import ConvShape  # noqa: E402
-from archsim.measure.loader import load_backend  # noqa: E402
-from archsim.measure.probe import conv_rows  # noqa: E402
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+from archsim.measure.backend import ConvShape
+from archsim.measure.loader import load_backend
+from archsim.measure.probe import conv_rows
 
 
 def random_convs(count: int, seed: int) -> list[ConvShape]:
@@ -45,12 +40,11 @@ def random_convs(count: int, seed: int) -> list[ConvShape]:
         hw = rng.choice((7, 14, 28, 56, 112))
         r = rng.choice((1, 3, 3, 5, 7))
         st = 2 if rng.random() < 0.25 else 1
-        pad = r // 2
-        q = (hw + 2 * pad - r) // st + 1
+        shape = conv_shape("random", f"r{len(out):03d}", n, c, k, hw, r, st, r // 2)
+        q = shape.p
         if q < 1 or n * c * hw * hw > 1 << 28 or n * q * q * k * c * r * r > 2e11:
             continue
-        out.append(ConvShape("random", f"r{len(out):03d}", n, c, k, hw, hw, r, r, st, pad, 1,
-                             q, q))  # fmt: skip
+        out.append(shape)
     return out
 
 

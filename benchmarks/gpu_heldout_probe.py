@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
+from gpu_common import forward_op, log, torchvision_net
 
 from archsim.measure.backend import GemmShape
 from archsim.measure.loader import load_backend
@@ -56,10 +57,6 @@ HELDOUT = replace(
                   ("fp16", 8192, True)),
     bursts=(("fp16", 1536), ("fp16", 3072), ("fp16", 8192), ("bf16", 4096)),
 )  # fmt: skip
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def _pow2_64(rng: random.Random, lo: int = 64, hi: int = 16384) -> int:
@@ -171,21 +168,13 @@ class Session:
         if self.backend_name != "torch":
             return
         import torch
-        import torchvision
 
         b = self.backend
-        model = torchvision.models.resnet50().cuda().half().to(memory_format=torch.channels_last)
-        model.eval()
+        model = torchvision_net(torch, "resnet50")
         for n in batches:
             if self.left() < 60:
                 return
-            x = torch.randn(n, 3, 224, 224, device="cuda", dtype=torch.float16)
-            x = x.to(memory_format=torch.channels_last)
-
-            def op(x=x) -> None:
-                with torch.no_grad():
-                    model(x)
-
+            op = forward_op(torch, model, n)
             t = time_in_graph(b, op)
             eager = min(b.eager(op, 10) / 10 for _ in range(3))
             row = {"net": "torchvision_resnet50", "batch": n, "precision": "fp16",
@@ -195,7 +184,7 @@ class Session:
                    "board_w": t.board_w if t else float("nan")}  # fmt: skip
             log(f"resnet50 n={n}: graph {row['graph_s'] * 1e3:.3f} ms, eager {eager * 1e3:.3f} ms")
             self.append("network_resnet50.csv", pd.DataFrame([row]))
-            del x
+            del op
             b.release()
 
 

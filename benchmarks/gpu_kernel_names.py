@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from gpu_common import conv_shape
 
 from archsim.measure.backend import ConvShape, GemmShape
 from archsim.measure.loader import load_backend
@@ -56,11 +57,7 @@ def convs() -> list[ConvShape]:
             ("alex_conv1", 256, 3, 96, 227, 11, 4, 0), ("r50_5b_3x3", 256, 512, 512, 7, 3, 1, 1),
             ("r50_2a_1x1", 256, 64, 256, 56, 1, 1, 0), ("r50_2b_3x3_n1", 1, 64, 64, 56, 3, 1, 1),
             ("g_1x1_n1", 1, 480, 192, 14, 1, 1, 0))  # fmt: skip
-    out = []
-    for name, n, c, k, hw, r, st, pad in spec:
-        q = (hw + 2 * pad - r) // st + 1
-        out.append(ConvShape("probe", name, n, c, k, hw, hw, r, r, st, pad, 1, q, q))
-    return out
+    return [conv_shape("probe", *row) for row in spec]
 
 
 def kernels_of(torch, op, reps: int = 5) -> list[dict]:

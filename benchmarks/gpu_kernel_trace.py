@@ -23,18 +23,14 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
+from gpu_common import NETS, forward_op, log, torchvision_net
 
 from archsim.measure.backend import GemmShape
 from archsim.measure.loader import load_backend
 from archsim.measure.probe import time_in_graph
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def profiled_events(prof) -> list[dict]:
@@ -99,32 +95,17 @@ def summarise(kernels: list[dict], reps: int, name: str, path: Path) -> None:
     pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
 
 
-NETS = {
-    "resnet50": lambda tv: tv.models.resnet50(),
-    "googlenet": lambda tv: tv.models.googlenet(aux_logits=False, init_weights=False),
-    "vgg16": lambda tv: tv.models.vgg16(),
-}
-
-
 def networks(torch, out: Path, names=("resnet50", "googlenet"), batches=(1, 256)) -> None:
-    import torchvision
-
-    cl = torch.channels_last
     for net in names:
-        model = NETS[net](torchvision).cuda().half().to(memory_format=cl).eval()
+        model = torchvision_net(torch, net)
         for n in batches:
-            x = torch.randn(n, 3, 224, 224, device="cuda", dtype=torch.float16).to(memory_format=cl)
-
-            def fn(model=model, x=x) -> None:
-                with torch.no_grad():
-                    model(x)
-
+            fn = forward_op(torch, model, n)
             for mode in ("eager", "graph"):
                 try:
                     trace(torch, out, f"{net}_n{n}_{mode}", fn, mode == "graph")
                 except Exception as exc:  # noqa: BLE001 - keep the other traces
                     log(f"trace {net} n={n} {mode} failed: {exc}")
-            del x
+            del fn
             torch.cuda.empty_cache()
 
 

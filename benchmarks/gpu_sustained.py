@@ -22,14 +22,12 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from gpu_common import conv_shape, forward_op, log, torchvision_net
+from gpu_kernel_names import kernels_of
 
-sys.path.insert(0, str(Path(__file__).parent))
-from gpu_kernel_names import kernels_of  # noqa: E402
-
-from archsim.measure.backend import ConvShape  # noqa: E402
-from archsim.measure.loader import load_backend  # noqa: E402
-from archsim.measure.plan import square_gemm  # noqa: E402
-from archsim.measure.probe import measure_energy, time_in_graph  # noqa: E402
+from archsim.measure.loader import load_backend
+from archsim.measure.plan import square_gemm
+from archsim.measure.probe import measure_energy, time_in_graph
 
 #: (label, n, c, k, h, r, stride, pad): the conv rows the model got most wrong at batch 32/256
 CONVS = (("vgg_conv3_2", 256, 256, 256, 56, 3, 1, 1), ("vgg_conv1_2", 256, 64, 64, 224, 3, 1, 1),
@@ -41,20 +39,11 @@ CONVS = (("vgg_conv3_2", 256, 256, 256, 56, 3, 1, 1), ("vgg_conv1_2", 256, 64, 6
          ("vgg_conv1_1_n32", 32, 3, 64, 224, 3, 1, 1))  # fmt: skip
 
 
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def conv_shape(label: str, n: int, c: int, k: int, hw: int, r: int, st: int, pad: int):
-    q = (hw + 2 * pad - r) // st + 1
-    return ConvShape("probe", label, n, c, k, hw, hw, r, r, st, pad, 1, q, q)
-
-
 def ops(b) -> list[tuple[str, dict, object]]:
     out = [(f"gemm_fp16_{s}", {"kind": "gemm", "m": s, "n": s, "k": s},
             lambda s=s: b.gemm(square_gemm(s, "fp16", False))) for s in (2048, 4096)]  # fmt: skip
     for label, n, c, k, hw, r, st, pad in CONVS:
-        shape = conv_shape(label, n, c, k, hw, r, st, pad)
+        shape = conv_shape("probe", label, n, c, k, hw, r, st, pad)
         fields = {"kind": "conv", "n": n, "c": c, "k": k, "h": hw, "r": r, "stride": st,
                   "pad": pad}  # fmt: skip
         out.append((label, fields, lambda s=shape: b.conv(s)))
@@ -70,23 +59,14 @@ def temp(b) -> float:
 
 def networks(b, out: Path, t_end: float) -> None:
     import torch
-    import torchvision
 
     rows = []
-    for name, make in (("vgg16", lambda: torchvision.models.vgg16()),
-                       ("googlenet", lambda: torchvision.models.googlenet(
-                           aux_logits=False, init_weights=False))):  # fmt: skip
-        model = make().cuda().half().to(memory_format=torch.channels_last).eval()
+    for name in ("vgg16", "googlenet"):
+        model = torchvision_net(torch, name)
         for n in (1, 32, 256):
             if time.monotonic() > t_end:
                 return
-            x = torch.randn(n, 3, 224, 224, device="cuda", dtype=torch.float16)
-            x = x.to(memory_format=torch.channels_last)
-
-            def op(x=x, model=model) -> None:
-                with torch.no_grad():
-                    model(x)
-
+            op = forward_op(torch, model, n)
             t = time_in_graph(b, op)
             rows.append({"net": f"torchvision_{name}", "batch": n, "precision": "fp16",
                          "memory_format": "nhwc", "graph_s": t.time_s if t else float("nan"),
@@ -94,7 +74,7 @@ def networks(b, out: Path, t_end: float) -> None:
                          "sm_mhz": t.sm_mhz if t else float("nan")})  # fmt: skip
             log(f"{name} n={n}: {rows[-1]['graph_s'] * 1e3:.3f} ms")
             pd.DataFrame(rows).to_csv(out / "networks.csv", index=False)
-            del x
+            del op
             b.release()
         del model
         b.release()

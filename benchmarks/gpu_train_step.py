@@ -21,10 +21,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+from gpu_common import log
 
 
 def step_seconds(torch, batch: int, precision: str) -> float:

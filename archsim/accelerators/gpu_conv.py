@@ -186,14 +186,23 @@ def _large_filter(cfg: GpuConfig, layer: ConvLayer) -> bool:
     return bool(lib.large_filter_families) and max(layer.r, layer.s) >= lib.large_filter_min_size
 
 
-def _tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False) -> list[int]:
-    """The tile k-steps (16-bit elements) the conv GEMM kernels can run: the grouped families'
-    tiles for a one-launch grouped conv, the large-filter families' for a large filter, else
-    the conv families' tiles, else the preset's menu."""
+def _conv_families(cfg: GpuConfig, grouped: bool, large: bool) -> list[KernelFamily] | None:
+    """The conv library's kernel families for a tensor-core conv GEMM: the grouped families for
+    a one-launch grouped conv, the large-filter families for a large filter, else the conv
+    families (each when the preset has them); None: the preset has none (the GEMM library's
+    families run the conv)."""
     lib = cfg.conv_library
-    fams = lib.grouped_families if grouped else lib.families
-    if large:
-        fams = lib.large_filter_families
+    if grouped and lib.grouped_families:
+        return lib.grouped_families
+    if large and lib.large_filter_families:
+        return lib.large_filter_families
+    return lib.families
+
+
+def _tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False) -> list[int]:
+    """The tile k-steps (16-bit elements) the conv GEMM kernels can run: their families'
+    tiles (:func:`_conv_families`), else the preset's menu."""
+    fams = _conv_families(cfg, grouped, large)
     tiles = [t for f in fams or [] for t in (f.tiles or cfg.tiles)] or cfg.tiles
     return sorted({t.k for t in tiles})
 
@@ -301,16 +310,12 @@ def gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
     """The config a conv GEMM kernel runs under: no split-K unless the library splits conv
     reductions; on the CUDA cores (``simt``: the conv library's channel rule failed) one
     CUDA-core kernel family with the library's SIMT conv tile; else the conv library's kernel
-    families (``conv_library.families``, default the GEMM library's), their tiles narrowed to
+    families (:func:`_conv_families`, default the GEMM library's), their tiles narrowed to
     those of ``tile_k`` (a family with no tile of that k keeps its own)."""
     over: dict[str, Any] = {}
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
-    families = cfg.conv_library.families or cfg.library.families
-    if step.grouped and cfg.conv_library.grouped_families:
-        families = cfg.conv_library.grouped_families
-    if step.large_filter and cfg.conv_library.large_filter_families:
-        families = cfg.conv_library.large_filter_families
+    families = _conv_families(cfg, step.grouped, step.large_filter) or cfg.library.families
     if step.simt:
         families = [_simt_family(cfg)]
     elif step.tile_k is not None:

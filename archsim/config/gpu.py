@@ -16,7 +16,14 @@ from pydantic import (
 from archsim.config.base import ArchsimModel
 from archsim.config.components import ClockConfig, DramConfig, TechnologyConfig
 from archsim.config.gpu_conv import ConvLibraryConfig
-from archsim.config.gpu_family import KernelFamily, Precision, ThreadBlockTile, rate_key
+from archsim.config.gpu_family import (
+    KernelFamily,
+    KernelRate,
+    KernelSeconds,
+    Precision,
+    ThreadBlockTile,
+    rate_key,
+)
 from archsim.config.gpu_power import GpuPowerConfig
 
 __all__ = [
@@ -267,10 +274,6 @@ class LaunchConfig(ArchsimModel):
         return self.graph_s if self.mode == "graph" else max(self.graph_s, self.eager_s)
 
 
-#: a kernel's rate, bytes per s: a petabyte per second is already a typing mistake
-KernelRate = Annotated[float, Field(gt=0.0, le=1e15)]
-
-
 class FrameworkKernelConfig(ArchsimModel):
     """The framework's own CUDA kernels around the convs of an inference pass, as measured on
     this GPU: eval-mode batch-norm and max-pool. Their rates are the kernels' own (the same
@@ -289,9 +292,8 @@ class FrameworkKernelConfig(ArchsimModel):
         description="The normalising kernel's rate, bytes read + written per s (None: HBM at "
         "hbm_achievable_fraction).",
     )
-    batchnorm_floor_s: NonNegativeFloat = Field(
+    batchnorm_floor_s: KernelSeconds = Field(
         default=0.0,
-        le=1e-3,  # microseconds; a millisecond is already a typing mistake
         description="Least time of the normalising kernel on the stream in a CUDA graph, the "
         "gap to the next kernel included, s (the launch cost applies when it is larger).",
     )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt
 
 from archsim.config.base import ArchsimModel
-from archsim.config.gpu_family import KernelFamily
+from archsim.config.gpu_family import KernelFamily, KernelRate, KernelSeconds
 
 __all__ = ["CONV_ALGORITHMS", "ConvLibraryConfig", "FirstLayerKernel"]
 
@@ -43,8 +43,8 @@ class FirstLayerKernel(ArchsimModel):
     macs_per_clock_per_sm: PositiveFloat = Field(
         le=1e5, description="Sustained MACs (padded channels included) per SM clock."
     )
-    padding_bytes_per_s: PositiveFloat = Field(
-        le=1e15, description="Rate of the padding kernels, bytes read + written per second."
+    padding_bytes_per_s: KernelRate = Field(
+        description="Rate of the padding kernels, bytes read + written per second."
     )
 
 
@@ -121,9 +121,8 @@ class ConvLibraryConfig(ArchsimModel):
         description="The dedicated image-input conv kernel (algorithm image_first_layer); None: "
         "the library has none.",
     )
-    kernel_overhead_s: NonNegativeFloat = Field(
+    kernel_overhead_s: KernelSeconds = Field(
         default=0.0,
-        le=1e-3,  # a set-up of microseconds; a millisecond is already a typing mistake
         description="Fixed time each tensor-core implicit-GEMM conv kernel spends beyond a GEMM "
         "kernel of its tiles, s (the conv iterators' per-thread set-up of filter-tap offsets "
         "and padding masks before the main loop); 0: none.",

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from archsim.config.base import ArchsimModel
 
-__all__ = ["KernelFamily", "Precision", "ThreadBlockTile", "rate_key"]
+__all__ = [
+    "KernelFamily",
+    "KernelRate",
+    "KernelSeconds",
+    "Precision",
+    "ThreadBlockTile",
+    "rate_key",
+]
+
+#: a library kernel's own rate, bytes per s: a petabyte per second is already a typing mistake
+KernelRate = Annotated[float, Field(gt=0.0, le=1e15)]
+#: a fixed time of a library kernel, s: microseconds; a millisecond is already a typing mistake
+KernelSeconds = Annotated[float, Field(ge=0.0, le=1e-3)]
 
 #: tensor-core rate classes; ``fp8`` covers both FP8 formats (e4m3, e5m2 run at one rate)
 Precision = Literal["fp16", "bf16", "tf32", "fp32", "fp8", "int8"]

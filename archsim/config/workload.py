@@ -185,30 +185,32 @@ class ConvLayer(ArchsimModel):
     )
     residual_add: bool = Field(
         default=False,
-        description="Training only: the layer's normalised output is summed with its block's "
-        "shortcut before the activation (ResNet's last conv of a block). Costs one add forward "
-        "and one gradient sum backward, each reading two and writing one output-sized tensor.",
+        description="Training and inference passes: the layer's normalised output is summed "
+        "with its block's shortcut before the activation (ResNet's last conv of a block). "
+        "Costs one add forward and one gradient sum backward, each reading two and writing one "
+        "output-sized tensor.",
     )
     relu: bool = Field(
         default=True,
-        description="Training only: a ReLU follows the layer's batch-norm (false: none, as for "
-        "ResNet's projection shortcut, whose normalised output goes straight into the add).",
+        description="Training and inference passes: a ReLU follows the layer's batch-norm "
+        "(false: none, as for ResNet's projection shortcut, whose normalised output goes "
+        "straight into the add).",
     )
     max_pool_stride: int = Field(
         default=1,
         ge=1,
-        description="Training only: stride of a max-pool that follows the layer (1: none; "
-        "ResNet's 3x3/2 pool after conv1). Forward reads the output and writes the pooled "
-        "values and their int64 indices; backward reads those and writes an output-sized "
-        "gradient.",
+        description="Training and inference passes: stride of a max-pool that follows the "
+        "layer (1: none; ResNet's 3x3/2 pool after conv1). Forward reads the output and writes "
+        "the pooled values and their int64 indices; backward reads those and writes an "
+        "output-sized gradient.",
     )
     max_pool_size: int = Field(
         default=3,
         ge=1,
         le=64,
-        description="Training and inference passes: window of that max-pool (pixels; ResNet "
-        "3, VGG 2). A window no wider than the stride reads each input once, which the "
-        "framework's kernel does at its own rate (framework_kernels).",
+        description="Inference passes: window of that max-pool (pixels; ResNet 3, VGG 2). A "
+        "window no wider than the stride reads each input once, which the framework's kernel "
+        "does at its own rate (framework_kernels.maxpool_disjoint_bytes_per_s).",
     )
     input_max_pool_size: int = Field(
         default=1,

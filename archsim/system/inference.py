@@ -50,7 +50,7 @@ from archsim.config.system import TrainingConfig
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, WorkloadSpec
 from archsim.errors import SimulationError
 from archsim.simulate import simulate
-from archsim.system.training import MEMORY_FORMATS, _max_pool
+from archsim.system.training import MEMORY_FORMATS, _max_pool, input_elements, pooled_elements
 from archsim.system.workload import PRECISIONS
 
 __all__ = ["InferenceOptions", "InferencePass", "eager_queue_s", "inference_pass", "maxpool_ctas"]
@@ -137,7 +137,7 @@ def _transposes(
     (none around Winograd, whose transforms read and write NCHW themselves)."""
     if opts.memory_format != "nchw" or opts.precision == "fp32" or algo.startswith("winograd"):
         return 0, 0
-    inputs = outputs // (spec.k * spec.out_h * spec.out_w) * spec.c * spec.h * spec.w
+    inputs = input_elements(spec, outputs)
     return t.nchw_transpose_passes * (inputs + outputs) * act, 2
 
 
@@ -184,19 +184,17 @@ def _elementwise(
         if spec.residual_add:
             out.append(("elementwise", t.residual_forward_passes * outputs * act, 0))
     if spec.input_max_pool_size > 1:  # a stride-1 pool of the input, before the conv
-        inputs = opts.batch * spec.c * spec.h * spec.w
         ctas = maxpool_ctas(opts.batch, spec.c, spec.h, spec.w)
-        out.append(("maxpool", _max_pool(inputs, 1, act)[0], ctas))
-    channels = spec.concat_channels or spec.k
+        out.append(("maxpool", _max_pool(input_elements(spec, outputs), 1, act)[0], ctas))
+    pooled = pooled_elements(spec, outputs)
     if spec.concat_channels:  # torch.cat of the module's branches: read and write them once
-        out.append(("elementwise", 2 * outputs // spec.k * channels * act, 0))
+        out.append(("elementwise", 2 * pooled * act, 0))
     if spec.max_pool_stride > 1:
-        st = spec.max_pool_stride
+        st, channels = spec.max_pool_stride, spec.concat_channels or spec.k
         disjoint = spec.max_pool_size <= st
-        pooled_in = outputs // spec.k * channels
         ctas = maxpool_ctas(opts.batch, channels, -(-spec.out_h // st), -(-spec.out_w // st))
         out.append(("maxpool_disjoint" if disjoint else "maxpool",
-                    _max_pool(pooled_in, st, act)[0], ctas))  # fmt: skip
+                    _max_pool(pooled, st, act)[0], ctas))  # fmt: skip
     if opts.autocast_weight_casts:
         weights = spec.k * (spec.c // spec.groups) * spec.r * spec.s
         out.append(("elementwise", weights * (4 + 2), 0))

@@ -45,6 +45,8 @@ __all__ = [
     "OPTIMIZERS",
     "StepOptions",
     "configured_step",
+    "input_elements",
+    "pooled_elements",
     "run_step",
     "train_step",
 ]
@@ -86,13 +88,25 @@ class _Stream:
     comm_active: int = 0
 
 
+def input_elements(ls: ConvLayer, outputs: int) -> int:
+    """Input activations of conv ``ls`` at the batch at which its output has ``outputs``."""
+    return outputs // (ls.k * ls.out_h * ls.out_w) * ls.c * ls.h * ls.w
+
+
+def pooled_elements(ls: ConvLayer, outputs: int) -> int:
+    """The tensor a max-pool after conv ``ls`` reads: its output of ``outputs`` elements, or
+    its module's concatenation (``concat_channels`` at its output size), which the
+    concatenation kernel also reads and writes."""
+    return outputs // ls.k * (ls.concat_channels or ls.k)
+
+
 def _transposes(tl: TrainLayer, ls: ConvLayer, passes: int) -> tuple[int, int, int, int]:
     """(forward, backward elements moved; forward, backward kernels) of the NCHW <-> NHWC
     transposes around one conv's tensor-core calls: forward transposes X in and Y out, the
     data gradient dY in and dX out (none for the first layer), the weight gradient X and dY in;
     each transpose moves its tensor ``passes`` times (a read and a write)."""
     out_el = tl.outputs
-    in_el = out_el // (ls.k * ls.out_h * ls.out_w) * ls.c * ls.h * ls.w
+    in_el = input_elements(ls, out_el)
     dgrad = 0 if tl.dgrad is None else 1
     fwd = passes * (in_el + out_el)
     bwd = passes * ((1 + dgrad) * in_el + (1 + dgrad) * out_el)
@@ -142,16 +156,14 @@ def _elementwise(
             bf += tl.outputs * act * t.residual_forward_passes
             bb += tl.outputs * act * t.residual_backward_passes
             kf, kb = kf + 1, kb + 1
-        channels = (ls.concat_channels or ls.k) if is_conv else 0  # type: ignore[union-attr]
         if is_conv and ls.input_max_pool_size > 1:  # type: ignore[union-attr]
-            inputs = tl.outputs // (ls.k * ls.out_h * ls.out_w) * ls.c * ls.h * ls.w  # type: ignore[union-attr]
-            pf_b, pb_b = _max_pool(inputs, 1, act)
+            pf_b, pb_b = _max_pool(input_elements(ls, tl.outputs), 1, act)  # type: ignore[arg-type]
             bf, bb, kf, kb = bf + pf_b, bb + pb_b, kf + 1, kb + 1
         if is_conv and ls.concat_channels:  # type: ignore[union-attr]  # forward copy only
-            bf, kf = bf + 2 * tl.outputs // ls.k * channels * act, kf + 1  # type: ignore[union-attr]
+            bf, kf = bf + 2 * pooled_elements(ls, tl.outputs) * act, kf + 1  # type: ignore[arg-type]
         if is_conv and ls.max_pool_stride > 1:  # type: ignore[union-attr]
-            pooled_in = tl.outputs // ls.k * channels  # type: ignore[union-attr]
-            pf_b, pb_b = _max_pool(pooled_in, ls.max_pool_stride, act)  # type: ignore[union-attr]
+            pooled = pooled_elements(ls, tl.outputs)  # type: ignore[arg-type]
+            pf_b, pb_b = _max_pool(pooled, ls.max_pool_stride, act)  # type: ignore[union-attr]
             bf, bb, kf, kb = bf + pf_b, bb + pb_b, kf + 1, kb + 1
         if transpose and is_conv:
             ef, eb, tkf, tkb = _transposes(tl, ls, t.nchw_transpose_passes)  # type: ignore[arg-type]

@@ -153,10 +153,10 @@ _H100_WHAT = (
 )
 #: batch -> measured ms per forward (benchmarks/measured/h100_2026-11-27/network_resnet50.csv)
 _H100_ROWS = {1: 0.918775, 32: 2.66192, 256: 18.2936}
-_VGG_H100 = (
+_NET_H100 = (
     "archsim benchmarks/measured/h100_2026-11-27/sustained/networks.csv (measured 2026-11-27, "
     "the same card model and software as network_resnet50.csv; made by "
-    "benchmarks/gpu_sustained.py), row torchvision_vgg16 batch {batch}, column graph_s ({ms} ms "
+    "benchmarks/gpu_sustained.py), row torchvision_{net} batch {batch}, column graph_s ({ms} ms "
     "per forward)"
 )
 _VGG_H100_WHAT = (
@@ -182,9 +182,13 @@ _GOOGLENET_H100_WHAT = (
     "concatenation, the classifier as a GEMM. Not modelled: the average pool and flatten."
 )
 _GOOGLENET_H100_ROWS = {1: 1.1565828, 32: 2.1601281, 256: 11.7510557}
-_H100_NET_GAPS = {
-    "VGG16 H100 FP16 PyT graph b1": _VGG_B1,
-}
+#: (claim name prefix, workload, source, batch -> measured ms per forward, what is modelled)
+_H100_NETS = (
+    ("RN50 H100 FP16 PyT graph", _RN50, _H100, _H100_ROWS, _H100_WHAT),
+    ("VGG16 H100 FP16 PyT graph", "vgg16_torchvision", _NET_H100, _VGG_H100_ROWS, _VGG_H100_WHAT),
+    ("GoogLeNet H100 FP16 graph", "googlenet_torchvision", _NET_H100, _GOOGLENET_H100_ROWS,
+     _GOOGLENET_H100_WHAT),
+)  # fmt: skip
 #: claim names kept as documented FAILs (see each claim's reason)
 KNOWN_GAPS = (
     "RN50 V100 FP32 PyT b1",
@@ -213,22 +217,14 @@ def _claims() -> tuple[Claim, ...]:
         value = _ips("a100", "amp_fp16", batch, "graph", "nhwc", True, False)
         out.append(Claim("networks", name, _MX.format(batch=batch), ips, "img/s", 0.15,
                          "relative", reason, value))  # fmt: skip
-    for batch, ms in _H100_ROWS.items():
-        value = _ips("h100", "amp_fp16", batch, "graph", "nhwc", False, False)
-        out.append(Claim("networks", f"RN50 H100 FP16 PyT graph b{batch}",
-                         _H100.format(batch=batch, ms=ms), batch / ms * 1e3, "img/s", 0.15,
-                         "relative", _H100_WHAT, value))  # fmt: skip
-    for label, net, rows, what in (
-        ("VGG16", "vgg16", _VGG_H100_ROWS, _VGG_H100_WHAT),
-        ("GoogLeNet", "googlenet", _GOOGLENET_H100_ROWS, _GOOGLENET_H100_WHAT),
-    ):
+    for prefix, workload, source, rows, what in _H100_NETS:
+        net = workload.removesuffix("_torchvision")
         for batch, ms in rows.items():
-            value = _ips("h100", "amp_fp16", batch, "graph", "nhwc", False, False,
-                         f"{net}_torchvision")  # fmt: skip
-            name = f"{label} H100 FP16 {'PyT ' if net == 'vgg16' else ''}graph b{batch}"
-            reason = what + (_H100_NET_GAPS.get(name, "") if name in KNOWN_GAPS else "")
-            source = _VGG_H100.format(batch=batch, ms=ms).replace("vgg16", net)
-            out.append(Claim("networks", name, source, batch / ms * 1e3, "img/s", 0.15,
+            name = f"{prefix} b{batch}"
+            value = _ips("h100", "amp_fp16", batch, "graph", "nhwc", False, False, workload)
+            reason = what + (_VGG_B1 if name in KNOWN_GAPS else "")  # the one gap: VGG-16 b1
+            where = source.format(net=net, batch=batch, ms=ms)
+            out.append(Claim("networks", name, where, batch / ms * 1e3, "img/s", 0.15,
                              "relative", reason, value))  # fmt: skip
     for label, row, prec, algos, ms, gap in _PADDLE_ROWS:
         value = _conv_ms("v100", "vgg16", prec, 32, algos)
