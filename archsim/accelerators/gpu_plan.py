@@ -30,6 +30,7 @@ __all__ = [
     "clockless_key",
     "families_for",
     "family_for",
+    "fragment_bytes",
     "l2_traffic",
     "leading_dimensions_bytes",
     "plans_for",
@@ -66,11 +67,12 @@ class KernelPlan:
     stream_k: bool = False  # persistent CTAs share the tiles' k-iterations evenly (Stream-K)
     transposes: int = 0  # operands first rewritten K-major by a transpose kernel each
     transpose_bytes: int = 0  # bytes of those operands (each read once and written once)
+    fragment_bytes: int = 0  # shared->register fragment reads per k-step of one CTA (mma.sync)
 
     @property
     def name(self) -> str:
-        """``MxNxK`` of the tile (K of this precision), ``/splitkS`` when split, ``/simt`` on
-        the CUDA cores, ``@family`` unless it is the part's first family."""
+        """``MxNxK`` of the tile (K of this precision), ``/splitkS`` when split, ``/streamk``
+        under Stream-K, ``/simt`` on the CUDA cores (:attr:`kernel` adds the family)."""
         t = self.tile
         s = f"{t.m}x{t.n}x{self.k_step}"
         if self.split_k > 1:
@@ -183,6 +185,8 @@ def _eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
     if fam.tensor_ops and key not in cfg.tensor_cores.precision_rate:
         return False
     if key in fam.one_mn_major_precisions and mn_major_operands(prob) == 2:
+        return False
+    if fam.max_macs is not None and prob.m * prob.n * prob.k * prob.batch > fam.max_macs:
         return False
     return all(ld % fam.min_alignment_bytes == 0 for ld in leading_dimensions_bytes(prob))
 
@@ -344,6 +348,7 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
     multicast = fam.multicast_ctas if fam is not None else 1
     name = fam.name if fam is not None else "cuda_core"
     transposes, transpose_bytes = _transposes(fam, prob)
+    frags_shared = fam is not None and fam.fragments_from_shared
     out: list[KernelPlan] = []
     for tile in tiles:
         per_sm = _occupancy(cfg, prob, tile)
@@ -388,6 +393,7 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
                     epilogue_bytes=tile.m * tile.n * out_bytes,
                     transposes=transposes,
                     transpose_bytes=transpose_bytes,
+                    fragment_bytes=fragment_bytes(tile, ks, prob.in_bytes) if frags_shared else 0,
                 )
             )
         if stream_k and len(out) > first and out[first].split_k == 1:
@@ -532,10 +538,23 @@ def _piece_rows(
     return np.where(n > 0, a_rows * a_frac + b_rows, 0)
 
 
+def _fragment_rows(tile: ThreadBlockTile) -> float:
+    """A rows plus B columns each warp of ``tile`` reads per k element, the warps arranged
+    ``wy x (warps / wy)`` over the tile as a library arranges them (the arrangement that
+    reads least)."""
+    t = tile
+    return min(
+        t.m / wy + t.n / (t.warps // wy) for wy in range(1, t.warps + 1) if t.warps % wy == 0
+    )
+
+
+def fragment_bytes(tile: ThreadBlockTile, k_step: int, in_bytes: int) -> int:
+    """Bytes one CTA's warps read from shared memory into registers per k-step (their A and
+    B fragments)."""
+    return int(tile.warps * _fragment_rows(tile) * k_step * in_bytes)
+
+
 def shared_read_bytes(prob: GemmProblem, plan: KernelPlan) -> int:
     """Bytes the warps read from shared memory into registers (their A and B fragments)."""
     t = plan.tile
-    best = min(
-        t.m / wy + t.n / (t.warps // wy) for wy in range(1, t.warps + 1) if t.warps % wy == 0
-    )
-    return int(plan.ctas * plan.steps * t.warps * best * plan.k_step * prob.in_bytes)
+    return int(plan.ctas * plan.steps * t.warps * _fragment_rows(t) * plan.k_step * prob.in_bytes)

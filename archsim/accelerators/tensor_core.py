@@ -182,6 +182,9 @@ class _KernelModel:
         p = self.plan
         share = mem.share(p.l2_stage_bytes / p.stage_bytes, loads=True)
         load = max(1, math.ceil(p.stage_bytes / share - 1e-9))
+        if p.fragment_bytes:  # mma.sync: the warps' fragment reads share the port with the fill
+            port = self.cfg.sm_memory.shared_bandwidth_bytes_per_clock
+            load = max(load, math.ceil((p.stage_bytes + p.fragment_bytes) / port - 1e-9))
         epi = max(1, math.ceil(p.epilogue_bytes / mem.share() - 1e-9))
         key = (n_cta, load, epi)
         if key not in self._cache:

@@ -129,6 +129,19 @@ class KernelFamily(ArchsimModel):
     mma_rate_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Its MMA throughput / the part's tensor rate."
     )
+    fragments_from_shared: bool = Field(
+        default=False,
+        description="Warp-level MMA (mma.sync): every k-step each warp reads its A and B "
+        "fragments from shared memory into registers (ldmatrix / lds) through the SM's "
+        "shared-memory port (sm_memory.shared_bandwidth_bytes_per_clock), the port the stage "
+        "fills also write through. False: the MMA reads shared memory itself (wgmma).",
+    )
+    max_macs: PositiveInt | None = Field(
+        default=None,
+        description="The library's heuristic sends this family only GEMMs of at most this "
+        "many multiply-accumulates (m x n x k x batch); larger ones go to the next eligible "
+        "family. None: any size.",
+    )
     tiles: list[ThreadBlockTile] | None = Field(
         default=None, min_length=1, description="Its CTA tile menu (None: the preset's tiles)."
     )

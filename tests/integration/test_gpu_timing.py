@@ -222,19 +222,25 @@ def test_stream_k_gives_each_cta_at_least_the_scheduler_minimum() -> None:
     """CUTLASS 3's sm90 Stream-K scheduler gives a stream-K unit at least
     min_iters_per_sk_unit_ = 8 k-steps: 128^3 tf32 (sm90_xmma_tf32: 2 tiles of 64x128 x 4
     k-steps = 8 iterations) gets one stream-K CTA, not 8 one-step ones, and the data-parallel
-    plan wins."""
+    plan wins; so does 128^3 fp16 (4 tiles of 64x64 x 2 k-steps)."""
     from archsim.accelerators.gpu_plan import STREAM_K_MIN_ITERS
 
     h100 = archsim.load_hardware("h100")
     assert STREAM_K_MIN_ITERS == 8
-    for shape, prec in (((128, 128, 128), "tf32"), ((1536,) * 3, "fp16"), ((3072,) * 3, "fp16")):
+    for shape, prec in (((128, 128, 128), "fp16"), ((1536,) * 3, "fp16"), ((3072,) * 3, "fp16")):
         for p in plans_for(h100, _prob(*shape, prec)):
             if p.stream_k:
                 assert p.steps >= STREAM_K_MIN_ITERS, (shape, prec, p.name, p.steps)
-    sk = [p for p in plans_for(h100, _prob(128, 128, 128, "tf32")) if p.stream_k]
-    assert max(p.ctas for p in sk) == 1, [(p.name, p.ctas) for p in sk]
-    best, _ = run_gemm(h100, _prob(128, 128, 128, "tf32"))
-    assert not best.plan.stream_k, best.plan.kernel
+    # 128^3 tf32 is a small TF32 GEMM (sm80_tf32_small, no Stream-K); its sm90 family alone:
+    xmma = next(f for f in h100.library.families if f.name == "sm90_xmma_tf32")
+    alone = h100.model_copy(
+        update={"library": h100.library.model_copy(update={"families": [xmma]})}
+    )
+    for cfg, prec in ((alone, "tf32"), (h100, "fp16")):
+        sk = [p for p in plans_for(cfg, _prob(128, 128, 128, prec)) if p.stream_k]
+        assert max(p.ctas for p in sk) == 1, [(p.name, p.ctas) for p in sk]
+        best, _ = run_gemm(cfg, _prob(128, 128, 128, prec))
+        assert not best.plan.stream_k, best.plan.kernel
 
 
 def test_h100_stream_k_removes_the_3072_wave_step() -> None:
@@ -347,7 +353,7 @@ def test_h100_tf32_takes_one_mn_major_operand_fp8_none() -> None:
     kernel as stored, one with both MN-major runs the pre-Hopper family (cuBLAS has no such
     wgmma kernel); an FP8 operand stored MN-major is first rewritten by a transpose kernel."""
     h100 = archsim.load_hardware("h100")
-    n = 512
+    n = 1024  # above sm80_tf32_small's size rule
     cases = {  # (precision, transpose_a, transpose_b) -> (family, operands rewritten)
         ("tf32", False, False): ("sm90_xmma_tf32", 0),  # NN: B stored k x n
         ("tf32", False, True): ("sm90_xmma_tf32", 0),  # NT: both K-major
@@ -363,6 +369,56 @@ def test_h100_tf32_takes_one_mn_major_operand_fp8_none() -> None:
         assert {p.family for p in plans} == {family}, (prec, ta, tb)
         assert {p.transposes for p in plans} == {want}, (prec, ta, tb)
         assert {p.transpose_bytes for p in plans} == {want * n * n * prob.in_bytes}
+
+
+def test_h100_small_tf32_runs_the_ampere_kernels_cublas_picks() -> None:
+    """CUPTI traces (benchmarks/measured/h100_2026-11-27/kernels.csv): cuBLAS ran
+    cutlass_80_tensorop_s1688gemm kernels for TF32 GEMMs up to 512^3 (128^3 on 64x64 tiles,
+    grid [4, 1, 1]) and sm90_xmma_gemm_f32f32_tf32f32 from 10304 x 128 x 768 up; the preset's
+    sm80_tf32_small family (max_macs between the two) reproduces every traced choice, in
+    every layout traced."""
+    h100 = archsim.load_hardware("h100")
+    cases = {  # (m, n, k, transpose_a, transpose_b) -> traced family
+        (128, 128, 128, False, False): "sm80_tf32_small",
+        (256, 256, 256, False, False): "sm80_tf32_small",
+        (512, 512, 512, False, False): "sm80_tf32_small",
+        (64, 448, 448, False, False): "sm80_tf32_small",
+        (128, 384, 1600, True, True): "sm80_tf32_small",  # TT
+        (1088, 576, 128, False, True): "sm80_tf32_small",  # NT
+        (1024, 1024, 1024, False, False): "sm90_xmma_tf32",
+        (10304, 128, 768, False, False): "sm90_xmma_tf32",
+    }
+    for (m, n, k, ta, tb), family in cases.items():
+        prob = _prob(m, n, k, "tf32", transpose_a=ta, transpose_b=tb)
+        assert {p.family for p in plans_for(h100, prob)} == {family}, (m, n, k, ta, tb)
+    best, _ = run_gemm(h100, _prob(128, 128, 128, "tf32"))
+    assert (best.plan.tile.m, best.plan.tile.n, best.plan.ctas) == (64, 64, 4), best.plan.kernel
+
+
+def test_mma_sync_fragment_reads_share_the_shared_memory_port() -> None:
+    """A warp-level mma.sync family reads every warp's A and B fragments from shared memory
+    each k-step through the 128 B/clock port its fills write through: 512^3 tf32 on 64x64x16
+    tiles of 4 warps (2 x 2, 32 x 32 each) reads 4 x (32 + 32) x 16 x 4 B = 16 KB per k-step
+    besides its 8 KB fill, so each of its 32 k-steps holds the port at least 192 clocks and
+    the kernel is slower than the same plan without the fragment reads."""
+    from archsim.accelerators.tensor_core import run_plan
+
+    h100 = archsim.load_hardware("h100")
+    prob = _prob(512, 512, 512, "tf32")
+    plan = next(
+        p
+        for p in plans_for(h100, prob)
+        if (p.tile.m, p.tile.n, p.k_step, p.split_k) == (64, 64, 16, 1)
+    )
+    assert plan.family == "sm80_tf32_small"
+    assert (plan.stage_bytes, plan.fragment_bytes, plan.steps) == (8192, 16384, 32)
+    port = h100.sm_memory.shared_bandwidth_bytes_per_clock
+    with_reads = run_plan(h100, prob, plan)
+    without = run_plan(h100, prob, replace(plan, fragment_bytes=0))
+    assert with_reads.main_cycles >= plan.steps * (8192 + 16384) / port
+    assert with_reads.main_cycles > without.main_cycles
+    wgmma = plans_for(h100, _prob(1024, 1024, 1024))
+    assert all(p.fragment_bytes == 0 for p in wgmma)  # wgmma reads shared memory itself
 
 
 def test_h100_tf32_layouts_against_the_measured_h100() -> None:
