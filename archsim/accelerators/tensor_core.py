@@ -18,7 +18,9 @@ heuristics/autotuning. A plan runs as one kernel (plus a reduction kernel for sp
    L2 is taken to scale with the SM clock); HBM bandwidth is bytes per second, so it shrinks
    per SM cycle as the clock rises; the rounds together last at least the kernel's whole HBM
    traffic (L2-missing loads, plus an output too big to stay in L2) at the achievable HBM
-   bandwidth;
+   bandwidth. A warp-level mma.sync family (``fragments_from_shared``) also reads every
+   warp's A and B fragments from shared memory each k-step through the SM's shared-memory
+   port, so a k-step's load holds the port at least (fill + fragment bytes) / port bandwidth;
 4. split-K: a reduction kernel (launch + reading the FP32 partials and C, writing D at HBM speed);
 5. an operand a family takes only K-major but is stored MN-major: a transpose kernel each
    (launch + the operand read and written at HBM speed), timed after the GEMM (the order does
