@@ -16,6 +16,10 @@ stream (``cudnn.benchmark`` times them all and keeps the fastest; so does this m
 * ``depthwise_direct`` -- one input channel per group: a direct CUDA-core kernel, bound by its
   bytes or by its FMAs.
 
+A GEMM kernel of an algorithm runs in the conv library's kernel families (cuDNN's engines):
+``cudnn.benchmark`` times each family that has tiles of the candidate's k-step and keeps the
+fastest, each family's kernels costing its own fixed set-up (``kernel_overhead_s``).
+
 GEMM kernels are timed with the GEMM model (``tensor_core.run_gemm``); memory kernels take
 launch + bytes / bandwidth (L2 when the kernel's bytes fit in L2, else HBM, each at its
 config's achievable fraction). Small layers are also computed by the chosen algorithm
@@ -53,9 +57,12 @@ __all__ = [
     "conv_candidates",
     "conv_outcome",
     "gemm_config",
+    "kernel_overhead_s",
     "memory_counts",
     "memory_cycles",
+    "step_config",
     "time_candidate",
+    "timed_families",
 ]
 
 
@@ -306,16 +313,42 @@ def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     return out
 
 
-def gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
+def timed_families(cfg: GpuConfig, step: GemmStep) -> list[str | None]:
+    """The kernel families ``cudnn.benchmark`` times for a conv GEMM kernel, by name: every
+    conv family (:func:`_conv_families`) with a tile of the step's ``tile_k`` (or no menu of
+    its own); ``[None]``: on the CUDA cores, or in the GEMM library's families as it picks
+    (the preset has no conv families)."""
+    fams = _conv_families(cfg, step.grouped, step.large_filter)
+    if step.simt or not fams:
+        return [None]
+    k = step.tile_k
+    names = [f.name for f in fams if k is None or not f.tiles or any(t.k == k for t in f.tiles)]
+    return names or [f.name for f in fams]  # type: ignore[misc]
+
+
+def kernel_overhead_s(cfg: GpuConfig, step: GemmStep, family: str) -> float:
+    """Fixed set-up time, s, of one conv GEMM kernel of ``family``: the family's own
+    ``kernel_overhead_s``, else the conv library's; 0 on the CUDA cores."""
+    if step.simt:
+        return 0.0
+    fams = _conv_families(cfg, step.grouped, step.large_filter) or []
+    own = next((f.kernel_overhead_s for f in fams if f.name == family), None)
+    return cfg.conv_library.kernel_overhead_s if own is None else own
+
+
+def gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None = None) -> GpuConfig:
     """The config a conv GEMM kernel runs under: no split-K unless the library splits conv
     reductions; on the CUDA cores (``simt``: the conv library's channel rule failed) one
     CUDA-core kernel family with the library's SIMT conv tile; else the conv library's kernel
-    families (:func:`_conv_families`, default the GEMM library's), their tiles narrowed to
-    those of ``tile_k`` (a family with no tile of that k keeps its own)."""
+    families (:func:`_conv_families`, default the GEMM library's; only ``family`` when given),
+    their tiles narrowed to those of ``tile_k`` (a family with no tile of that k keeps its
+    own)."""
     over: dict[str, Any] = {}
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
     families = _conv_families(cfg, step.grouped, step.large_filter) or cfg.library.families
+    if family is not None:
+        families = [f for f in families if f.name == family]
     if step.simt:
         families = [_simt_family(cfg)]
     elif step.tile_k is not None:
@@ -324,6 +357,8 @@ def gemm_config(cfg: GpuConfig, step: GemmStep) -> GpuConfig:
             f.model_copy(update={"tiles": _with_k(f.tiles, step.tile_k)}) if f.tiles else f
             for f in families
         ]
+    # the kernels' set-up is added by candidate_runs, not part of the GEMM library's kernels
+    families = [f.model_copy(update={"kernel_overhead_s": None}) for f in families]
     if families != cfg.library.families:
         over["library.families"] = [f.model_dump() for f in families]
     return cfg.with_overrides(over) if over else cfg
@@ -375,17 +410,22 @@ def candidate_runs(cfg: GpuConfig, cand: ConvCandidate) -> list[tuple[Step, int,
     of each kernel of ``cand``, in launch order."""
     from archsim.accelerators.tensor_core import run_gemm
 
-    memo: dict[GemmStep, Any] = {}
+    memo: dict[GemmStep, tuple[int, Any]] = {}
     out: list[tuple[Step, int, Any]] = []
-    overhead = seconds_to_cycles(cfg.conv_library.kernel_overhead_s, cfg.clock.frequency_hz)
+    clock = cfg.clock.frequency_hz
     for step in cand.steps:
         if isinstance(step, MemoryStep):
             out.append((step, memory_cycles(cfg, step), None))
             continue
         key = step.memo_key
         if key not in memo:
-            memo[key] = run_gemm(gemm_config(cfg, step), step.problem)[0]
-        out.append((step, memo[key].cycles + overhead * (not step.simt), memo[key]))
+            for family in timed_families(cfg, step):
+                run = run_gemm(gemm_config(cfg, step, family), step.problem)[0]
+                setup = kernel_overhead_s(cfg, step, run.plan.family)
+                timed = (run.cycles + seconds_to_cycles(setup, clock), run)
+                if key not in memo or timed[0] < memo[key][0]:  # ties keep family order
+                    memo[key] = timed
+        out.append((step, *memo[key]))
     return out
 
 
@@ -422,10 +462,18 @@ def memory_counts(step: MemoryStep) -> dict[str, dict[str, int]]:
 
 
 def _gemm_outcome(cfg: GpuConfig, step: GemmStep, seed: int) -> LayerOutcome:
-    """The GEMM model's outcome for one GEMM kernel (counts, extras, cycles)."""
+    """The GEMM model's outcome for one GEMM kernel (counts, extras, cycles), in the family
+    :func:`candidate_runs` timed fastest."""
     from archsim.accelerators.tensor_core import gemm_outcome
 
-    return gemm_outcome(gemm_config(cfg, step), step.problem, 0, seed)
+    ((_, _, run),) = candidate_runs(cfg, ConvCandidate("", (step,)))
+    return gemm_outcome(step_config(cfg, step, run), step.problem, 0, seed)
+
+
+def step_config(cfg: GpuConfig, step: GemmStep, run: Any) -> GpuConfig:
+    """The config of the family ``run`` (a :func:`candidate_runs` result) ran in."""
+    fams = timed_families(cfg, step)
+    return gemm_config(cfg, step, run.plan.family if fams != [None] else None)
 
 
 def functional_error(layer: ConvLayer, algorithm: str, seed: int) -> float:

@@ -30,9 +30,9 @@ from archsim.accelerators.gpu_conv import (
     best_conv,
     candidate_runs,
     conv_outcome,
-    gemm_config,
     memory_counts,
     memory_cycles,
+    step_config,
 )
 from archsim.accelerators.gpu_plan import KernelPlan
 from archsim.accelerators.gpu_run import gemm_problem, layer_in_range, simulate_tensor_core
@@ -310,7 +310,7 @@ def _conv_board_counts(cfg: GpuConfig, choice: ConvChoice) -> tuple[int, Counts]
         if run is None:
             c = _memory_board_counts(cfg, step, n)
         else:
-            gcfg = gemm_config(cfg, step)
+            gcfg = step_config(cfg, step, run)
             c = board_counts(gcfg, step.problem, run, gemm_counts(step.problem, run))
         for comp, actions in c.items():
             slot = total.setdefault(comp, {})

@@ -247,6 +247,16 @@ class GemmLibraryConfig(ArchsimModel):
         "fits in its shorter side, the shapes such kernels are for.",
     )
 
+    @model_validator(mode="after")
+    def _no_conv_overhead(self) -> GemmLibraryConfig:
+        bad = [f.name for f in self.families if f.kernel_overhead_s is not None]
+        if bad:
+            raise ValueError(
+                f"families {bad} set kernel_overhead_s; allowed: only in conv_library families "
+                "(a GEMM library kernel's whole time is the GEMM model's)"
+            )
+        return self
+
 
 class LaunchConfig(ArchsimModel):
     """Cost of each kernel launch, in seconds of wall time (not SM clock cycles)."""

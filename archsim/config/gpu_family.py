@@ -136,6 +136,12 @@ class KernelFamily(ArchsimModel):
         "shared-memory port (sm_memory.shared_bandwidth_bytes_per_clock), the port the stage "
         "fills also write through. False: the MMA reads shared memory itself (wgmma).",
     )
+    kernel_overhead_s: KernelSeconds | None = Field(
+        default=None,
+        description="Conv families only: the fixed set-up time, s, each kernel of this family "
+        "takes beyond what the GEMM model times (None: conv_library.kernel_overhead_s). "
+        "cudnn.benchmark compares families with it included.",
+    )
     max_macs: PositiveInt | None = Field(
         default=None,
         description="The library's heuristic sends this family only GEMMs of at most this "

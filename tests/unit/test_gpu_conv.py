@@ -19,6 +19,7 @@ from archsim.accelerators.gpu_conv import (
 )
 from archsim.cli import main
 from archsim.config.workload import ConvLayer, WorkloadSpec
+from archsim.errors import ConfigError
 from archsim.workload.conv import materialize_conv
 from archsim.workload.matvec import LayerDataError
 
@@ -86,10 +87,9 @@ def test_unaligned_channels_run_on_cuda_cores_without_tap_padding() -> None:
 
 
 def test_tensor_op_k_loop_pads_each_tap_to_the_tile_k() -> None:
-    """One candidate per tile k-step of the conv family (H100: 64 only): each pads a tap's
-    channels to whole k-steps (48 channels to 64, 80 to 128); a family with 32-steps too
-    gets a candidate for each."""
-    for c, want in ((48, {64: 25 * 64}), (80, {64: 25 * 128})):
+    """One candidate per tile k-step of the conv families (H100: 32 and 64): each pads a tap's
+    channels to whole k-steps (48 channels to 64 either way, 80 to 96 or 128)."""
+    for c, want in ((48, {32: 25 * 64, 64: 25 * 64}), (80, {32: 25 * 96, 64: 25 * 128})):
         steps = [
             s for cand in conv_candidates(H100, _conv(c=c, r=5, s=5, pad=2))
             if cand.algorithm == "implicit_gemm" for s in cand.steps
@@ -209,20 +209,21 @@ def test_cli_batch(tmp_path: Path, capsys) -> None:
 
 def test_outcome_counts_come_from_the_timed_kernels() -> None:
     """The GEMM outcome behind the counts is the very kernel that was timed (same problem:
-    gathered A, beta = 0, FP16 D), so its cycles match the candidate's step, less the conv
-    kernel's fixed set-up (conv_library.kernel_overhead_s) on the tensor cores."""
-    from archsim.accelerators.gpu_conv import _gemm_outcome, time_candidate
+    gathered A, beta = 0, FP16 D, the family timed fastest), so its cycles match the
+    candidate's step, less the conv kernel's fixed set-up (its family's) on the tensor cores."""
+    from archsim.accelerators.gpu_conv import _gemm_outcome, candidate_runs, kernel_overhead_s
     from archsim.units import seconds_to_cycles
 
+    clock = H100.clock.frequency_hz
+    for layer in (_conv(n=8, h=28, w=28), _conv(n=256, c=256, k=256, h=28, w=28)):
+        for cand in conv_candidates(H100, layer):
+            for step, c, run in candidate_runs(H100, cand):
+                if isinstance(step, GemmStep):
+                    out = _gemm_outcome(H100, step, seed=0)
+                    setup = kernel_overhead_s(H100, step, run.plan.family)
+                    assert out.cycles + seconds_to_cycles(setup, clock) == c
+                    assert out.extras["tc_tile"] == run.plan.name
     layer = _conv(n=8, h=28, w=28)
-    setup = seconds_to_cycles(H100.conv_library.kernel_overhead_s, H100.clock.frequency_hz)
-    assert setup == round(0.96e-6 * H100.clock.frequency_hz)
-    for cand in conv_candidates(H100, layer):
-        cycles = time_candidate(H100, cand)
-        for step, c in zip(cand.steps, cycles, strict=True):
-            if isinstance(step, GemmStep):
-                out = _gemm_outcome(H100, step, seed=0)
-                assert out.cycles + (0 if step.simt else setup) == c
     (step,) = _gemms(layer, "implicit_gemm")
     out = _gemm_outcome(H100, step, seed=0)
     d_bytes = 8 * 28 * 28 * 64 * 2  # FP16 output written once, never read
@@ -261,8 +262,9 @@ def test_conv_families_tiles_set_the_tap_padding() -> None:
     to 32, not to the menu's 64."""
     from archsim.accelerators.gpu_conv import _tile_ks
 
-    assert _tile_ks(H100, grouped=False) == [64]
+    assert _tile_ks(H100, grouped=False) == [32, 64]
     fam = H100.conv_library.families[0].model_dump()
+    assert {t["k"] for t in fam["tiles"]} == {64}
     fam["tiles"] = [{"m": 128, "n": 128, "k": 32, "warps": 4, "stages": 5}]
     cfg = H100.with_overrides({"conv_library.families": [fam]})
     assert _tile_ks(cfg, grouped=False) == [32]
@@ -299,18 +301,56 @@ def test_image_first_layer_runs_the_dedicated_kernel() -> None:
     assert 500e-6 < lr.time_s < 650e-6  # measured 585.9 us (sustained/sustained.csv)
 
 
-def test_small_channel_taps_with_and_without_k32_tiles() -> None:
-    """A 5x5 conv of 32 channels (GoogLeNet inception_3b/5x5): the H100 preset's conv family
-    has k = 64 tiles only (its k = 32 ones made every measured conv set agree worse; see the
-    preset), so each tap pads to 64 channels; a family given a k = 32 tile runs it unpadded."""
+def test_small_channel_taps_run_the_k32_tiles_of_the_family_that_has_them() -> None:
+    """A 5x5 conv of 32 channels (GoogLeNet inception_3b/5x5): its k = 32 candidate (taps
+    unpadded) is timed only in the family with k = 32 tiles (cudnn_sm80_fprop; the sm90
+    family has k = 64 tiles only, see the preset), its k = 64 candidate in both; the k = 32
+    one wins, where the k = 64 menu alone padded every tap to 64 channels (+65 % against
+    sustained/sustained.csv g3b_5x5, 69.3 us)."""
+    from archsim.accelerators.gpu_conv import timed_families
+
     layer = _conv(n=256, c=32, k=96, h=28, w=28, r=5, s=5, pad=2)
+    steps = {s.tile_k: s for c in conv_candidates(H100, layer) for s in c.steps}  # type: ignore[union-attr]
+    assert {k: s.problem.k for k, s in steps.items()} == {32: 25 * 32, 64: 25 * 64}
+    assert timed_families(H100, steps[32]) == ["cudnn_sm80_fprop"]
+    assert timed_families(H100, steps[64]) == ["cudnn_implicit_gemm", "cudnn_sm80_fprop"]
     (step,) = [s for s in best_conv(H100, layer).candidate.steps if isinstance(s, GemmStep)]
-    assert step.tile_k == 64 and step.problem.k == 25 * 64
-    fam = H100.conv_library.families[0].model_dump()
-    fam["tiles"] = [*fam["tiles"], {"m": 256, "n": 96, "k": 32, "warps": 8, "stages": 8}]
-    with32 = H100.with_overrides({"conv_library.families": [fam]})
-    ks = {s.tile_k: s.problem.k for c in conv_candidates(with32, layer) for s in c.steps}  # type: ignore[union-attr]
-    assert ks == {32: 25 * 32, 64: 25 * 64}
+    assert step.tile_k == 32 and step.problem.k == 25 * 32
+
+
+def test_cudnn_benchmark_times_both_engines_with_their_own_set_up() -> None:
+    """cuDNN's sm90 and Ampere-class engines both run on H100 (the batch-1 traces ran 21-29
+    Ampere-class conv kernels against 3-9 sm90 ones); each family's kernels cost its own
+    set-up (sm90 2.70 us, from the shortest traced sm90 fprop kernels; cutlass 0.96 us) and
+    the faster wins: a small batch-1 3x3 conv runs the Ampere-class family, a large
+    batch-256 one the sm90 family, and each step's cycles are its run plus that set-up."""
+    from archsim.accelerators.gpu_conv import candidate_runs, kernel_overhead_s, step_config
+    from archsim.accelerators.tensor_core import run_gemm
+    from archsim.units import seconds_to_cycles
+
+    fams = {f.name: f for f in H100.conv_library.families}
+    assert fams["cudnn_implicit_gemm"].kernel_overhead_s == pytest.approx(2.70e-6)
+    assert fams["cudnn_sm80_fprop"].kernel_overhead_s is None  # the library's 0.96 us
+    cases = (
+        (_conv(n=1, c=128, k=128, h=14, w=14), "cudnn_sm80_fprop"),
+        (_conv(n=256, c=256, k=256, h=28, w=28), "cudnn_implicit_gemm"),
+    )
+    for layer, family in cases:
+        cand = best_conv(H100, layer).candidate
+        ((step, cycles, run),) = candidate_runs(H100, cand)
+        assert run.plan.family == family, (layer, run.plan.kernel)
+        setup = kernel_overhead_s(H100, step, family)
+        want = 0.96e-6 if family == "cudnn_sm80_fprop" else 2.70e-6
+        assert setup == pytest.approx(want)
+        again = run_gemm(step_config(H100, step, run), step.problem)[0]
+        assert cycles == again.cycles + seconds_to_cycles(setup, H100.clock.frequency_hz)
+
+
+def test_gemm_library_families_take_no_conv_set_up() -> None:
+    fam = H100.library.families[0].model_dump()
+    fam["kernel_overhead_s"] = 1e-6
+    with pytest.raises(ConfigError, match="only in conv_library families"):
+        H100.with_overrides({"library.families": [fam]})
 
 
 def test_conv_output_write_back_is_held_to_hbm_bandwidth() -> None:
@@ -327,7 +367,7 @@ def test_conv_output_write_back_is_held_to_hbm_bandwidth() -> None:
 def test_large_filters_run_the_ampere_class_family() -> None:
     """7x7 convs ran Ampere-class kernels on the H100 in every traced case (30 of 30 random
     convs, benchmarks/measured/h100_2026-11-27/random_convs/kernels_random.csv): they take the
-    preset's large-filter family, its tiles and its mma.sync rate; 5x5 keeps the sm90 family."""
+    preset's large-filter family, its tiles and its mma.sync rate; 5x5 is not a large filter."""
     from archsim.accelerators.gpu_conv import gemm_config
 
     seven = _conv(n=64, c=128, k=192, h=14, w=14, r=7, s=7, pad=3)
@@ -335,7 +375,7 @@ def test_large_filters_run_the_ampere_class_family() -> None:
     assert steps and all(isinstance(s, GemmStep) and s.large_filter for s in steps)
     assert {s.tile_k for s in steps} == {32, 64}  # type: ignore[union-attr]
     fams = gemm_config(H100, steps[0]).library.families  # type: ignore[arg-type]
-    assert [f.name for f in fams] == ["cudnn_sm80_large_filter"]
+    assert [f.name for f in fams] == ["cudnn_sm80_fprop"]
     assert fams[0].mma_rate_fraction == pytest.approx(0.667) and fams[0].multicast_ctas == 1
     five = _conv(n=64, c=128, k=192, h=14, w=14, r=5, s=5, pad=2)
     assert not any(s.large_filter for c in conv_candidates(H100, five) for s in c.steps)  # type: ignore[union-attr]
