@@ -71,6 +71,27 @@ def test_measured_h100_fields_are_bounded(path, value, words):
     assert path.split(".")[0] in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "section, field, value, words",
+    [
+        ("library", "max_macs", 0, "greater than 0"),
+        ("library", "fragments_from_shared", "maybe", "is not a boolean; allowed: true or false"),
+        ("library", "kernel_overhead_s", 1e-6, "only in conv_library families"),
+        ("conv_library", "kernel_overhead_s", 1.0, "less than or equal to 0.001"),
+        ("conv_library", "kernel_overhead_s", -1e-6, "greater than or equal to 0"),
+    ],
+)
+def test_kernel_family_fields_are_bounded(section, field, value, words):
+    """The kernel-family fields added for small TF32 GEMMs, mma.sync fragment reads and the
+    conv engines' set-up refuse impossible values in one line naming the section."""
+    h100 = archsim.load_hardware("h100")
+    fams = [f.model_dump() for f in getattr(h100, section).families]
+    fams[0][field] = value
+    with pytest.raises(archsim.ArchsimError, match=words) as err:
+        h100.with_overrides({f"{section}.families": fams})
+    assert section in str(err.value) and "\n" not in str(err.value)
+
+
 def test_one_mn_major_precisions_must_be_k_major():
     h100 = archsim.load_hardware("h100")
     fams = [f.model_dump() for f in h100.library.families]
