@@ -173,6 +173,18 @@ class L2Config(ArchsimModel):
         description="Largest A + B + D that stays resident across calls, bytes (None: size_bytes).",
     )
 
+    @model_validator(mode="after")
+    def _resident_fits(self) -> L2Config:
+        if (
+            self.resident_capacity_bytes is not None
+            and self.resident_capacity_bytes > self.size_bytes
+        ):
+            raise ValueError(
+                f"resident_capacity_bytes {self.resident_capacity_bytes} is more than the L2 holds "
+                f"({self.size_bytes} B); allowed: at most size_bytes"
+            )
+        return self
+
 
 class DramPageConfig(ArchsimModel):
     """DRAM pages and row activations: the limit on an operand read as short pieces of many rows.

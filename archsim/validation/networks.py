@@ -168,7 +168,7 @@ _VGG_H100_WHAT = (
     "(about 12 us in the batch-1 trace)."
 )
 _VGG_B1 = (
-    " FAILS at batch 1 (the model 19 % fast, 411 us): the trace's kernels sum to 452 us per "
+    " FAILS at batch 1 (the model 17 % fast, 419 us): the trace's kernels sum to 452 us per "
     "forward (gaps 5 us) where the graph replays take 505 us per forward; the model is near "
     "the kernels, not that difference, which no kernel in the trace accounts for."
 )

@@ -61,6 +61,7 @@ def test_gpu_runs_eie_benchmark_layers_as_batch_1_gemms():
         ("framework_kernels.batchnorm_floor_s", float("nan"), "finite number"),
         ("power.multiplier_lanes", {"tf32": 0.5}, "greater than or equal to 1"),
         ("power.multiplier_lanes", {"fp16": 2.0}, "'tf32'"),
+        ("l2.resident_capacity_bytes", 10**9, "allowed: at most size_bytes"),
     ],
 )
 def test_measured_h100_fields_are_bounded(path, value, words):

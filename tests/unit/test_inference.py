@@ -175,6 +175,36 @@ def test_vgg16_as_torchvision_runs_it() -> None:
     assert 0 < vgg.per_layer_s["fc8"] < vgg.per_layer_s["fc6"]
 
 
+def test_a_pass_bigger_than_l2_finds_no_layer_resident() -> None:
+    """Back-to-back calls of one GEMM find its operands in L2 (l2.resident_across_calls); a
+    layer of a network does not when one forward moves more than L2 keeps between two visits:
+    VGG-16 at batch 1 (304 MB of filters, weights and outputs) reads fc7's 33.5 MB of weights
+    from HBM (traced 13.9 us, 2.4 TB/s), GoogLeNet at batch 1 (20 MB) keeps them."""
+    from archsim.config.io import load_hardware
+    from archsim.system.inference import _conv_workload, forward_footprint_bytes
+
+    h100 = load_hardware("h100")
+    keep = h100.l2.resident_capacity_bytes
+    sizes = {
+        w: forward_footprint_bytes(_conv_workload(load_workload(w), "fp16", 1, "nhwc"))
+        for w in ("vgg16_torchvision", "googlenet_torchvision")
+    }
+    assert sizes["vgg16_torchvision"] > keep > sizes["googlenet_torchvision"], sizes
+    vgg = inference_pass(h100, "vgg16_torchvision", InferenceOptions("amp_fp16", 1))
+    weights = 4096 * 4096 * 2
+    hbm = h100.hbm.bandwidth_bytes_per_s * h100.hbm_achievable_fraction
+    assert vgg.per_layer_s["fc7"] >= weights / hbm
+    warm = h100.with_overrides(  # an L2 that keeps all of it
+        {"l2.size_bytes": 2**30, "l2.resident_capacity_bytes": 2**30}
+    )
+    assert (
+        inference_pass(warm, "vgg16_torchvision", InferenceOptions("amp_fp16", 1)).per_layer_s[
+            "fc7"
+        ]
+        < weights / hbm
+    )
+
+
 def test_inception_branch_pool_and_concat() -> None:
     """A pool branch's conv (GoogLeNet): a 3x3 stride-1 max-pool of the input first (input
     read, values and int64 indices written, overlapping windows: the 3x3 rate), then after
