@@ -39,6 +39,7 @@ from archsim.simulate import archsim_version, model_fingerprint, simulate
 from archsim.system.collectives import collective_time
 from archsim.system.subsystem import gpu_config, subsystem
 from archsim.system.workload import PRECISIONS, TrainLayer, gemm_workload, training_layers
+from archsim.workload.gemm import ELEMENT_BYTES
 
 __all__ = [
     "MEMORY_FORMATS",
@@ -191,10 +192,23 @@ def _buckets(layers: list[TrainLayer], system: SystemConfig, grad_bytes: int) ->
     return out
 
 
+def step_footprint_bytes(gemms: WorkloadSpec) -> int:
+    """Bytes a training step's GEMMs (``gemm_workload``) touch: each one's A, B and D."""
+    total = 0
+    for g in gemms.layers:
+        eb = ELEMENT_BYTES[g.precision]
+        total += g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * eb
+    return total
+
+
 def _gemm_times(gpu: GpuConfig, layers: list[TrainLayer], precision: str, wl: WorkloadSpec):
     """Per-phase GEMM results of the single-GPU model, keyed ``<layer>/<phase>`` (a GEMM too
     large to simulate is refused naming ``wl``'s file and the GEMM ``<layer>/<phase>``)."""
     gemms = gemm_workload(layers, precision, wl.name).bind(wl.base_dir, wl.origin)
+    keep = gpu.l2.resident_capacity_bytes or gpu.l2.size_bytes
+    if gpu.l2.resident_across_calls and step_footprint_bytes(gemms) > keep:
+        # a step's GEMM revisits its operands only after every other one (as a forward pass)
+        gpu = gpu.with_overrides({"l2.resident_across_calls": False})
     run = simulate(gpu, gemms)
     return {lr.layer: lr for lr in run.layers}
 
