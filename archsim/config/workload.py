@@ -228,6 +228,17 @@ class ConvLayer(ArchsimModel):
         "size, in one copy kernel (torch.cat of an Inception module; 0: none). A max-pool "
         "after the layer (max_pool_stride) then pools the concatenated tensor.",
     )
+    avg_pool_size: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="Inference passes: the network's head follows this layer: an adaptive "
+        "average pool of its (pooled, concatenated) output to avg_pool_size x avg_pool_size "
+        "(torchvision's VGG: 7), PyTorch's pooling kernel, then the flatten before the first "
+        "linear layer, a copy kernel for a channels-last tensor (0: none). A global pool to "
+        "1 x 1 (ResNet, GoogLeNet) runs PyTorch's mean-reduce kernel instead, which is not "
+        "modelled, so 1 is refused.",
+    )
     batch_norm: bool = Field(
         default=True,
         description="Training and inference passes: a batch-norm follows the layer (false: "
@@ -249,6 +260,11 @@ class ConvLayer(ArchsimModel):
                     f"{dim}={size} gives output size <= 0: {filt}={extent} is larger than "
                     f"{dim} + 2*pad = {size + 2 * self.pad}; allowed: {filt} <= {dim} + 2*pad"
                 )
+        if self.avg_pool_size == 1:
+            raise ValueError(
+                "avg_pool_size=1 is a global average pool, PyTorch's mean-reduce kernel, which "
+                "the inference pass does not model; allowed: 0 (none) or 2 to 64"
+            )
         if 0 < self.concat_channels < self.k:
             raise ValueError(
                 f"concat_channels={self.concat_channels} is below the layer's k={self.k} (the "

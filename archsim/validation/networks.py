@@ -163,12 +163,13 @@ _VGG_H100_WHAT = (
     "Measured: torchvision.models.vgg16(), .half(), channels-last, eval, torch.no_grad, "
     "cudnn.benchmark, forwards replayed from a CUDA graph. Modelled (workload "
     "vgg16_torchvision): the 13 convs, PyTorch's bias add and ReLU after each, the five 2x2/2 "
-    "max-pools (their grid, PyTorch's launch rule), the three fully connected layers as GEMMs. "
-    "Not modelled: the adaptive average pool and flatten before the classifier and its ReLUs "
-    "(about 12 us in the batch-1 trace)."
+    "max-pools (their grid, PyTorch's launch rule), the adaptive average pool (the pooling "
+    "kernel and its grid) and the flatten's copy before the classifier, the three fully "
+    "connected layers as GEMMs. Not modelled: the classifier's two ReLUs (2.5 us in the "
+    "batch-1 trace)."
 )
 _VGG_B1 = (
-    " FAILS at batch 1 (the model 17 % fast, 419 us): the trace's kernels sum to 452 us per "
+    " FAILS at batch 1 (the model 16 % fast, 426 us): the trace's kernels sum to 452 us per "
     "forward (gaps 5 us) where the graph replays take 505 us per forward; the model is near "
     "the kernels, not that difference, which no kernel in the trace accounts for."
 )

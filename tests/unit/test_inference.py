@@ -170,9 +170,47 @@ def test_vgg16_as_torchvision_runs_it() -> None:
         assert run.kernels == 4
         assert run.elementwise_s == pytest.approx(want, rel=1e-6), n
     vgg = inference_pass("h100", "vgg16_torchvision", InferenceOptions("amp_fp16", 32))
-    assert vgg.kernels == 13 * 3 + 5 + 3
+    assert vgg.kernels == 13 * 3 + 5 + 2 + 3  # convs, bias, ReLU; pools; head; classifier
     assert set(vgg.per_layer_s) >= {"fc6", "fc7", "fc8"}
     assert 0 < vgg.per_layer_s["fc8"] < vgg.per_layer_s["fc6"]
+
+
+def test_vgg16_head_pools_and_copies_before_the_classifier() -> None:
+    """torchvision's VGG-16 runs AdaptiveAvgPool2d(7) and a flatten between conv5_3's pool and
+    fc6: PyTorch's pooling kernel on the grids the trace shows (2 / 64 / 512 CTAs at batch
+    1 / 32 / 256, sustained/kernels_networks_vgg_googlenet32.csv) and, channels-last, a copy
+    of 25088 values per image; a global pool (size 1, PyTorch's mean-reduce kernel) is
+    refused."""
+    from archsim.config.io import load_hardware
+    from archsim.config.workload import WorkloadSpec
+    from archsim.system.inference import _head, maxpool_ctas
+
+    wl = load_workload("vgg16_torchvision")
+    conv5_3 = next(lay for lay in wl.layers if lay.name == "conv5_3")
+    assert conv5_3.avg_pool_size == 7
+    for n, grid in ((1, 2), (32, 64), (256, 512)):
+        opts = InferenceOptions("amp_fp16", n)
+        outputs = n * 512 * 14 * 14
+        pool, copy = _head(conv5_3, outputs, 2, opts)
+        assert pool == ("maxpool_disjoint", 2 * (2 * n * 25088), grid)
+        assert maxpool_ctas(n, 512, 7, 7) == grid
+        assert copy == ("elementwise", 2 * 2 * n * 25088, 0)
+    nchw = InferenceOptions("amp_fp16", 1, memory_format="nchw")
+    assert len(_head(conv5_3, 512 * 14 * 14, 2, nchw)) == 1  # NCHW: flatten is a view
+    h100 = load_hardware("h100")
+    with_head = inference_pass(h100, wl, InferenceOptions("amp_fp16", 1))
+    layers = [
+        lay.model_copy(update={"avg_pool_size": 0}) if lay.kind == "conv" else lay
+        for lay in wl.layers
+    ]
+    headless = wl.model_copy(update={"layers": layers})
+    without = inference_pass(h100, headless, InferenceOptions("amp_fp16", 1))
+    assert with_head.kernels == without.kernels + 2
+    assert with_head.time_s > without.time_s
+    layer = {"name": "c", "kind": "conv", "c": 8, "k": 8, "h": 7, "w": 7, "r": 1, "s": 1,
+             "avg_pool_size": 1}  # fmt: skip
+    with pytest.raises(ValueError, match="avg_pool_size=1 is a global average pool"):
+        WorkloadSpec.model_validate({**_ONE, "layers": [layer]})
 
 
 def test_a_pass_bigger_than_l2_finds_no_layer_resident() -> None:
@@ -234,8 +272,9 @@ def test_inception_branch_pool_and_concat() -> None:
 @pytest.mark.parametrize(
     ("net", "workload", "kernels", "tolerance"),
     [
-        # batch 1 a documented gap (the model 22 % fast, `archsim validate networks`)
-        ("torchvision_vgg16", "vgg16_torchvision", 47, {1: 0.25, 32: 0.15, 256: 0.15}),
+        # batch 1 a documented gap (the model 16 % fast, `archsim validate networks`); 49
+        # kernels, the trace 54 (3 split-K reduces, 2 classifier ReLUs not modelled)
+        ("torchvision_vgg16", "vgg16_torchvision", 49, {1: 0.20, 32: 0.15, 256: 0.15}),
         # 308 kernels; the CUPTI traces have 309-312
         ("torchvision_googlenet", "googlenet_torchvision", 308, {1: 0.15, 32: 0.15, 256: 0.15}),
     ],
@@ -243,8 +282,8 @@ def test_inception_branch_pool_and_concat() -> None:
 def test_h100_torchvision_forward_against_the_measured_h100(net, workload, kernels, tolerance):
     """torchvision VGG-16 and GoogLeNet forward, fp16 channels-last, CUDA graph, on an H100 SXM
     (benchmarks/measured/h100_2026-11-27/sustained/networks.csv) against the workloads that
-    describe them as torchvision builds them: VGG-16 -22.4 / +6.3 / +10.0 %, GoogLeNet -4.7 /
-    -12.6 / -5.6 % at batch 1 / 32 / 256 (15 % is the claims' tolerance)."""
+    describe them as torchvision builds them: VGG-16 -15.7 / +6.2 / +9.5 %, GoogLeNet -1.6 /
+    -9.7 / -6.8 % at batch 1 / 32 / 256 (15 % is the claims' tolerance)."""
     import pandas as pd
 
     rows = pd.read_csv(MEASURED / "sustained" / "networks.csv")
