@@ -342,7 +342,21 @@ def gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None = None) -> Gp
     CUDA-core kernel family with the library's SIMT conv tile; else the conv library's kernel
     families (:func:`_conv_families`, default the GEMM library's; only ``family`` when given),
     their tiles narrowed to those of ``tile_k`` (a family with no tile of that k keeps its
-    own)."""
+    own). Memoised per config object: validating the derived config is most of a conv
+    layer's simulation time, and timing, counting and pricing a layer ask for it again."""
+    key = (id(cfg), step.simt, step.tile_k, step.grouped, step.large_filter, family)
+    hit = _GEMM_CONFIGS.get(key)
+    if hit is None or hit[0] is not cfg:  # the entry holds cfg, so its id is not reused
+        if len(_GEMM_CONFIGS) >= 1024:
+            _GEMM_CONFIGS.clear()
+        hit = _GEMM_CONFIGS[key] = (cfg, _build_gemm_config(cfg, step, family))
+    return hit[1]
+
+
+_GEMM_CONFIGS: dict[tuple[Any, ...], tuple[GpuConfig, GpuConfig]] = {}
+
+
+def _build_gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None) -> GpuConfig:
     over: dict[str, Any] = {}
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
@@ -392,7 +406,7 @@ def memory_cycles(cfg: GpuConfig, step: MemoryStep) -> int:
     moved = step.read_bytes + step.write_bytes
     if step.bytes_per_s is not None:
         bw = step.bytes_per_s / clock
-    elif moved <= (cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes):
+    elif moved <= cfg.l2.kept_bytes:
         bw = cfg.l2.bandwidth_bytes_per_clock * cfg.l2.achievable_fraction
     else:
         bw = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction / clock
@@ -461,12 +475,13 @@ def memory_counts(step: MemoryStep) -> dict[str, dict[str, int]]:
     return counts
 
 
-def _gemm_outcome(cfg: GpuConfig, step: GemmStep, seed: int) -> LayerOutcome:
+def _gemm_outcome(cfg: GpuConfig, step: GemmStep, seed: int, run: Any = None) -> LayerOutcome:
     """The GEMM model's outcome for one GEMM kernel (counts, extras, cycles), in the family
-    :func:`candidate_runs` timed fastest."""
+    :func:`candidate_runs` timed fastest (``run``: that run, when the caller has it)."""
     from archsim.accelerators.tensor_core import gemm_outcome
 
-    ((_, _, run),) = candidate_runs(cfg, ConvCandidate("", (step,)))
+    if run is None:
+        ((_, _, run),) = candidate_runs(cfg, ConvCandidate("", (step,)))
     return gemm_outcome(step_config(cfg, step, run), step.problem, 0, seed)
 
 
@@ -500,13 +515,13 @@ def conv_outcome(
     and the other candidates' times."""
     if choice is None:
         choice = best_conv(cfg, layer)
-    else:
-        choice = replace(choice, step_cycles=time_candidate(cfg, choice.candidate))
+    runs = candidate_runs(cfg, choice.candidate)
+    choice = replace(choice, step_cycles=tuple(n for _, n, _ in runs))
     counts: dict[str, dict[str, int]] = {}
     dram = 0
     main: LayerOutcome | None = None
     gemms: dict[GemmStep, LayerOutcome] = {}
-    for step in choice.candidate.steps:
+    for step, _, run in runs:
         if isinstance(step, MemoryStep):
             c = memory_counts(step)
             dram += sum(c.get("hbm", {}).values())
@@ -514,7 +529,7 @@ def conv_outcome(
             continue
         key = step.memo_key
         if key not in gemms:
-            gemms[key] = _gemm_outcome(cfg, step, seed)
+            gemms[key] = _gemm_outcome(cfg, step, seed, run)
         out = gemms[key]
         _merge_counts(counts, out.counts)
         dram += out.dram_bytes

@@ -482,8 +482,7 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
     a_frac = prob.a_unique_fraction  # implicit-GEMM convs: A re-reads the same input pixels
     compulsory = round(prob.batch * (prob.m * a_frac + prob.n) * prob.k * prob.in_bytes)
     if compulsory <= cfg.l2.size_bytes:
-        keep = cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes
-        resident = compulsory + prob.batch * prob.m * prob.n * prob.out_bytes <= keep
+        resident = compulsory + prob.batch * prob.m * prob.n * prob.out_bytes <= cfg.l2.kept_bytes
         return (0 if resident and cfg.l2.resident_across_calls else compulsory), l2_bytes
     slots = cfg.sms * plan.ctas_per_sm
     block = plan.grid_m * plan.grid_n

@@ -174,8 +174,7 @@ class _KernelModel:
         calls. The per-round shares bound the loads; this bounds loads and stores together."""
         cfg, q = self.cfg, self.prob
         out = q.batch * q.m * q.n * q.out_bytes
-        keep = cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes
-        moved = self.hbm_loads + (out if out > keep else 0)
+        moved = self.hbm_loads + (out if out > cfg.l2.kept_bytes else 0)
         per_clock = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
         return math.ceil(moved / per_clock * cfg.clock.frequency_hz - 1e-9)
 

@@ -173,6 +173,12 @@ class L2Config(ArchsimModel):
         description="Largest A + B + D that stays resident across calls, bytes (None: size_bytes).",
     )
 
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes L2 keeps from one use to the next: ``resident_capacity_bytes``, else its
+        size."""
+        return self.resident_capacity_bytes or self.size_bytes
+
     @model_validator(mode="after")
     def _resident_fits(self) -> L2Config:
         if (

@@ -50,15 +50,19 @@ from archsim.config.system import TrainingConfig
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, WorkloadSpec
 from archsim.errors import SimulationError
 from archsim.simulate import simulate
-from archsim.system.training import MEMORY_FORMATS, _max_pool, input_elements, pooled_elements
+from archsim.system.training import (
+    MEMORY_FORMATS,
+    _max_pool,
+    cold_when_revisited,
+    input_elements,
+    pooled_elements,
+)
 from archsim.system.workload import PRECISIONS
-from archsim.workload.gemm import ELEMENT_BYTES
 
 __all__ = [
     "InferenceOptions",
     "InferencePass",
     "eager_queue_s",
-    "forward_footprint_bytes",
     "inference_pass",
     "maxpool_ctas",
 ]
@@ -115,24 +119,6 @@ class InferencePass:
     def samples_per_s(self) -> float:
         """Images per second at this batch."""
         return self.batch / self.time_s
-
-
-def forward_footprint_bytes(wl: WorkloadSpec) -> int:
-    """Bytes one forward pass of ``wl`` (as :func:`_conv_workload` makes it) moves through L2
-    at least once: every conv's filters and output, every GEMM's B (the weights) and D. When
-    they exceed what L2 keeps (``l2.resident_capacity_bytes``), a layer finds nothing of its
-    own left in L2 when the next pass reaches it, unlike back-to-back calls of one GEMM
-    (``l2.resident_across_calls``): VGG-16's fc7 at batch 1 reads its 33.5 MB of weights in
-    13.9 us on an H100 (2.4 TB/s, HBM; sustained/kernels_networks_vgg_googlenet32.csv)."""
-    total = 0
-    for spec in wl.layers:
-        eb = ELEMENT_BYTES[spec.precision]
-        if isinstance(spec, ConvLayer):
-            filters = spec.k * (spec.c // spec.groups) * spec.r * spec.s
-            total += (filters + spec.n * spec.k * spec.out_h * spec.out_w) * eb
-        else:
-            total += (spec.n * spec.k + spec.m * spec.n) * eb
-    return total
 
 
 def _conv_workload(wl: WorkloadSpec, precision: str, batch: int, fmt: str) -> WorkloadSpec:
@@ -306,10 +292,7 @@ def inference_pass(
     wl = load_workload(workload)
     prec, _, act, _ = PRECISIONS[opts.precision]
     pass_wl = _conv_workload(wl, prec, opts.batch, opts.memory_format)
-    keep = cfg.l2.resident_capacity_bytes or cfg.l2.size_bytes
-    if forward_footprint_bytes(pass_wl) > keep:  # a layer's operands are gone by the next pass
-        overrides["l2.resident_across_calls"] = False
-    cfg = cfg.with_overrides(overrides)
+    cfg = cold_when_revisited(cfg.with_overrides(overrides), pass_wl)
     run = simulate(cfg, pass_wl)
     t = training or TrainingConfig()
     hbm = cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction

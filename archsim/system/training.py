@@ -45,7 +45,9 @@ __all__ = [
     "MEMORY_FORMATS",
     "OPTIMIZERS",
     "StepOptions",
+    "cold_when_revisited",
     "configured_step",
+    "footprint_bytes",
     "input_elements",
     "pooled_elements",
     "run_step",
@@ -192,24 +194,37 @@ def _buckets(layers: list[TrainLayer], system: SystemConfig, grad_bytes: int) ->
     return out
 
 
-def step_footprint_bytes(gemms: WorkloadSpec) -> int:
-    """Bytes a training step's GEMMs (``gemm_workload``) touch: each one's A, B and D."""
+def footprint_bytes(wl: WorkloadSpec) -> int:
+    """Bytes one pass of ``wl`` moves through L2 at least once: every conv's filters and
+    output (its input is the output of a layer before it), every GEMM's A, B and D."""
     total = 0
-    for g in gemms.layers:
-        eb = ELEMENT_BYTES[g.precision]
-        total += g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * eb
+    for layer in wl.layers:
+        eb = ELEMENT_BYTES[layer.precision]
+        if isinstance(layer, ConvLayer):
+            filters = layer.k * (layer.c // layer.groups) * layer.r * layer.s
+            total += (filters + layer.n * layer.k * layer.out_h * layer.out_w) * eb
+        else:
+            total += layer.batch * (layer.m * layer.k + layer.k * layer.n + layer.m * layer.n) * eb
     return total
+
+
+def cold_when_revisited(gpu: GpuConfig, wl: WorkloadSpec) -> GpuConfig:
+    """``gpu`` for a pass of ``wl`` (a network's forward pass, a training step's GEMMs), which
+    revisits a layer's operands only after every other layer: ``l2.resident_across_calls`` off
+    when the pass moves more than L2 keeps. Back-to-back calls of one GEMM find their operands
+    in L2; a layer of a network does not: VGG-16's fc7 at batch 1 reads its 33.5 MB of
+    weights in 13.9 us on an H100 (2.4 TB/s, HBM;
+    benchmarks/measured/h100_2026-11-27/sustained/kernels_networks_vgg_googlenet32.csv)."""
+    if gpu.l2.resident_across_calls and footprint_bytes(wl) > gpu.l2.kept_bytes:
+        return gpu.with_overrides({"l2.resident_across_calls": False})
+    return gpu
 
 
 def _gemm_times(gpu: GpuConfig, layers: list[TrainLayer], precision: str, wl: WorkloadSpec):
     """Per-phase GEMM results of the single-GPU model, keyed ``<layer>/<phase>`` (a GEMM too
     large to simulate is refused naming ``wl``'s file and the GEMM ``<layer>/<phase>``)."""
     gemms = gemm_workload(layers, precision, wl.name).bind(wl.base_dir, wl.origin)
-    keep = gpu.l2.resident_capacity_bytes or gpu.l2.size_bytes
-    if gpu.l2.resident_across_calls and step_footprint_bytes(gemms) > keep:
-        # a step's GEMM revisits its operands only after every other one (as a forward pass)
-        gpu = gpu.with_overrides({"l2.resident_across_calls": False})
-    run = simulate(gpu, gemms)
+    run = simulate(cold_when_revisited(gpu, gemms), gemms)
     return {lr.layer: lr for lr in run.layers}
 
 

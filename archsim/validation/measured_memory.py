@@ -62,7 +62,7 @@ def memory_rows(hw: GpuConfig, memory_eager: dict[str, Any]) -> pd.DataFrame:
     out = pd.DataFrame(recs)
     out.attrs["model"] = (
         f"launch floor {eager.min_kernel_s * 1e6:.2f} us, L2-resident up to "
-        f"{(hw.l2.resident_capacity_bytes or hw.l2.size_bytes) / 2**20:.0f} MB moved, else "
+        f"{hw.l2.kept_bytes / 2**20:.0f} MB moved, else "
         f"HBM at {hw.hbm_achievable_fraction:.3f} of peak"
     )
     return out

@@ -530,11 +530,11 @@ def test_a_training_step_finds_no_gemm_operand_resident() -> None:
     a training step's GEMMs (ResNet-50 at batch 64: forward, data- and weight-gradient) touch
     far more than L2 keeps between two visits of one, so the step prices them cold."""
     from archsim.config.io import load_hardware, load_workload
-    from archsim.system.training import step_footprint_bytes
+    from archsim.system.training import footprint_bytes
     from archsim.system.workload import gemm_workload, training_layers
 
     h100 = load_hardware("h100")
     assert h100.l2.resident_across_calls
     wl = load_workload("resnet50_v1_5")
     gemms = gemm_workload(training_layers(wl, 64), "amp_fp16", wl.name)
-    assert step_footprint_bytes(gemms) > 10 * h100.l2.resident_capacity_bytes
+    assert footprint_bytes(gemms) > 10 * h100.l2.resident_capacity_bytes

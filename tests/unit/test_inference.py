@@ -219,12 +219,13 @@ def test_a_pass_bigger_than_l2_finds_no_layer_resident() -> None:
     VGG-16 at batch 1 (304 MB of filters, weights and outputs) reads fc7's 33.5 MB of weights
     from HBM (traced 13.9 us, 2.4 TB/s), GoogLeNet at batch 1 (20 MB) keeps them."""
     from archsim.config.io import load_hardware
-    from archsim.system.inference import _conv_workload, forward_footprint_bytes
+    from archsim.system.inference import _conv_workload
+    from archsim.system.training import footprint_bytes
 
     h100 = load_hardware("h100")
     keep = h100.l2.resident_capacity_bytes
     sizes = {
-        w: forward_footprint_bytes(_conv_workload(load_workload(w), "fp16", 1, "nhwc"))
+        w: footprint_bytes(_conv_workload(load_workload(w), "fp16", 1, "nhwc"))
         for w in ("vgg16_torchvision", "googlenet_torchvision")
     }
     assert sizes["vgg16_torchvision"] > keep > sizes["googlenet_torchvision"], sizes
