@@ -341,6 +341,11 @@ class FrameworkKernelConfig(ArchsimModel):
         description="Rate of the per-channel bias add after a conv (a broadcast add), bytes "
         "read + written per s (None: HBM at hbm_achievable_fraction).",
     )
+    bias_add_floor_s: KernelSeconds = Field(
+        default=0.0,
+        description="Least time of the bias add on the stream in a CUDA graph, the gap to the "
+        "next kernel included, s (the launch cost applies when it is larger).",
+    )
 
 
 class GpuConfig(ArchsimModel):

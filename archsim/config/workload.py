@@ -98,6 +98,12 @@ class FcLayer(_LayerBase):
     batch: int = Field(
         default=1, ge=1, description="Input vectors per call (GPU: the GEMM's N; EIE/SCNN: 1)."
     )
+    relu: bool = Field(
+        default=False,
+        description="GPU training and inference passes: a ReLU kernel follows the layer's "
+        "GEMM (torchvision VGG-16's fc6 and fc7). EIE's PEs apply ReLU in their datapath "
+        "either way.",
+    )
 
     @model_validator(mode="after")
     def _shape_or_data(self) -> FcLayer:

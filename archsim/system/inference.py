@@ -34,15 +34,16 @@ hide its launches), ``host_wait_s`` the GPU's idle time.
 ``bias``: a per-channel bias add after the conv kernel (its own broadcast-add kernel);
 ``batch_norm: false``: no batch-norm; a max-pool whose window is no wider than its stride
 (VGG's 2x2/2) runs at ``framework_kernels.maxpool_disjoint_bytes_per_s``. Fully connected
-layers (a classifier head) run as their GEMM, bias fused.
-Not modelled: pooling and flattening in front of a head, the ReLU after a fully connected
-layer, softmax, host time beyond the per-kernel launch cost (Python, the
+layers (a classifier head) run as their GEMM, bias fused, and a ReLU kernel after it where
+the layer has ``relu``; ``avg_pool_size`` on a conv is the head's average pool (and flatten).
+Not modelled: softmax, host time beyond the per-kernel launch cost (Python, the
 framework's dispatcher, cuDNN's per-call setup) and input decoding.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from archsim.config.gpu import GpuConfig
 from archsim.config.io import load_hardware, load_workload
@@ -214,6 +215,14 @@ def _elementwise(
     return out
 
 
+def _linear_elementwise(spec: Any, batch: int, act: int) -> list[Kernel]:
+    """The memory-bound kernels after a linear layer's GEMM: its ReLU (``FcLayer.relu``),
+    reading and writing the batch x outputs result."""
+    if not isinstance(spec, FcLayer) or not spec.relu or spec.matrix_shape is None:
+        return []
+    return [("elementwise", 2 * batch * spec.matrix_shape[0] * act, 0)]
+
+
 def _head(spec: ConvLayer, outputs: int, act: int, opts: InferenceOptions) -> list[Kernel]:
     """The network head after ``spec`` (``avg_pool_size``): PyTorch's adaptive average pool
     (its pooling kernel, with the pool's launch grid; windows that never overlap, so the
@@ -252,6 +261,8 @@ def _kernel_s(cfg: GpuConfig, kind: str, nbytes: int, ctas: int = 0) -> float:
     floor = cfg.min_kernel_s
     if kind == "batchnorm":
         floor = max(floor, fw.batchnorm_floor_s)
+    elif kind == "bias_add":
+        floor = max(floor, fw.bias_add_floor_s)
     if 0 < ctas < cfg.sms:
         rate *= ctas / cfg.sms
     return max(nbytes / rate, floor)
@@ -302,10 +313,12 @@ def inference_pass(
     per_layer: dict[str, float] = {}
     sequence: list[float] = []  # GPU seconds of every kernel, in launch order
     for spec, lr in zip(wl.layers, run.layers, strict=True):
-        if not isinstance(spec, ConvLayer):  # a linear layer: its GEMM alone
-            conv_s, kernels = conv_s + lr.time_s, kernels + 1
-            per_layer[spec.name] = lr.time_s
-            sequence.append(lr.time_s)
+        if not isinstance(spec, ConvLayer):  # a linear layer: its GEMM (and its ReLU)
+            relu = [_kernel_s(cfg, *k) for k in _linear_elementwise(spec, opts.batch, act)]
+            conv_s, ew_s = conv_s + lr.time_s, ew_s + sum(relu)
+            kernels += 1 + len(relu)
+            per_layer[spec.name] = lr.time_s + sum(relu)
+            sequence += [lr.time_s, *relu]
             continue
         outputs = opts.batch * spec.k * spec.out_h * spec.out_w
         around = _elementwise(spec, outputs, act, opts, t, cfg)

@@ -31,7 +31,7 @@ import simpy
 from archsim.config.gpu import GpuConfig
 from archsim.config.io import load_workload
 from archsim.config.system import DdpConfig, SystemConfig
-from archsim.config.workload import ConvLayer, WorkloadSpec
+from archsim.config.workload import ConvLayer, FcLayer, WorkloadSpec
 from archsim.energy.pricing_gpu import gpu_price_list
 from archsim.errors import SimulationError
 from archsim.results import LayerResult, RunResult
@@ -154,6 +154,9 @@ def _elementwise(
         if is_conv and ls.bias:  # type: ignore[union-attr]
             # forward: read and write the output; backward: the bias gradient reads dY once
             pf, pb, kf, kb = pf + 2, pb + 1, kf + 1, kb + 1
+        if isinstance(ls, FcLayer) and ls.relu:  # a ReLU after the linear layer's GEMM
+            pf, pb = pf + t.relu_forward_passes, pb + t.relu_backward_passes
+            kf, kb = kf + 1, kb + 1
         bf, bb = tl.outputs * act * pf, tl.outputs * act * pb
         if is_conv and ls.residual_add:  # type: ignore[union-attr]
             bf += tl.outputs * act * t.residual_forward_passes

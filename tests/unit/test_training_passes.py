@@ -44,3 +44,19 @@ def test_branch_pool_and_concat_passes() -> None:
     assert pooled[0] - base[0] == pooled[1] - base[1] == 3 * (2 + 10) // 2
     cat = _bytes(c=192, k=64, concat_channels=256)
     assert (cat[0] - base[0], cat[1] - base[1]) == (2 * 4, 0)
+
+
+def test_classifier_relu_passes() -> None:
+    """An fc layer runs no elementwise pass of its own; with ``relu`` (VGG-16's fc6 and fc7)
+    the ReLU's forward and backward passes over its batch x outputs result."""
+    system = archsim.load_hardware("dgx_h100")
+    t = system.training  # type: ignore[attr-defined]
+    out = 8 * 4096 * 2  # bytes of the batch-8 result; 1 byte/s makes seconds equal bytes
+    for relu, passes in ((False, (0, 0)), (True, (t.relu_forward_passes, t.relu_backward_passes))):
+        fc = {"name": "f", "kind": "fc", "inputs": 1024, "outputs": 4096, "relu": relu,
+              "weight_density": 1.0, "activation_density": 1.0}  # fmt: skip
+        wl = WorkloadSpec.model_validate(
+            {"schema_version": 1, "name": "w", "source": "test", "layers": [fc]}
+        )
+        fwd, bwd, _ = _elementwise(training_layers(wl, 8), wl, system, 2, 1.0)
+        assert (fwd[0], bwd[0]) == (passes[0] * out, passes[1] * out), relu
