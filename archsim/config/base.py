@@ -113,17 +113,22 @@ COMMON_FIELDS = {
 }
 
 
-#: config class -> {field name: annotation}, for the before-validator that every config model
-#: runs on every validation (a sweep plans by validating each point's whole config)
-_ANNOTATIONS: dict[type, dict[str, Any]] = {}
+#: config class -> {field name: (annotation, admits booleans, is a boolean)}, for the
+#: before-validator that every config model runs on every validation (a sweep plans by
+#: validating each point's whole config)
+_FIELD_RULES: dict[type, dict[str, tuple[Any, bool, bool]]] = {}
 
 
-def _field_annotations(cls: type[BaseModel]) -> dict[str, Any]:
-    """``{name: annotation}`` of ``cls``'s fields (cached per class)."""
+def _field_rules(cls: type[BaseModel]) -> dict[str, tuple[Any, bool, bool]]:
+    """``{name: (annotation, _accepts_bool, bool_type)}`` of ``cls``'s fields (cached per
+    class: the annotations never change, and walking them is most of a validation's cost)."""
     try:
-        return _ANNOTATIONS[cls]
+        return _FIELD_RULES[cls]
     except KeyError:
-        found = _ANNOTATIONS[cls] = {n: f.annotation for n, f in cls.model_fields.items()}
+        found = _FIELD_RULES[cls] = {
+            n: (f.annotation, _accepts_bool(f.annotation), bool_type(f.annotation))
+            for n, f in cls.model_fields.items()
+        }
         return found
 
 
@@ -165,21 +170,22 @@ class ArchsimModel(BaseModel):
     @classmethod
     def _no_bool_for_numbers(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            annotations = _field_annotations(cls)
+            rules = _field_rules(cls)
             for name, value in data.items():
-                ann = annotations.get(name, _MISSING) if isinstance(name, str) else _MISSING
-                if ann is _MISSING:
+                rule = rules.get(name) if isinstance(name, str) else None
+                if rule is None:
                     continue  # not a field: pydantic's own error names it
+                ann, accepts_bool, is_bool = rule
                 if name == "name" and isinstance(value, str) and not value.strip():
                     raise ValueError(
                         "name must not be empty; allowed: a name shown in results and reports"
                     )
-                if isinstance(value, bool) and not _accepts_bool(ann):
+                if isinstance(value, bool) and not accepts_bool:
                     raise ValueError(
                         f"{name} must be a number or text, not a boolean; allowed: a value of "
                         "the field's type (write 1 rather than true)"
                     )
-                if value is not None and not isinstance(value, bool) and bool_type(ann):
+                if is_bool and value is not None and not isinstance(value, bool):
                     raise ValueError(
                         f"{name}: {value!r} is not a boolean; allowed: true or false, "
                         "written without quotes"
