@@ -43,7 +43,6 @@ framework's dispatcher, cuDNN's per-call setup) and input decoding.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from archsim.config.gpu import GpuConfig
 from archsim.config.io import load_hardware, load_workload
@@ -215,10 +214,11 @@ def _elementwise(
     return out
 
 
-def _linear_elementwise(spec: Any, batch: int, act: int) -> list[Kernel]:
+def _linear_elementwise(spec: FcLayer, batch: int, act: int) -> list[Kernel]:
     """The memory-bound kernels after a linear layer's GEMM: its ReLU (``FcLayer.relu``),
-    reading and writing the batch x outputs result."""
-    if not isinstance(spec, FcLayer) or not spec.relu or spec.matrix_shape is None:
+    reading and writing the batch x outputs result (``_conv_workload`` admits only fc layers
+    with a shape)."""
+    if not spec.relu or spec.matrix_shape is None:
         return []
     return [("elementwise", 2 * batch * spec.matrix_shape[0] * act, 0)]
 
@@ -248,7 +248,8 @@ def _kernel_s(cfg: GpuConfig, kind: str, nbytes: int, ctas: int = 0) -> float:
     """GPU seconds of one memory-bound kernel in a CUDA graph: its bytes at its rate (HBM at
     the achievable fraction, or the framework kernel's measured rate, ``framework_kernels``;
     a kernel of fewer ``ctas`` than SMs gets their share of it) or its least time (the
-    preset's ``launch.graph_s``; the batch-norm's own floor), whichever is longer. Eager
+    preset's ``launch.graph_s``; the batch-norm's and bias add's own floors), whichever is
+    longer. Eager
     passes add the host's waits apart (:func:`eager_queue_s`)."""
     fw = cfg.framework_kernels
     rate = {
@@ -258,11 +259,8 @@ def _kernel_s(cfg: GpuConfig, kind: str, nbytes: int, ctas: int = 0) -> float:
         "bias_add": fw.bias_add_bytes_per_s,
     }.get(kind)
     rate = rate or cfg.hbm.bandwidth_bytes_per_s * cfg.hbm_achievable_fraction
-    floor = cfg.min_kernel_s
-    if kind == "batchnorm":
-        floor = max(floor, fw.batchnorm_floor_s)
-    elif kind == "bias_add":
-        floor = max(floor, fw.bias_add_floor_s)
+    own_floor = {"batchnorm": fw.batchnorm_floor_s, "bias_add": fw.bias_add_floor_s}.get(kind, 0.0)
+    floor = max(cfg.min_kernel_s, own_floor)
     if 0 < ctas < cfg.sms:
         rate *= ctas / cfg.sms
     return max(nbytes / rate, floor)
@@ -313,7 +311,7 @@ def inference_pass(
     per_layer: dict[str, float] = {}
     sequence: list[float] = []  # GPU seconds of every kernel, in launch order
     for spec, lr in zip(wl.layers, run.layers, strict=True):
-        if not isinstance(spec, ConvLayer):  # a linear layer: its GEMM (and its ReLU)
+        if isinstance(spec, FcLayer):  # a linear layer: its GEMM (and its ReLU)
             relu = [_kernel_s(cfg, *k) for k in _linear_elementwise(spec, opts.batch, act)]
             conv_s, ew_s = conv_s + lr.time_s, ew_s + sum(relu)
             kernels += 1 + len(relu)

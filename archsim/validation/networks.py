@@ -168,7 +168,7 @@ _VGG_H100_WHAT = (
     "connected layers as GEMMs and the ReLUs after fc6 and fc7."
 )
 _VGG_B1 = (
-    " FAILS at batch 1 (the model 13 % fast, 438 us, +15.3 % in img/s): the trace's kernels "
+    " FAILS at batch 1 (the model 13 % fast, 439 us, +15.1 % in img/s): the trace's kernels "
     "sum to 452 us per forward (gaps 5 us) where the graph replays take 505 us per forward; "
     "the model is near the kernels, not that difference, which no kernel in the trace "
     "accounts for."
