@@ -6,9 +6,14 @@ this folder is on ``sys.path``).
 
 from __future__ import annotations
 
+import json
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from archsim.measure.backend import ConvShape
 
@@ -52,3 +57,45 @@ def forward_op(torch: Any, model: Any, batch: int) -> Any:
             model(x)
 
     return op
+
+
+def timed_with_kernels(
+    backend_name: str,
+    out: Path,
+    items: list[Any],
+    budget_s: float,
+    names: tuple[str, str],
+    rows: Callable[[Any, Any], pd.DataFrame],
+    op: Callable[[Any, Any], Any],
+    head: Callable[[Any], dict],
+) -> None:
+    """Time each of ``items`` the probe's way (``rows(backend, item)``, a measurement CSV
+    ``names[0]`` with an empty-readings ``device_memory_energy.json``) and, on the torch
+    backend, list its kernels (``op(backend, item)`` under CUPTI, ``names[1]``, each row led by
+    ``head(item)``), writing both after every item and stopping when ``budget_s`` is spent."""
+    from archsim.measure.loader import load_backend
+
+    t0 = time.monotonic()
+    b = load_backend(backend_name)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {"device": b.device_info(), "memory_eager": {}, "energy": {}}
+    (out / "device_memory_energy.json").write_text(json.dumps(doc, indent=1) + "\n")
+    frames, kern = [], []
+    for i, item in enumerate(items):
+        if time.monotonic() - t0 > budget_s:
+            log(f"out of time at item {i}")
+            break
+        try:
+            frames.append(rows(b, item))
+            pd.concat(frames).to_csv(out / names[0], index=False)
+            if backend_name == "torch":
+                import torch
+                from gpu_kernel_names import kernels_of
+
+                kern += [{**head(item), **k} for k in kernels_of(torch, op(b, item), reps=3)]
+                pd.DataFrame(kern).to_csv(out / names[1], index=False)
+        except Exception as exc:  # noqa: BLE001 - keep the other rows
+            log(f"item {i} {item} failed: {exc!r}")
+        finally:
+            b.release()
+    log(f"done in {time.monotonic() - t0:.0f} s")

@@ -14,17 +14,13 @@ Usage (on the GPU machine; ``--backend fake`` runs the timing part here)::
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
-import time
 from pathlib import Path
 
-import pandas as pd
-from gpu_common import conv_shape, log
+from gpu_common import conv_shape, log, timed_with_kernels
 
 from archsim.measure.backend import ConvShape
-from archsim.measure.loader import load_backend
 from archsim.measure.probe import conv_rows
 
 
@@ -56,32 +52,16 @@ def main() -> int:
     ap.add_argument("--backend", default="torch", choices=["torch", "fake"])
     ap.add_argument("--budget-s", type=float, default=170.0)
     args = ap.parse_args()
-    t0 = time.monotonic()
-    b = load_backend(args.backend)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    doc = {"device": b.device_info(), "memory_eager": {}, "energy": {}}
-    (out / "device_memory_energy.json").write_text(json.dumps(doc, indent=1) + "\n")
-    frames, kern = [], []
-    for shape in random_convs(args.count, args.seed):
-        if time.monotonic() - t0 > args.budget_s:
-            log(f"out of time at {shape.layer}")
-            break
-        try:
-            frames.append(conv_rows(b, [shape], log))
-            pd.concat(frames).to_csv(out / "conv_random.csv", index=False)
-            if args.backend == "torch":
-                import torch
-                from gpu_kernel_names import kernels_of
-
-                ks = kernels_of(torch, b.conv(shape), reps=3)
-                kern += [{"layer": shape.layer, **k} for k in ks]
-                pd.DataFrame(kern).to_csv(out / "kernels_random.csv", index=False)
-        except Exception as exc:  # noqa: BLE001 - keep the other rows
-            log(f"{shape.layer} failed: {exc!r}")
-        finally:
-            b.release()
-    log(f"done in {time.monotonic() - t0:.0f} s")
+    timed_with_kernels(
+        args.backend,
+        Path(args.out),
+        random_convs(args.count, args.seed),
+        args.budget_s,
+        ("conv_random.csv", "kernels_random.csv"),
+        rows=lambda b, c: conv_rows(b, [c], log),
+        op=lambda b, c: b.conv(c),
+        head=lambda c: {"layer": c.layer},
+    )
     return 0
 
 

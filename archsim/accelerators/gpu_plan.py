@@ -121,13 +121,18 @@ def leading_dimensions_bytes(prob: GemmProblem) -> tuple[int, int, int]:
 
 
 def widest_load_bytes(prob: GemmProblem) -> int:
-    """Widest global load (bytes, a power of two up to 16) that every row of A and B allows:
-    the largest power of two dividing both leading dimensions in bytes. A library kernel
-    for alignment N loads N elements per access (CUTLASS: ``AlignedArray<Element, N>``;
-    ``cp.async`` copies 4, 8 or 16 bytes), so e.g. FP16 with an odd leading dimension loads one
-    2-byte element per instruction."""
+    """Widest global load (bytes, a power of two up to 16) of a kernel whose one alignment N
+    (elements) divides the leading dimensions of A, B and D: a library kernel for alignment
+    N loads N elements per access (CUTLASS: ``AlignedArray<Element, N>``; ``cp.async`` copies
+    4, 8 or 16 bytes), so e.g. FP16 with an odd leading dimension loads one 2-byte element per
+    instruction. D counts in elements: a CUTLASS 2.x kernel has one alignment for its
+    operands and its epilogue, and cuBLAS names it once (``..._align1``). An H100 runs a
+    704 x 141 x 2392 fp16 NT GEMM, whose A and B rows are 16-byte multiples but whose 141-
+    element D rows are not, with ``cutlass_75_tensorop_s1688gemm_f16_128x128_tn_align1``
+    (``random_gemms_2031/kernels_gemm_random.csv`` in benchmarks/measured/h100_2026-11-27)."""
     lda, ldb, _ = leading_dimensions_bytes(prob)
-    return math.gcd(lda, ldb, 16)
+    ldd = _leading(prob.m, prob.n) * prob.in_bytes
+    return math.gcd(lda, ldb, ldd, 16)
 
 
 def _bytes_per_activation(pages: DramPageConfig, pitch: int, rows: int, piece: int) -> float:

@@ -276,11 +276,12 @@ def test_h100_int8_family_is_torch_int_mm_without_a_workspace() -> None:
 
 
 def test_h100_unaligned_fill_scales_with_the_widest_load() -> None:
-    """The sm80_unaligned fill rate (10.15 B/clk, set from 4095^3 fp16 whose 8190-byte rows
-    allow only 2-byte loads) is load-count bound: 4-byte rows (fp16 4094, tf32 4095) fill 2x
-    as fast; 8-byte rows (fp16 4100) too, since cuBLAS builds no 8-byte fallback kernel
-    (``fill_access_widths``); 16-byte rows take the TMA family. Times at 1974 MHz: 4095 fp16
-    stays on its row (0.8919 ms measured, within 3 %) and time falls as the load widens."""
+    """The sm80_unaligned fill rate (7.78 B/clk, set from 4095^3 fp16 whose 8190-byte rows
+    allow only 2-byte loads, on the 256x128 tile cuBLAS runs there) is load-count bound:
+    4-byte rows (fp16 4094, tf32 4095) fill 2x as fast; 8-byte rows (fp16 4100) too, since
+    cuBLAS builds no 8-byte fallback kernel (``fill_access_widths``); 16-byte rows take the
+    TMA family. Times at 1974 MHz: 4095 fp16 stays on its row (0.8919 ms measured, within
+    3 %) and time falls as the load widens."""
     from archsim.accelerators.gpu_plan import widest_load_bytes
 
     h100 = _at(archsim.load_hardware("h100").model_copy(update={"power": None}), 1.974e9)
@@ -292,10 +293,10 @@ def test_h100_unaligned_fill_scales_with_the_widest_load() -> None:
         key: plans_for(h100, _prob(key[0], key[0], key[0], key[1]))[0].fill_bytes_per_clock
         for key in cases
     }
-    assert fill[(4095, "fp16")] == pytest.approx(10.15)
-    assert fill[(4094, "fp16")] == pytest.approx(20.3)
-    assert fill[(4095, "tf32")] == pytest.approx(20.3)
-    assert fill[(4100, "fp16")] == pytest.approx(20.3)
+    assert fill[(4095, "fp16")] == pytest.approx(7.78)
+    assert fill[(4094, "fp16")] == pytest.approx(15.56)
+    assert fill[(4095, "tf32")] == pytest.approx(15.56)
+    assert fill[(4100, "fp16")] == pytest.approx(15.56)
     assert fill[(4104, "fp16")] == pytest.approx(128.0)  # TMA family: the SM's port
     t = {s: _seconds(h100, _prob(s, s, s)) for s in (4095, 4094, 4100, 4104)}
     assert abs(t[4095] / 0.8919e-3 - 1) <= 0.03, f"4095^3 fp16: {t[4095] * 1e3:.4f} ms"
@@ -304,6 +305,37 @@ def test_h100_unaligned_fill_scales_with_the_widest_load() -> None:
     assert per_flop[4095] > 1.5 * per_flop[4094], per_flop
     assert per_flop[4100] == pytest.approx(per_flop[4094], rel=0.01), per_flop
     assert per_flop[4100] > per_flop[4104], per_flop
+
+
+def test_h100_fallback_kernel_alignment_counts_the_output_rows() -> None:
+    """One alignment serves a fallback kernel's operands and epilogue: 704 x 141 x 2392 fp16
+    NT has 16-byte A and B rows but 141-element D rows, and cuBLAS ran it with an align1
+    kernel (benchmarks/measured/h100_2026-11-27/random_gemms_2031/kernels_gemm_random.csv:
+    cutlass_75_tensorop_s1688gemm_f16_128x128_tn_align1, 19.25 us). The model loads 2 bytes
+    per access there, and its time comes within 20 % of the row at the measured 1980 MHz (it
+    was 56 % fast with 16-byte loads)."""
+    from archsim.accelerators.gpu_plan import widest_load_bytes
+
+    h100 = _at(archsim.load_hardware("h100").model_copy(update={"power": None}), 1.98e9)
+    nt = _prob(704, 141, 2392, transpose_b=True, output="fp16", reads_c=False)
+    assert widest_load_bytes(nt) == 2
+    assert widest_load_bytes(_prob(704, 144, 2392, transpose_b=True)) == 16
+    assert plans_for(h100, nt)[0].family == "sm80_unaligned"
+    t = _seconds(h100, nt)
+    assert abs(t / 19.2528e-6 - 1) <= 0.20, f"704x141x2392 NT: {t * 1e6:.2f} us vs 19.25 us"
+
+
+def test_h100_small_unaligned_gemms_take_small_fallback_tiles() -> None:
+    """64 x 756 x 64 fp16 (1512-byte B and D rows: 4-byte loads) fills 12 SMs with 64x64 tiles
+    where one 128x128 tile row would leave 126 idle; measured 2.84 us (random_gemms_2031/
+    gemm_random.csv, a 32x32 wmma kernel), the model within 25 % at 1980 MHz (the 128x128
+    tile alone: +69 %)."""
+    h100 = _at(archsim.load_hardware("h100").model_copy(update={"power": None}), 1.98e9)
+    prob = _prob(64, 756, 64, output="fp16", reads_c=False)  # torch.mm: beta = 0
+    best, _ = run_gemm(h100, prob)
+    assert (best.plan.family, best.plan.tile.m, best.plan.tile.n) == ("sm80_unaligned", 64, 64)
+    t = _seconds(h100, prob)
+    assert abs(t / 2.840e-6 - 1) <= 0.25, f"64x756x64: {t * 1e6:.2f} us vs 2.84 us"
 
 
 def test_h100_hbm_streams_at_the_measured_read_bandwidth() -> None:
@@ -468,7 +500,7 @@ def test_h100_fallback_kernels_load_at_the_widths_cublas_builds() -> None:
     t4100 = _seconds(h100, _prob(4100, 4100, 4100))
     t4098 = _seconds(h100, _prob(4098, 4098, 4098))
     fills = {p.fill_bytes_per_clock for p in plans_for(h100, _prob(4100, 4100, 4100))}
-    assert fills == {10.15 * 4 / 2}  # 4-byte loads, twice the 2-byte measured fill rate
+    assert fills == {7.78 * 4 / 2}  # 4-byte loads, twice the 2-byte measured fill rate
     print(f"4100^3 fp16 {t4100 * 1e6:.1f} us (measured 641.0), 4098^3 {t4098 * 1e6:.1f} us")
     assert t4100 == pytest.approx(t4098, rel=0.02)
     assert t4100 == pytest.approx(641.0e-6, rel=0.25)

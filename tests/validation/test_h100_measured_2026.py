@@ -33,6 +33,22 @@ def _stats(rows) -> dict[str, float]:
     return {"n": len(done), **error_stats(done["time_s"], done["sim_time_s"])}
 
 
+def _assert_within(label, rows, rows_min, median_max, p90_max, spearman_min) -> None:
+    """Time errors of ``rows`` within the guard's bounds; the message gives actual, bound and
+    issue 16's goal (median 10 %, p90 25 %)."""
+    s = _stats(rows)
+    msg = (
+        f"{label}: {s['n']} rows, median |error| {s['median_abs_error']:.1%} (max "
+        f"{median_max:.0%}; goal 10 %), p90 {s['p90_abs_error']:.1%} (max {p90_max:.0%}; goal "
+        f"25 %), Spearman {s['spearman']:.4f} (min {spearman_min})"
+    )
+    print(msg)
+    assert s["n"] >= rows_min, msg
+    assert s["median_abs_error"] <= median_max, msg
+    assert s["p90_abs_error"] <= p90_max, msg
+    assert s["spearman"] >= spearman_min, msg
+
+
 @pytest.mark.parametrize(
     "kind, median_max, p90_max, spearman_min",
     [("gemm", 0.08, 0.24, 0.985), ("conv", 0.12, 0.34, 0.96)],
@@ -42,17 +58,7 @@ def test_times_against_the_second_h100(comparison, kind, median_max, p90_max, sp
     rows = rows[rows["file"].str.startswith(kind + "_")]
     if kind == "gemm":  # the known int8 gap (module docstring)
         rows = rows[~((rows["precision"] == "int8") & (rows["layout"] == "NN"))]
-    s = _stats(rows)
-    msg = (
-        f"{kind}: {s['n']} rows, median |error| {s['median_abs_error']:.1%} (max "
-        f"{median_max:.0%}; goal 10 %), p90 {s['p90_abs_error']:.1%} (max {p90_max:.0%}; goal "
-        f"25 %), Spearman {s['spearman']:.4f} (min {spearman_min})"
-    )
-    print(msg)
-    assert s["n"] >= (130 if kind == "gemm" else 380)
-    assert s["median_abs_error"] <= median_max, msg
-    assert s["p90_abs_error"] <= p90_max, msg
-    assert s["spearman"] >= spearman_min, msg
+    _assert_within(kind, rows, 130 if kind == "gemm" else 380, median_max, p90_max, spearman_min)
 
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16", "fp8", "tf32", "fp32"])
@@ -86,14 +92,31 @@ def test_convs_measured_after_the_conv_changes(sub, rows_min, median_max, p90_ma
     were then chosen with them, see RESULTS.md): a regression guard at this session's figures
     rounded up."""
     c = compare(archsim.load_hardware("h100"), read_folder(FOLDER / sub))
-    s = _stats(c.rows)
-    msg = (
-        f"{sub}: {s['n']} rows, median |error| {s['median_abs_error']:.1%} (max "
-        f"{median_max:.0%}), p90 {s['p90_abs_error']:.1%} (max {p90_max:.0%}), Spearman "
-        f"{s['spearman']:.4f} (min {spearman_min})"
-    )
-    print(msg)
-    assert s["n"] >= rows_min
-    assert s["median_abs_error"] <= median_max, msg
-    assert s["p90_abs_error"] <= p90_max, msg
-    assert s["spearman"] >= spearman_min, msg
+    _assert_within(sub, c.rows, rows_min, median_max, p90_max, spearman_min)
+
+
+@pytest.mark.parametrize(
+    "sub, rows_min, median_max, p90_max, spearman_min",
+    [
+        # 164 seeded random GEMMs, every precision and layout, a third with unaligned rows
+        # (the int8 ones with B stored k x n apart, as above): 13.4 / 27.0 %, 0.9864; before
+        # the output-row alignment rule and the fallback tile menu they were made to check,
+        # 14.5 / 38.1 %, 0.9731 (RESULTS.md, nineteenth session)
+        ("random_gemms_2031", 155, 0.15, 0.29, 0.98),
+        # timed after those two changes were made (held out from them): 162 random GEMMs of
+        # a third seed, 15.0 / 35.4 %, 0.9755 (before: 17.5 / 44.9 %, 0.9656), and 90 with a
+        # dimension off a multiple of 8, 13.2 / 35.5 %, 0.9741 (before: 20.4 / 73.7 %, 0.9284)
+        ("random_gemms_2033", 155, 0.16, 0.37, 0.97),
+        ("unaligned_gemms_2032", 85, 0.15, 0.37, 0.97),
+        # 120 random convs of a second seed, timed before any model change of that session
+        # and untouched by them: 13.3 / 44.8 %, 0.9802
+        ("random_convs_2031", 115, 0.15, 0.47, 0.975),
+    ],
+)
+def test_random_sets_measured_on_a_third_lend(sub, rows_min, median_max, p90_max, spearman_min):
+    """Random GEMMs and convs timed on a later lend of an H100 SXM (same model, driver and
+    software; `benchmarks/gpu_gemm_random.py --seed 2031`, `benchmarks/gpu_conv_random.py
+    --seed 2031`): a regression guard at the session's figures rounded up."""
+    rows = compare(archsim.load_hardware("h100"), read_folder(FOLDER / sub)).rows
+    rows = rows[~((rows["precision"] == "int8") & (rows["layout"] == "NN"))]
+    _assert_within(sub, rows, rows_min, median_max, p90_max, spearman_min)
