@@ -7,7 +7,7 @@ in the shape of ``device_memory_energy.json``'s ``energy`` block.
 
 Usage (on the GPU machine)::
 
-    python benchmarks/gpu_energy_sizes.py -o DIR
+    python benchmarks/gpu_energy_sizes.py -o DIR [--gemms fp16:1536,bf16:2048] [--seconds 4]
 """
 
 from __future__ import annotations
@@ -31,15 +31,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument(
+        "--gemms",
+        default="fp16:1024,fp16:2048,fp16:3072,fp16:4096",
+        help="precision:size of each square GEMM (default: fp16 1024-4096)",
+    )
+    ap.add_argument("--no-4gb-copy", action="store_true", help="skip the 4 GB copy")
     args = ap.parse_args()
     b = load_backend("torch")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    gemms = tuple(("fp16", size, False) for size in (1024, 2048, 3072, 4096))
+    gemms = tuple((g.split(":")[0], int(g.split(":")[1]), False) for g in args.gemms.split(","))
     plan = replace(FULL, energy_gemms=gemms, energy_copy_mb=1024, energy_seconds=args.seconds)
     energy = energy_readings(b, plan, progress)  # the GEMMs, a 1 GB copy, idle watts
-    copy_4gb = energy_readings(b, replace(plan, energy_gemms=(), energy_copy_mb=4096), progress)
-    energy["hbm_copy_4096MB"] = copy_4gb["hbm_copy_4096MB"]
+    if not args.no_4gb_copy:
+        copy_4gb = energy_readings(b, replace(plan, energy_gemms=(), energy_copy_mb=4096), progress)
+        energy["hbm_copy_4096MB"] = copy_4gb["hbm_copy_4096MB"]
     doc = {"device": b.device_info(), "energy": energy}
     (out / "energy_sizes.json").write_text(json.dumps(doc, indent=1) + "\n")
     return 0
