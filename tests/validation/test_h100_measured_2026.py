@@ -111,6 +111,9 @@ def test_convs_measured_after_the_conv_changes(sub, rows_min, median_max, p90_ma
         # 120 random convs of a second seed, timed before any model change of that session
         # and untouched by them: 13.3 / 44.8 %, 0.9802
         ("random_convs_2031", 115, 0.15, 0.47, 0.975),
+        # `archsim probe gpu --quick` with that session's tree on the same lend (60 kernels,
+        # every precision, layouts, unaligned, LLM shapes, AlexNet convs): 5.6 / 14.5 %, 0.9930
+        ("probe_quick_2", 55, 0.07, 0.17, 0.985),
     ],
 )
 def test_random_sets_measured_on_a_third_lend(sub, rows_min, median_max, p90_max, spearman_min):
