@@ -6,6 +6,7 @@ this folder is on ``sys.path``).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -99,3 +100,12 @@ def timed_with_kernels(
         finally:
             b.release()
     log(f"done in {time.monotonic() - t0:.0f} s")
+
+
+def script_parser(doc: str) -> argparse.ArgumentParser:
+    """The measurement scripts' common arguments: ``-o/--out`` (the folder written) and
+    ``--backend`` (``torch`` on the GPU, ``fake`` here); ``doc``: the script's docstring."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("--backend", default="torch", choices=["torch", "fake"])
+    return ap

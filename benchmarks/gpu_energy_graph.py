@@ -14,13 +14,12 @@ Usage (on the GPU machine)::
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 
 import pandas as pd
-from gpu_common import log
+from gpu_common import log, script_parser
 
 from archsim.measure.loader import load_backend
 from archsim.measure.plan import square_gemm
@@ -28,9 +27,7 @@ from archsim.measure.probe import calls_per_replay
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-o", "--out", required=True)
-    ap.add_argument("--backend", default="torch", choices=["torch", "fake"])
+    ap = script_parser(__doc__)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--gemms", default="fp16:1024,fp16:1536,bf16:1536,fp8:1536")
     args = ap.parse_args()

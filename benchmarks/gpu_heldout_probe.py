@@ -25,7 +25,6 @@ Usage (on the GPU machine; ``--backend fake`` runs it here, without the network 
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -35,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
-from gpu_common import forward_op, log, torchvision_net
+from gpu_common import forward_op, log, script_parser, torchvision_net
 
 from archsim.measure.backend import GemmShape
 from archsim.measure.loader import load_backend
@@ -189,9 +188,7 @@ class Session:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-o", "--out", required=True)
-    ap.add_argument("--backend", default="torch", choices=["torch", "fake"])
+    ap = script_parser(__doc__)
     ap.add_argument("--budget-s", type=float, default=330.0)
     ap.add_argument("--only", help="comma-separated section names (default: all)")
     ap.add_argument("--conv-batches", default=",".join(map(str, FULL.conv_batches)),

@@ -13,12 +13,11 @@ Usage (on the GPU machine)::
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import pandas as pd
-from gpu_common import log
+from gpu_common import log, script_parser
 
 from archsim.measure.loader import load_backend
 from archsim.measure.probe import time_in_graph
@@ -27,9 +26,7 @@ SIZES_MB = (1, 2, 4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 256, 1024)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-o", "--out", required=True)
-    ap.add_argument("--backend", default="torch", choices=["torch", "fake"])
+    ap = script_parser(__doc__)
     args = ap.parse_args()
     b = load_backend(args.backend)
     out = Path(args.out)
