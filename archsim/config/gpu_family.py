@@ -85,7 +85,8 @@ class KernelFamily(ArchsimModel):
         description="Width in bytes of the global loads at which fill_bytes_per_clock was "
         "measured. Set: the fill rate is taken to be limited by the number of loads in flight, "
         "not by bytes, so it scales with the widest load the operands allow (the largest power "
-        "of two up to 16 B dividing the leading dimensions of A and B in bytes), up to "
+        "of two up to 16 B that one alignment of A, B and D allows, see "
+        "gpu_plan.widest_load_bytes), up to "
         "sm_memory.shared_bandwidth_bytes_per_clock. None: fill_bytes_per_clock for every "
         "alignment.",
     )
