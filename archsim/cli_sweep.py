@@ -208,6 +208,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         stop_workers()
 
 
+#: longest wait for the background import of the sweep report at the end of a sweep, s
+LOADER_JOIN_S = 5.0
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from archsim.explore import plan_sweep, run_plan, totals
 
@@ -255,7 +259,12 @@ def _sweep(args: argparse.Namespace) -> int:
     finally:
         if loader is not None:  # before any exit: no import cut short (a Ctrl-C meanwhile
             with suppress(KeyboardInterrupt):  # only ends the wait for it, < 1 s)
-                loader.join()
+                # ...but never forever: a Ctrl-C that lands while this thread holds the
+                # interpreter's import lock (between its acquire and the try that releases
+                # it, in importlib._bootstrap) leaves it held, and the loader then waits for
+                # it for ever (seen once in 40 interrupted sweeps). The thread is a daemon;
+                # an import it has not finished is this thread's to finish or redo.
+                loader.join(LOADER_JOIN_S)
     points = totals(frame)
     try:
         _write_outputs(out, frame, points, f"Sweep {plan.spec.name}")

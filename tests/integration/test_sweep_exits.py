@@ -81,7 +81,10 @@ def test_ctrl_c_stops_at_once_and_the_rerun_resumes(tmp_path):
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    # 130, or ended by SIGINT after its message, as below (seen once in CI, 2026-11-27: exit -2
+    # after "archsim: interrupted"); a shell's $? is 130 for both
+    assert proc.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err
+    assert "interrupted" in err, err
     if "nothing was saved" in err:
         assert not out.exists()
     _no_process_left(proc.pid)

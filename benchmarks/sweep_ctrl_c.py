@@ -1,0 +1,99 @@
+"""How `archsim sweep -j 2` ends when Ctrl-C comes while its workers start: N tries, counted.
+
+Each try writes a 24-point sweep of a slow EIE layer (each point re-encodes a 2,048 x 2,048
+layer), starts `archsim sweep -j 2` in a new session, waits until the session has three live
+processes (the parent, its resource tracker and the process that forks the workers), waits a
+random 0-0.3 s more, sends SIGINT to the whole process group (what a terminal's Ctrl-C does) and
+waits at most 20 s. It prints, per outcome, the count and a few (seconds to exit, end of
+stderr): exit 130 (or -2, ended by SIGINT after its message; a shell's $? is 130 for both) is
+right; 0 means the interrupt was lost; "hang" that the sweep did not end within 20 s.
+
+Usage (Linux: the session's processes are read from /proc)::
+
+    python benchmarks/sweep_ctrl_c.py [--tries 40] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOAD = """\
+schema_version: 1
+name: small
+source: bench
+layers:
+  - {name: fc1, kind: fc, inputs: 2048, outputs: 2048, weight_density: 0.2, activation_density: 0.5}
+"""
+SPEC = """\
+schema_version: 1
+name: t
+hardware: tiny_eie
+workload: small.yaml
+axes:
+  pe_array.num_pes: {low: 1, high: 24, num: 24, integer: true}
+"""
+
+
+def _live_in_session(sid: int) -> int:
+    """Live (not zombie) processes whose session id is ``sid``."""
+    n = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        n += int(fields[3]) == sid and fields[0] != "Z"
+    return n
+
+
+def one_try(folder: Path, rng: random.Random) -> tuple[int | str, float, str]:
+    """(exit code or "hang", seconds from SIGINT to exit, end of stderr) of one try."""
+    (folder / "small.yaml").write_text(WORKLOAD)
+    (folder / "spec.yaml").write_text(SPEC)
+    cmd = [sys.executable, "-m", "archsim", "sweep", "spec.yaml", "-o", "out", "-j", "2", "-q"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=folder, env=env, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while _live_in_session(proc.pid) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(rng.random() * 0.3)
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=20)
+        code: int | str = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        code = "hang"
+    return code, time.monotonic() - t0, err.strip()[-100:]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tries", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    outcomes: dict[int | str, list[tuple[float, str]]] = {}
+    for _ in range(args.tries):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, seconds, tail = one_try(Path(tmp), rng)
+        outcomes.setdefault(code, []).append((round(seconds, 2), tail))
+    for code, seen in sorted(outcomes.items(), key=lambda kv: str(kv[0])):
+        print(f"exit {code}: {len(seen)} of {args.tries}; e.g. {seen[:2]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
