@@ -12,7 +12,7 @@ import shutil
 import sys
 import textwrap
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -441,8 +441,13 @@ def _no_empty_names(args: argparse.Namespace) -> None:
             raise ArchsimError(f"--{name}: empty name; allowed: {allowed}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``archsim`` console script; returns the exit code."""
+def main(
+    argv: Sequence[str] | None = None, *, interrupted: Callable[[], bool] | None = None
+) -> int:
+    """Entry point of the ``archsim`` console script; returns the exit code. ``interrupted``:
+    whether a Ctrl-C has come (the console script's SIGINT handler says so), so that an error
+    a library raises while it carries the interrupt (pydantic's SchemaError when a schema build
+    is cut short, numba's SystemError in its cache loader) ends as the interrupt did."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -475,8 +480,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("archsim: interrupted", file=sys.stderr)
         return 130
-    except SystemError as exc:  # Ctrl-C / SIGTERM inside a C callback (numba's cache loader)
-        if not _interrupted(exc):
+    except Exception as exc:  # a Ctrl-C / SIGTERM inside a library's C code, wrapped by it
+        if not (_interrupted(exc) or (interrupted is not None and interrupted())):
             raise
         print("archsim: interrupted", file=sys.stderr)
         return 130
@@ -506,15 +511,21 @@ def entry_point() -> int:
     to the permanent generation; atexit handlers, ``weakref.finalize`` callbacks and the
     modules' teardown still run. Only the CLI does this: a program or test calling
     :func:`main` keeps its collector as it was. SIGTERM (``kill``, a batch system's time
-    limit) stops the command as Ctrl-C does, so that it leaves no half-written output."""
+    limit) stops the command as Ctrl-C does, so that it leaves no half-written output; both
+    handlers note that they ran, so that :func:`main` reports an error a library raised
+    while it carried the interrupt as the interrupt (exit 130)."""
     import gc
     import signal
 
-    def terminate(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt  # as Ctrl-C: every half-written output is removed on the way
+    seen: list[int] = []
+
+    def terminate(signum: int, _frame: object) -> None:
+        seen.append(signum)  # SIGTERM as Ctrl-C: every half-written output is removed on the way
+        raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, terminate)
-    rc = main()
+    signal.signal(signal.SIGINT, terminate)  # Python's own handler, remembering that it ran
+    rc = main(interrupted=lambda: bool(seen))
     sys.stdout.flush()
     sys.stderr.flush()
     gc.freeze()

@@ -991,3 +991,22 @@ def test_interrupt_inside_a_c_callback_is_an_interrupt(monkeypatch, capsys) -> N
     monkeypatch.setitem(cli._COMMANDS, "list", other)
     with pytest.raises(SystemError):
         cli.main(["list"])
+
+
+def test_an_error_a_library_raises_after_a_ctrl_c_is_the_interrupt(monkeypatch, capsys) -> None:
+    """A Ctrl-C that lands while pydantic-core builds a schema reached the user as a
+    SchemaError traceback, exit 1 (its message ends "KeyboardInterrupt:"; nothing chains the
+    interrupt): with the console script's word that a SIGINT came, any error is the interrupt,
+    exit 130; without it the error stays an error."""
+    from archsim import cli
+
+    def wrapped(_args: object) -> int:
+        raise ValueError("Error building `literal` serializer:\n  KeyboardInterrupt:")
+
+    monkeypatch.setitem(cli._COMMANDS, "list", wrapped)
+    assert cli.main(["list"], interrupted=lambda: True) == 130
+    assert capsys.readouterr().err.strip() == "archsim: interrupted"
+    with pytest.raises(ValueError):
+        cli.main(["list"], interrupted=lambda: False)
+    with pytest.raises(ValueError):
+        cli.main(["list"])

@@ -6,6 +6,7 @@ import importlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -236,9 +237,14 @@ def test_cli_entry_point_freezes_the_collector_only_after_main(monkeypatch):
     from archsim import cli
 
     calls: list[str] = []
-    monkeypatch.setattr(cli, "main", lambda: calls.append("main") or 7)
+    monkeypatch.setattr(cli, "main", lambda **_: calls.append("main") or 7)
     monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
-    assert cli.entry_point() == 7
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert cli.entry_point() == 7
+    finally:  # entry_point installs the console script's handlers: not this process's
+        for s, h in handlers.items():
+            signal.signal(s, h)
     assert calls == ["main", "freeze"]
     p = subprocess.run(
         [sys.executable, "-m", "archsim", "list", "--json"], capture_output=True, text=True
