@@ -14,7 +14,7 @@ import textwrap
 import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from archsim import cli_calibrate, cli_compress, cli_onnx, cli_probe, compile_helper
 from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
@@ -501,6 +501,33 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
+def _redeliver_interrupts(hook: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``sys.unraisablehook`` that hands a KeyboardInterrupt back to the main thread.
+
+    A signal handler runs between any two bytecodes, also inside a weakref callback or a
+    ``__del__`` (importlib's module-lock callbacks run during every import), where Python
+    drops what it raises ("Exception ignored in ..."): a Ctrl-C then did nothing and the
+    command ran on (an interrupted ``archsim sweep`` finished all its points, 1 start in
+    ~60). Such an interrupt is delivered again from another thread (``_thread.interrupt_main``
+    there: the SIGINT handler runs once more at the main thread's next check, after the
+    callback; called from the main thread itself it would run inside this hook, where it is
+    dropped too); any other exception goes to ``hook``."""
+    import _thread
+    import time
+
+    def later() -> None:
+        time.sleep(0.001)  # the main thread leaves the callback meanwhile
+        _thread.interrupt_main()
+
+    def unraisable(info: Any) -> None:
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            _thread.start_new_thread(later, ())  # threading's start() would wait, here
+            return
+        hook(info)
+
+    return unraisable
+
+
 def entry_point() -> int:
     """The ``archsim`` console script and ``python -m archsim``: :func:`main`, then freeze the
     garbage collector's view of the heap before the interpreter shuts down.
@@ -525,6 +552,7 @@ def entry_point() -> int:
 
     signal.signal(signal.SIGTERM, terminate)
     signal.signal(signal.SIGINT, terminate)  # Python's own handler, remembering that it ran
+    sys.unraisablehook = _redeliver_interrupts(sys.unraisablehook)
     rc = main(interrupted=lambda: bool(seen))
     sys.stdout.flush()
     sys.stderr.flush()

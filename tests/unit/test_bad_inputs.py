@@ -1010,3 +1010,44 @@ def test_an_error_a_library_raises_after_a_ctrl_c_is_the_interrupt(monkeypatch, 
         cli.main(["list"], interrupted=lambda: False)
     with pytest.raises(ValueError):
         cli.main(["list"])
+
+
+def test_an_interrupt_dropped_inside_a_weakref_callback_is_delivered_again(monkeypatch) -> None:
+    """A SIGINT handler that runs inside a weakref callback (importlib's module-lock callbacks
+    run during every import) raises its KeyboardInterrupt where Python drops it: an interrupted
+    `archsim sweep` then ran all its points (1 start in ~60). The console script's
+    unraisable hook delivers such an interrupt again, and it reaches the main thread's code."""
+    import signal
+    import sys
+    import time
+    import weakref
+
+    from archsim import cli
+
+    calls: list[str] = []
+
+    def handler(_signum: int, _frame: object) -> None:
+        calls.append("handler")
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    monkeypatch.setattr(sys, "unraisablehook", cli._redeliver_interrupts(sys.unraisablehook))
+    try:
+
+        class Thing:
+            pass
+
+        thing = Thing()
+
+        def dropped(_ref: object) -> None:
+            raise KeyboardInterrupt  # as the handler would, run inside the callback
+
+        ref = weakref.ref(thing, dropped)
+        with pytest.raises(KeyboardInterrupt):
+            del thing  # the callback runs now
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+        assert calls == ["handler"] and ref() is None
+    finally:
+        signal.signal(signal.SIGINT, previous)
