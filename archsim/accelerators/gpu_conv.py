@@ -450,12 +450,18 @@ def time_candidate(cfg: GpuConfig, cand: ConvCandidate) -> tuple[int, ...]:
 
 def best_conv(cfg: GpuConfig, layer: ConvLayer) -> ConvChoice:
     """Time every candidate and keep the fastest (ties keep candidate order)."""
-    timed = [(c, time_candidate(cfg, c)) for c in conv_candidates(cfg, layer)]
-    cand, cycles = min(timed, key=lambda ct: sum(ct[1]))
+    return _best_runs(cfg, layer)[0]
+
+
+def _best_runs(cfg: GpuConfig, layer: ConvLayer) -> tuple[ConvChoice, list[tuple[Step, int, Any]]]:
+    """:func:`best_conv` and the fastest candidate's :func:`candidate_runs`."""
+    timed = [(c, candidate_runs(cfg, c)) for c in conv_candidates(cfg, layer)]
+    cand, runs = min(timed, key=lambda cr: sum(n for _, n, _ in cr[1]))
     tried: dict[str, int] = {}
-    for c, t in timed:  # an algorithm's fastest variant (tile k) stands for it
-        tried[c.algorithm] = min(sum(t), tried.get(c.algorithm, sum(t)))
-    return ConvChoice(cand, cycles, tried)
+    for c, r in timed:  # an algorithm's fastest variant (tile k) stands for it
+        t = sum(n for _, n, _ in r)
+        tried[c.algorithm] = min(t, tried.get(c.algorithm, t))
+    return ConvChoice(cand, tuple(n for _, n, _ in runs), tried), runs
 
 
 def _merge_counts(into: dict[str, dict[str, int]], add: dict[str, dict[str, int]]) -> None:
@@ -514,9 +520,10 @@ def conv_outcome(
     counts of all its kernels, the main (longest) GEMM's ``tc_*`` columns, ``tc_conv_algo``
     and the other candidates' times."""
     if choice is None:
-        choice = best_conv(cfg, layer)
-    runs = candidate_runs(cfg, choice.candidate)
-    choice = replace(choice, step_cycles=tuple(n for _, n, _ in runs))
+        choice, runs = _best_runs(cfg, layer)
+    else:  # timed again at this cfg's clock
+        runs = candidate_runs(cfg, choice.candidate)
+        choice = replace(choice, step_cycles=tuple(n for _, n, _ in runs))
     counts: dict[str, dict[str, int]] = {}
     dram = 0
     main: LayerOutcome | None = None

@@ -130,9 +130,8 @@ def widest_load_bytes(prob: GemmProblem) -> int:
     704 x 141 x 2392 fp16 NT GEMM, whose A and B rows are 16-byte multiples but whose 141-
     element D rows are not, with ``cutlass_75_tensorop_s1688gemm_f16_128x128_tn_align1``
     (``random_gemms_2031/kernels_gemm_random.csv`` in benchmarks/measured/h100_2026-11-27)."""
-    lda, ldb, _ = leading_dimensions_bytes(prob)
-    ldd = _leading(prob.m, prob.n) * prob.in_bytes
-    return math.gcd(lda, ldb, ldd, 16)
+    lda, ldb, ldd = leading_dimensions_bytes(prob)
+    return math.gcd(lda, ldb, ldd // prob.out_bytes * prob.in_bytes, 16)
 
 
 def _bytes_per_activation(pages: DramPageConfig, pitch: int, rows: int, piece: int) -> float:

@@ -249,8 +249,7 @@ def _kernel_s(cfg: GpuConfig, kind: str, nbytes: int, ctas: int = 0) -> float:
     the achievable fraction, or the framework kernel's measured rate, ``framework_kernels``;
     a kernel of fewer ``ctas`` than SMs gets their share of it) or its least time (the
     preset's ``launch.graph_s``; the batch-norm's and bias add's own floors), whichever is
-    longer. Eager
-    passes add the host's waits apart (:func:`eager_queue_s`)."""
+    longer. Eager passes add the host's waits apart (:func:`eager_queue_s`)."""
     fw = cfg.framework_kernels
     rate = {
         "batchnorm": fw.batchnorm_bytes_per_s,
