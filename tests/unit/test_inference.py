@@ -11,6 +11,8 @@ from archsim.errors import SimulationError
 from archsim.system.inference import InferenceOptions, eager_queue_s, inference_pass
 
 MEASURED = Path(__file__).parents[2] / "benchmarks" / "measured" / "h100_2026-11-27"
+#: the H100 preset's cost of one kernel in a CUDA graph (hw_configs/h100.yaml launch.graph_s)
+_GRAPH_S = 1.99e-6
 
 _ONE = {
     "schema_version": 1,
@@ -46,7 +48,7 @@ def test_small_batch_pays_a_launch_per_kernel() -> None:
     kernel at its measured 4.0 us floor), ReLU and the add one launch each."""
     graph = inference_pass("h100", _wl(), InferenceOptions("amp_fp16", 1, "graph"))
     assert graph.kernels == 6 and graph.host_wait_s == 0.0
-    assert graph.elementwise_s == pytest.approx(4 * 1.95e-6 + 4.0e-6)
+    assert graph.elementwise_s == pytest.approx(4 * _GRAPH_S + 4.0e-6)
 
 
 def test_eager_kernels_queue_behind_the_host() -> None:
@@ -58,7 +60,7 @@ def test_eager_kernels_queue_behind_the_host() -> None:
     graph = inference_pass("h100", _wl(), InferenceOptions("amp_fp16", 1, "graph"))
     eager = inference_pass("h100", _wl(), InferenceOptions("amp_fp16", 1, "eager"))
     assert eager.conv_s == graph.conv_s and eager.elementwise_s == graph.elementwise_s
-    assert eager.time_s == pytest.approx(6 * 1.173e-5 + 1.95e-6)
+    assert eager.time_s == pytest.approx(6 * 1.173e-5 + _GRAPH_S)
     big = inference_pass("h100", _wl(), InferenceOptions("amp_fp16", 256, "eager"))
     big_graph = inference_pass("h100", _wl(), InferenceOptions("amp_fp16", 256, "graph"))
     assert 0.0 < big.host_wait_s < 4 * 1.173e-5
@@ -76,7 +78,7 @@ def test_h100_framework_kernels_at_their_measured_rates() -> None:
     run = inference_pass("h100", wl, InferenceOptions("amp_fp16", 256))
     out = 256 * 64 * 56 * 56 * 2  # bytes of the conv's output
     pooled = 256 * 64 * 28 * 28
-    want = 2 * 1.95e-6 + 2 * out / 2.195e12 + 2 * out / (3352e9 * 0.922)
+    want = 2 * _GRAPH_S + 2 * out / 2.195e12 + 2 * out / (3352e9 * 0.922)
     want += (out + pooled * (2 + 8)) / 0.987e12
     assert run.elementwise_s == pytest.approx(want, rel=1e-6)
 
@@ -297,7 +299,7 @@ def test_inception_branch_pool_and_concat() -> None:
     n = 256
     run = inference_pass("h100", wl, InferenceOptions("amp_fp16", n))
     hbm = 3352e9 * 0.922
-    bn = 2 * 1.95e-6 + 2 * n * 32 * 28 * 28 * 2 / 2.195e12
+    bn = 2 * _GRAPH_S + 2 * n * 32 * 28 * 28 * 2 / 2.195e12
     relu = 2 * n * 32 * 28 * 28 * 2 / hbm
     in_el = n * 192 * 28 * 28
     pool_in = (in_el * 2 + in_el * 10) / 0.987e12

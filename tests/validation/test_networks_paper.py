@@ -16,7 +16,6 @@ _GAPS = {
     "RN50 A100 AMP MXNet b32": 0.5,  # data pipeline in 'Total IPS': +44 %
     "RN50 A100 AMP MXNet b256": 0.4,  # +36 %
     "VGG16 V100 FP32 b32 conv": 0.6,  # cuDNN 7.1 heuristic vs the preset's Winograd: -53 %
-    "VGG16 H100 FP16 PyT graph b1": 0.2,  # graph replay above the traced kernels: +15 %
 }
 
 
