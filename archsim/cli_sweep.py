@@ -104,12 +104,10 @@ def format_points(
 
 
 def _write_outputs(out: Path, frame: pd.DataFrame, points: pd.DataFrame, title: str) -> None:
-    def atomic(name: str, write: Any) -> None:
-        tmp = out / f".{name}.tmp"
-        write(tmp)
-        os.replace(tmp, out / name)
+    from archsim.output import frame_to_parquet, replace_after_writing
 
-    from archsim.output import frame_to_parquet
+    def atomic(name: str, write: Any) -> None:
+        replace_after_writing(out / name, write)
 
     atomic("results.parquet", lambda p: frame_to_parquet(frame, p))  # provenance in metadata
     atomic("points.csv", lambda p: points.to_csv(p, index=False))

@@ -25,6 +25,7 @@ __all__ = [
     "check_out_dir",
     "check_out_file",
     "frame_to_parquet",
+    "replace_after_writing",
     "write_outputs_atomically",
     "write_text_atomically",
 ]
@@ -83,6 +84,20 @@ def write_text_atomically(
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def replace_after_writing(target: Path, write: Callable[[Path], Any]) -> Path:
+    """Call ``write(tmp)`` on ``.NAME.tmp`` beside ``target``, then rename it over ``target``.
+    On any exception, a Ctrl-C included, the temporary file is deleted before the exception
+    goes on: no half-written file is left behind. Returns ``target``."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
         raise
     return target
 

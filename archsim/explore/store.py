@@ -2,11 +2,11 @@
 
 Each finished chunk of points is one small Arrow IPC file (``part-*.arrow``), written under a
 temporary name and ``os.replace``d into place, so a killed sweep leaves only complete files
-behind and loses no finished point. Rows carry ``point_key`` (hash of hardware, workload, seed
-and archsim version); a re-run reads the keys already present and runs only the others. When a
-sweep completes, the parts are compacted into ``store/compacted.parquet``. Parts and the
-compacted file carry the sweep's provenance in their schema metadata
-(``archsim.provenance.read_provenance``).
+behind and loses no finished point (an interrupted write deletes its temporary file). Rows
+carry ``point_key`` (hash of hardware, workload, seed and archsim version); a re-run reads the
+keys already present and runs only the others. When a sweep completes, the parts are compacted
+into ``store/compacted.parquet``. Parts and the compacted file carry the sweep's provenance in
+their schema metadata (``archsim.provenance.read_provenance``).
 
 Why two formats: the parent process writes a part per chunk while the workers compute, and on
 a small machine it shares their cores. An uncompressed IPC part of a typical chunk (72 rows x
@@ -32,6 +32,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from archsim.errors import ArchsimError, one_line
+from archsim.output import replace_after_writing
 from archsim.provenance import provenance_metadata
 
 __all__ = ["SweepStore", "records_to_table", "merge_tables"]
@@ -164,15 +165,16 @@ class SweepStore:
         return {k for k, s in zip(keys, status, strict=True) if s == "ok" or not retry_errors}
 
     def append(self, table: pa.Table) -> Path:
-        """Write one part file atomically (temporary name, then ``os.replace``)."""
+        """Write one part file atomically (temporary name, then ``os.replace``; a Ctrl-C
+        meanwhile leaves no temporary file)."""
         name = f"part-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.arrow"
-        final = self.parts / name
-        tmp = self.parts / f".{name}.tmp"
         table = self._stamp(table)
-        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        os.replace(tmp, final)
-        return final
+
+        def write(tmp: Path) -> None:
+            with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+
+        return replace_after_writing(self.parts / name, write)
 
     def _stamp(self, table: pa.Table) -> pa.Table:
         """``table`` with this sweep's provenance in its schema metadata (if it has one)."""
@@ -191,9 +193,7 @@ class SweepStore:
         if merged is None:
             return []
         merged = self._stamp(merged)
-        tmp = self.parts / f".{_COMPACTED}.tmp"
-        pq.write_table(merged, tmp)
-        os.replace(tmp, self.parts / _COMPACTED)
+        replace_after_writing(self.parts / _COMPACTED, lambda tmp: pq.write_table(merged, tmp))
         for f in files:
             if f.name != _COMPACTED:
                 f.unlink(missing_ok=True)
@@ -203,8 +203,7 @@ class SweepStore:
 
     def write_json(self, name: str, payload: Mapping[str, Any]) -> Path:
         """Write ``DIR/name`` atomically."""
-        path = self.folder / name
-        tmp = self.folder / f".{name}.tmp"
-        tmp.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
-        os.replace(tmp, path)
-        return path
+        text = json.dumps(payload, indent=1, default=str)
+        return replace_after_writing(
+            self.folder / name, lambda tmp: tmp.write_text(text, encoding="utf-8")
+        )

@@ -350,3 +350,39 @@ def test_store_reads_ipc_and_older_parquet_parts_and_compacts_them(tmp_path):
     store.compact()
     assert [f.name for f in store.parts.iterdir() if f.name != ".lock"] == ["compacted.parquet"]
     assert store.finished() == {"a", "b", "c"}
+
+
+def test_a_write_interrupted_by_ctrl_c_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """A Ctrl-C while the parent writes a part or the compacted file: the temporary file is
+    deleted and the interrupt goes on (a loaded machine once kept a ``.part-*.arrow.tmp``
+    after an interrupted sweep); the finished parts stay as they were."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from archsim.explore.store import records_to_table
+
+    def part(key: str) -> pa.Table:
+        return records_to_table([{"point_key": key, "status": "ok", "rows": [{"cycles": 1}]}])
+
+    def half_then_interrupt(sink: pa.NativeFile, *_args: object) -> None:
+        sink.write(b"half a file")
+        raise KeyboardInterrupt
+
+    def files() -> list[str]:
+        return sorted(f.name for f in store.parts.iterdir() if f.name != ".lock")
+
+    store = SweepStore(tmp_path / "out")
+    first = store.append(part("a")).name
+    monkeypatch.setattr(ipc, "new_file", half_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        store.append(part("b"))
+    assert files() == [first] and store.finished() == {"a"}
+
+    def parquet_then_interrupt(_table: pa.Table, where: object, **_kwargs: object) -> None:
+        Path(str(where)).write_bytes(b"half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pq, "write_table", parquet_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        store.compact()
+    assert files() == [first] and store.finished() == {"a"}
