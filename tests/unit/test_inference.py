@@ -180,7 +180,7 @@ def test_vgg16_as_torchvision_runs_it() -> None:
 
 def test_small_bias_adds_and_classifier_relus() -> None:
     """A bias add lasts at least ``framework_kernels.bias_add_floor_s`` (H100: 3.02 us, the
-    mean of six traced batch-1 bias adds), above the 1.95 us launch floor; an fc layer with
+    mean of six traced batch-1 bias adds), above the 1.99 us launch floor; an fc layer with
     ``relu`` adds one ReLU kernel (read and write batch x outputs) after its GEMM, one without
     adds none."""
     from archsim.config.io import load_hardware
