@@ -6,11 +6,14 @@ processes (the parent, its resource tracker and the process that forks the worke
 random 0-0.3 s more, sends SIGINT to the whole process group (what a terminal's Ctrl-C does) and
 waits at most 20 s. It prints, per outcome, the count and a few (seconds to exit, end of
 stderr): exit 130 (or -2, ended by SIGINT after its message; a shell's $? is 130 for both) is
-right; 0 means the interrupt was lost; "hang" that the sweep did not end within 20 s.
+right; 0 means the interrupt was lost; "hang" that the sweep did not end within 20 s; a
+"+tmp" suffix that a hidden temporary file (``.*.tmp``) was left in the output folder.
+``--when running`` sends the Ctrl-C a random 0-0.3 s after the first part file is stored
+instead, while the parent is writing parts.
 
 Usage (Linux: the session's processes are read from /proc)::
 
-    python benchmarks/sweep_ctrl_c.py [--tries 40] [--seed 0]
+    python benchmarks/sweep_ctrl_c.py [--tries 40] [--seed 0] [--when start|running]
 """
 
 from __future__ import annotations
@@ -53,8 +56,17 @@ def _live_in_session(sid: int) -> int:
     return n
 
 
-def one_try(folder: Path, rng: random.Random) -> tuple[int | str, float, str]:
-    """(exit code or "hang", seconds from SIGINT to exit, end of stderr) of one try."""
+def _started(proc: subprocess.Popen, folder: Path, when: str) -> bool:
+    """Whether the moment to interrupt has come: the workers are starting (``start``: three
+    live processes in the session) or the first part is stored (``running``)."""
+    if when == "running":
+        return any((folder / "out" / "store").glob("part-*")) or proc.poll() is not None
+    return _live_in_session(proc.pid) >= 3
+
+
+def one_try(folder: Path, rng: random.Random, when: str) -> tuple[int | str, float, str]:
+    """(exit code or "hang", with "+tmp" when a temporary file was left; seconds from SIGINT
+    to exit; end of stderr) of one try."""
     (folder / "small.yaml").write_text(yaml.safe_dump(WORKLOAD, sort_keys=False))
     (folder / "spec.yaml").write_text(yaml.safe_dump(SPEC, sort_keys=False))
     cmd = [sys.executable, "-m", "archsim", "sweep", "spec.yaml", "-o", "out", "-j", "2", "-q"]
@@ -62,7 +74,7 @@ def one_try(folder: Path, rng: random.Random) -> tuple[int | str, float, str]:
     proc = subprocess.Popen(cmd, cwd=folder, env=env, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 60
-    while _live_in_session(proc.pid) < 3 and time.monotonic() < deadline:
+    while not _started(proc, folder, when) and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(rng.random() * 0.3)
     t0 = time.monotonic()
@@ -74,19 +86,23 @@ def one_try(folder: Path, rng: random.Random) -> tuple[int | str, float, str]:
         os.killpg(proc.pid, signal.SIGKILL)
         _, err = proc.communicate()
         code = "hang"
-    return code, time.monotonic() - t0, err.strip()[-100:]
+    seconds = time.monotonic() - t0
+    if any(folder.joinpath("out").rglob(".*.tmp")):
+        code = f"{code}+tmp"
+    return code, seconds, err.strip()[-100:]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tries", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--when", choices=("start", "running"), default="start")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     outcomes: dict[int | str, list[tuple[float, str]]] = {}
     for _ in range(args.tries):
         with tempfile.TemporaryDirectory() as tmp:
-            code, seconds, tail = one_try(Path(tmp), rng)
+            code, seconds, tail = one_try(Path(tmp), rng, args.when)
         outcomes.setdefault(code, []).append((round(seconds, 2), tail))
     for code, seen in sorted(outcomes.items(), key=lambda kv: str(kv[0])):
         print(f"exit {code}: {len(seen)} of {args.tries}; e.g. {seen[:2]}")

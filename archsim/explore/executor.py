@@ -194,6 +194,13 @@ def _init_worker(numba_threads: int, environ: dict[str, str] | None = None) -> N
         os.environ.update(environ)
     _exit_with_parent()
     memo.enable(WORKER_MEMO_BYTES)
+    if "fork" in multiprocessing.get_all_start_methods():
+        # numba guards its thread pool's start with a process lock; under this process's
+        # forkserver default that lock is a named semaphore registered with multiprocessing's
+        # resource tracker, which prints a "leaked semaphore objects" warning whenever a
+        # Ctrl-C kills the worker. A worker starts no process, so its default can be fork:
+        # the lock is then unlinked as it is made, and nothing is left to leak.
+        multiprocessing.set_start_method("fork", force=True)
     import numba
 
     numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))

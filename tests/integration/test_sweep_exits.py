@@ -100,6 +100,9 @@ def test_ctrl_c_stops_at_once_and_the_rerun_resumes(tmp_path):
     assert proc.returncode in (130, -signal.SIGINT), err
     assert "interrupted: stopping the workers" in err and "Traceback" not in err
     assert "run the same command again to resume" in err
+    # archsim's own lines only: no "leaked semaphore objects" warning from multiprocessing's
+    # resource tracker for the workers it killed (numba's thread-pool lock in each)
+    assert all(line.startswith("archsim:") for line in err.strip().splitlines()), err
     assert stopped < 10  # generous: the test machine is shared
     _no_process_left(proc.pid)
     first = SweepStore(out).finished()
