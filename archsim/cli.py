@@ -453,6 +453,8 @@ def main(
     if args.command is None:
         parser.print_help()
         return 0
+    # for a command's own checks: a Ctrl-C whose KeyboardInterrupt a library swallowed
+    args.interrupted = interrupted if interrupted is not None else _never
     try:
         _no_empty_names(args)
         return _COMMANDS[args.command](args)
@@ -485,6 +487,10 @@ def main(
             raise
         print("archsim: interrupted", file=sys.stderr)
         return 130
+
+
+def _never() -> bool:
+    return False
 
 
 def _interrupted(exc: BaseException) -> bool:

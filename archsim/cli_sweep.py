@@ -18,7 +18,7 @@ import math
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -165,16 +165,36 @@ def rebuild_sweep_report(folder: Path) -> Path:
     return write_sweep_report(points, folder, axes=axes, metrics=metrics, title=f"Sweep {name}")
 
 
+def _check_interrupted(args: argparse.Namespace) -> None:
+    """Raise ``KeyboardInterrupt`` when a Ctrl-C came but its KeyboardInterrupt vanished: a
+    library swallowed it (Cython's module initialisation registers its memoryview types with
+    ``collections.abc`` under a bare ``except: pass``, which an interrupt landing there during
+    an import meets; 1 sweep in ~60 interrupted as it started then ran every point)."""
+    if getattr(args, "interrupted", _no)():
+        raise KeyboardInterrupt
+
+
+def _no() -> bool:
+    return False
+
+
 @contextmanager
-def _interrupts(out: Path) -> Iterator[None]:
+def _interrupts(out: Path) -> Iterator[Callable[[], None]]:
     """Ctrl-C: say what happens and stop the sweep (``KeyboardInterrupt``); a second Ctrl-C
-    quits at once (the store's files are each complete; the workers follow their parent)."""
+    quits at once (the store's files are each complete; the workers follow their parent).
+    Yields a check that raises the interrupt again should a library have swallowed it."""
+    fired: list[int] = []
 
     def second(_signum: int, _frame: Any) -> None:
         sys.stderr.write("archsim: interrupted again: quitting now\n")
         os._exit(EXIT_INTERRUPTED)
 
-    def first(_signum: int, _frame: Any) -> None:
+    def check() -> None:
+        if fired:
+            raise KeyboardInterrupt
+
+    def first(signum: int, _frame: Any) -> None:
+        fired.append(signum)
         signal.signal(signal.SIGINT, second)
         sys.stderr.write(
             f"\narchsim: interrupted: stopping the workers; finished points stay in {out} "
@@ -184,7 +204,7 @@ def _interrupts(out: Path) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGINT, first)
     try:
-        yield
+        yield check
     except KeyboardInterrupt:
         raise  # ``second`` stays until the process exits: another Ctrl-C quits at once
     except BaseException:
@@ -231,12 +251,14 @@ def _sweep(args: argparse.Namespace) -> int:
     from archsim.explore.executor import default_jobs
 
     parallel = args.dask is not None or (args.jobs or default_jobs()) > 1
+    _check_interrupted(args)  # a Ctrl-C while the sweep was planned
     loader = import_in_background("archsim.report.sweep") if parallel and total > 1 else None
     try:
-        with _interrupts(out), bar as advance:
+        with _interrupts(out) as check, bar as advance:
             last = [0]
 
             def progress(done: int, _total: int) -> None:
+                check()  # a Ctrl-C whose interrupt a library swallowed stops the sweep here
                 advance(done - last[0])
                 last[0] = done
 
@@ -248,6 +270,7 @@ def _sweep(args: argparse.Namespace) -> int:
                 progress=progress,
                 retry_errors=args.retry_errors,
             )
+            check()
     except KeyboardInterrupt:
         where = f"the finished points are saved in {out}" if out.is_dir() else "nothing was saved"
         print(
@@ -263,6 +286,13 @@ def _sweep(args: argparse.Namespace) -> int:
                 # it for ever (seen once in 40 interrupted sweeps). The thread is a daemon;
                 # an import it has not finished is this thread's to finish or redo.
                 loader.join(LOADER_JOIN_S)
+    if getattr(args, "interrupted", _no)():  # a Ctrl-C during that wait, all points done
+        print(
+            f"archsim: interrupted; the finished points are saved in {out}, run the same "
+            "command again to resume",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     points = totals(frame)
     try:
         _write_outputs(out, frame, points, f"Sweep {plan.spec.name}")

@@ -7,7 +7,9 @@ random 0-0.3 s more, sends SIGINT to the whole process group (what a terminal's 
 waits at most 20 s. It prints, per outcome, the count and a few (seconds to exit, end of
 stderr): exit 130 (or -2, ended by SIGINT after its message; a shell's $? is 130 for both) is
 right; 0 means the interrupt was lost; "hang" that the sweep did not end within 20 s; a
-"+tmp" suffix that a hidden temporary file (``.*.tmp``) was left in the output folder.
+"+tmp" suffix that a hidden temporary file (``.*.tmp``) was left in the output folder, and
+"+noise" that stderr held a line not from archsim (a library's warning, a traceback); "done
+first" that the sweep had ended before the Ctrl-C was sent.
 ``--when running`` sends the Ctrl-C a random 0-0.3 s after the first part file is stored
 instead, while the parent is writing parts.
 
@@ -77,6 +79,8 @@ def one_try(folder: Path, rng: random.Random, when: str) -> tuple[int | str, flo
     while not _started(proc, folder, when) and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(rng.random() * 0.3)
+    if proc.poll() is not None:  # the sweep ended before the Ctrl-C: nothing to count
+        return "done first", 0.0, (proc.stderr.read() if proc.stderr else "").strip()[-100:]
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
     try:
@@ -87,8 +91,12 @@ def one_try(folder: Path, rng: random.Random, when: str) -> tuple[int | str, flo
         _, err = proc.communicate()
         code = "hang"
     seconds = time.monotonic() - t0
+    if code in (0, -signal.SIGINT) and (folder / "out" / "results.parquet").exists():
+        code = f"{code} (all written: the Ctrl-C came as it finished)"
     if any(folder.joinpath("out").rglob(".*.tmp")):
         code = f"{code}+tmp"
+    if any(not line.startswith("archsim:") for line in err.strip().splitlines()):
+        code = f"{code}+noise"
     return code, seconds, err.strip()[-100:]
 
 

@@ -1051,3 +1051,40 @@ def test_an_interrupt_dropped_inside_a_weakref_callback_is_delivered_again(monke
         assert calls == ["handler"] and ref() is None
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_ctrl_c_a_library_swallowed_still_stops_a_sweep(tmp_path, capsys) -> None:
+    """Cython's module initialisation registers its memoryview types with ``collections.abc``
+    under a bare ``except: pass``; a Ctrl-C whose handler ran there (numpy.random's import,
+    while a sweep was planned) vanished, and the sweep ran every point (1 start in ~60). With
+    the console script's word that a SIGINT came, the sweep stops before its first point and
+    nothing is created; and a swallowed first Ctrl-C inside the sweep stops it at the next
+    check."""
+    import contextlib
+    import signal
+
+    from archsim import cli
+    from archsim.cli_sweep import _interrupts
+
+    (tmp_path / "w.yaml").write_text(
+        "schema_version: 1\nname: w\nsource: test\nlayers:\n  - {name: fc, kind: fc, inputs: "
+        "64, outputs: 64, weight_density: 0.5, activation_density: 0.5}\n"
+    )
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: w.yaml\n"
+        "axes:\n  pe_array.num_pes: {low: 2, high: 4, num: 2, integer: true}\n"
+    )
+    out = tmp_path / "out"
+    assert (
+        cli.main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"], interrupted=lambda: True)
+        == 130
+    )
+    assert capsys.readouterr().err.strip() == "archsim: interrupted" and not out.exists()
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt), _interrupts(out) as check:
+        with contextlib.suppress(BaseException):  # what the library does
+            signal.raise_signal(signal.SIGINT)  # the sweep's first-Ctrl-C handler runs here
+        check()
+    signal.signal(signal.SIGINT, before)
+    assert "stopping the workers" in capsys.readouterr().err
