@@ -448,8 +448,12 @@ def main(
     whether a Ctrl-C has come (the console script's SIGINT handler says so), so that an error
     a library raises while it carries the interrupt (pydantic's SchemaError when a schema build
     is cut short, numba's SystemError in its cache loader) ends as the interrupt did."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:  # a Ctrl-C while the parser is built ends as any other
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("archsim: interrupted", file=sys.stderr)
+        return 130
     if args.command is None:
         parser.print_help()
         return 0
@@ -560,6 +564,12 @@ def entry_point() -> int:
     signal.signal(signal.SIGINT, terminate)  # Python's own handler, remembering that it ran
     sys.unraisablehook = _redeliver_interrupts(sys.unraisablehook)
     rc = main(interrupted=lambda: bool(seen))
+    # CPython (3.11) marks a KeyboardInterrupt raised inside exec() or eval() of a string
+    # (dataclasses and namedtuple build their methods that way during imports) as unhandled
+    # even when it is caught, and ``python -m archsim`` then ends by SIGINT after printing
+    # "archsim: interrupted" (exit -2, 1 interrupted start in ~40). Evaluating a string clears
+    # that mark, as every such evaluation does on entry.
+    eval("0")  # noqa: S307 - a constant
     sys.stdout.flush()
     sys.stderr.flush()
     gc.freeze()

@@ -1088,3 +1088,45 @@ def test_a_ctrl_c_a_library_swallowed_still_stops_a_sweep(tmp_path, capsys) -> N
         check()
     signal.signal(signal.SIGINT, before)
     assert "stopping the workers" in capsys.readouterr().err
+
+
+def test_python_m_archsim_exits_130_after_an_interrupt_caught_inside_exec(tmp_path) -> None:
+    """CPython marks a KeyboardInterrupt raised inside exec() of a string (dataclasses and
+    namedtuple build methods so during imports) as unhandled even when caught, and
+    ``python -m`` then ends by SIGINT (-2) after "archsim: interrupted". The console script's
+    entry point clears the mark: exit 130."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "fake_archsim.py").write_text(
+        "import sys\nfrom archsim import cli\n\n"
+        "def main(argv=None, *, interrupted=None):\n"
+        "    try:\n"
+        "        exec('raise KeyboardInterrupt')\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('archsim: interrupted', file=sys.stderr)\n"
+        "        return 130\n\n"
+        "cli.main = main\n"
+        "sys.exit(cli.entry_point())\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "fake_archsim"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.stderr.strip() == "archsim: interrupted"
+
+
+def test_a_ctrl_c_while_the_parser_is_built_is_one_line(monkeypatch, capsys) -> None:
+    """A Ctrl-C that landed while argparse built the parser (before main's handlers) ended in a
+    KeyboardInterrupt traceback; it is now "archsim: interrupted", exit 130."""
+    from archsim import cli
+
+    def interrupted_build() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted_build)
+    assert cli.main(["list"]) == 130
+    assert capsys.readouterr().err.strip() == "archsim: interrupted"
