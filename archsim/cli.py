@@ -447,13 +447,25 @@ def main(
     """Entry point of the ``archsim`` console script; returns the exit code. ``interrupted``:
     whether a Ctrl-C has come (the console script's SIGINT handler says so), so that an error
     a library raises while it carries the interrupt (pydantic's SchemaError when a schema build
-    is cut short, numba's SystemError in its cache loader) ends as the interrupt did."""
-    try:  # a Ctrl-C while the parser is built ends as any other
-        parser = build_parser()
-        args = parser.parse_args(argv)
+    is cut short, numba's SystemError in its cache loader, the RuntimeError a class statement
+    raises when an interrupt lands in a descriptor's ``__set_name__``) ends as the interrupt
+    did, from the parser's construction on."""
+    try:
+        return _run(argv, interrupted)
     except KeyboardInterrupt:
         print("archsim: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a Ctrl-C / SIGTERM inside a library's C code, wrapped by it
+        if not (_interrupted(exc) or (interrupted is not None and interrupted())):
+            raise
+        print("archsim: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: Sequence[str] | None, interrupted: Callable[[], bool] | None) -> int:
+    """Parse ``argv`` and run the command; user mistakes become one line and exit 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
@@ -483,14 +495,6 @@ def main(
             file=sys.stderr,
         )
         return 2
-    except KeyboardInterrupt:
-        print("archsim: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # a Ctrl-C / SIGTERM inside a library's C code, wrapped by it
-        if not (_interrupted(exc) or (interrupted is not None and interrupted())):
-            raise
-        print("archsim: interrupted", file=sys.stderr)
-        return 130
 
 
 def _never() -> bool:

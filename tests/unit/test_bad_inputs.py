@@ -1130,3 +1130,49 @@ def test_a_ctrl_c_while_the_parser_is_built_is_one_line(monkeypatch, capsys) -> 
     monkeypatch.setattr(cli, "build_parser", interrupted_build)
     assert cli.main(["list"]) == 130
     assert capsys.readouterr().err.strip() == "archsim: interrupted"
+
+
+def test_a_ctrl_c_while_a_kernel_loads_is_held_until_it_has_loaded() -> None:
+    """llvmlite hands a module to its JIT engine in two steps (the C call, then the Python flag
+    that the engine owns it); an interrupt between them made both free it: an interrupted
+    ``archsim run`` aborted with "free(): double free" (2 in ~520 early Ctrl-Cs). A Ctrl-C
+    during a kernel's load is held and delivered to the handler in place once it has loaded."""
+    import signal
+
+    from archsim.numba_cache import interrupts_held
+
+    order: list[str] = []
+
+    def handler(_signum: int, _frame: object) -> None:
+        order.append("handler")
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupts_held():
+            signal.raise_signal(signal.SIGINT)
+            order.append("loaded")
+        assert order == ["loaded", "handler"]
+        assert signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_runtime_error_that_carries_a_ctrl_c_is_the_interrupt(monkeypatch, capsys) -> None:
+    """An interrupt landing in a descriptor's ``__set_name__`` while a class statement runs
+    (numba's ``CPUTarget``, imported as ``archsim run`` starts) comes back as RuntimeError
+    ("Error calling __set_name__ ...") caused by the KeyboardInterrupt; it reached the user as
+    a traceback, exit 1 (the symlink-loop branch re-raised every other RuntimeError)."""
+    from archsim import cli
+
+    class Descriptor:
+        def __set_name__(self, _owner: type, _name: str) -> None:
+            raise KeyboardInterrupt
+
+    def command(_args: object) -> int:
+        type("Target", (), {"context": Descriptor()})
+        return 0
+
+    monkeypatch.setitem(cli._COMMANDS, "list", command)
+    assert cli.main(["list"]) == 130
+    assert capsys.readouterr().err.strip() == "archsim: interrupted"
