@@ -15,11 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -30,7 +26,6 @@ __all__ = [
     "USER_SET",
     "cache_dir",
     "cold_kernels",
-    "interrupts_held",
     "kernel_status",
     "nb",  # noqa: F822  (module __getattr__)
 ]
@@ -111,6 +106,8 @@ def _light_cache_loads() -> None:
     own (the caches, results and every reference-twin test are the same either way)."""
     from numba.core import caching
 
+    from archsim.interrupts import interrupts_held
+
     original = caching.Cache.load_overload
     if getattr(original, "_archsim_light", False) or not hasattr(caching.Cache, "_load_overload"):
         return
@@ -134,40 +131,6 @@ def _light_cache_loads() -> None:
 
     with interrupts_held():  # its JIT engine's first LLVM objects, made now (3 ms), not mid-run
         cpu_target.target_context  # noqa: B018 - the property builds the context
-
-
-#: the signals a console script turns into KeyboardInterrupt (``cli.entry_point``)
-_HELD = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextmanager
-def interrupts_held() -> Iterator[None]:
-    """Hold a Ctrl-C (or SIGTERM) that comes while a cached kernel loads, and deliver it
-    after: llvmlite hands each LLVM object between C and Python in two steps (the C call that
-    gives a module to the JIT engine, then the Python flag that says the engine owns it), and a
-    KeyboardInterrupt raised between them left both to free it (``free(): double free``, or a
-    segmentation fault, when an interrupted ``archsim run`` exited: 2 in ~520 Ctrl-Cs in its
-    first 0.8 s). In the main thread only (where Python runs signal handlers); a held signal
-    goes to the handler that was in place, as if it had just come."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    got: list[int] = []
-
-    def hold(signum: int, _frame: object) -> None:
-        got.append(signum)
-
-    previous = {s: signal.getsignal(s) for s in _HELD}
-    held = [s for s, h in previous.items() if h is not None]  # None: not set from Python
-    for s in held:
-        signal.signal(s, hold)
-    try:
-        yield
-    finally:
-        for s in held:
-            signal.signal(s, previous[s])
-        for s in dict.fromkeys(got):
-            signal.raise_signal(s)
 
 
 def kernel_status(accelerator: str) -> dict[str, bool]:

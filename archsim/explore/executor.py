@@ -46,6 +46,7 @@ from archsim.explore.workers import (
     sigint_blocked,
     stop_workers,
 )
+from archsim.interrupts import interrupts_held
 
 if TYPE_CHECKING:  # workers never import pyarrow (see the module docstring)
     import pyarrow as pa
@@ -311,7 +312,8 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
     """One single-process executor per worker, so that chunks can go to a chosen worker and a
     worker that dies is replaced alone."""
     threads = max(1, default_jobs() // jobs)
-    pools = [_new_pool(threads) for _ in range(jobs)]
+    with interrupts_held():  # a Ctrl-C mid-way left a queue's semaphores to the tracker
+        pools = [_new_pool(threads) for _ in range(jobs)]
 
     owner: dict[Any, tuple[Any, list[Any]]] = {}  # future -> its pool and worker process
 
@@ -331,7 +333,8 @@ def _pool(tasks: list[Task], jobs: int, levels: Sequence[int] | None) -> Iterato
 
     def restart(w: int) -> None:
         _kill(pools[w])
-        pools[w] = _new_pool(threads)
+        with interrupts_held():
+            pools[w] = _new_pool(threads)
 
     finished = False
     try:

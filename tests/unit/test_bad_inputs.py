@@ -1139,7 +1139,7 @@ def test_a_ctrl_c_while_a_kernel_loads_is_held_until_it_has_loaded() -> None:
     during a kernel's load is held and delivered to the handler in place once it has loaded."""
     import signal
 
-    from archsim.numba_cache import interrupts_held
+    from archsim.interrupts import interrupts_held
 
     order: list[str] = []
 
