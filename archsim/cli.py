@@ -558,6 +558,8 @@ def entry_point() -> int:
     import gc
     import signal
 
+    from archsim.interrupts import forget_caught_interrupt
+
     seen: list[int] = []
 
     def terminate(signum: int, _frame: object) -> None:
@@ -568,12 +570,7 @@ def entry_point() -> int:
     signal.signal(signal.SIGINT, terminate)  # Python's own handler, remembering that it ran
     sys.unraisablehook = _redeliver_interrupts(sys.unraisablehook)
     rc = main(interrupted=lambda: bool(seen))
-    # CPython (3.11) marks a KeyboardInterrupt raised inside exec() or eval() of a string
-    # (dataclasses and namedtuple build their methods that way during imports) as unhandled
-    # even when it is caught, and ``python -m archsim`` then ends by SIGINT after printing
-    # "archsim: interrupted" (exit -2, 1 interrupted start in ~40). Evaluating a string clears
-    # that mark, as every such evaluation does on entry.
-    eval("0")  # noqa: S307 - a constant
+    forget_caught_interrupt()  # else ``python -m archsim`` may end by SIGINT after a Ctrl-C
     sys.stdout.flush()
     sys.stderr.flush()
     gc.freeze()

@@ -165,17 +165,21 @@ def rebuild_sweep_report(folder: Path) -> Path:
     return write_sweep_report(points, folder, axes=axes, metrics=metrics, title=f"Sweep {name}")
 
 
-def _check_interrupted(args: argparse.Namespace) -> None:
-    """Raise ``KeyboardInterrupt`` when a Ctrl-C came but its KeyboardInterrupt vanished: a
+def _interrupt_came(args: argparse.Namespace) -> bool:
+    """Whether the console script saw a Ctrl-C that no KeyboardInterrupt carried here: a
     library swallowed it (Cython's module initialisation registers its memoryview types with
     ``collections.abc`` under a bare ``except: pass``, which an interrupt landing there during
-    an import meets; 1 sweep in ~60 interrupted as it started then ran every point)."""
-    if getattr(args, "interrupted", _no)():
-        raise KeyboardInterrupt
+    an import meets; 1 sweep in ~60 interrupted as it started then ran every point), or a
+    wait that ignores it ended (``LOADER_JOIN_S``)."""
+    came = getattr(args, "interrupted", None)  # set by cli.main
+    return came is not None and came()
 
 
-def _no() -> bool:
-    return False
+def _stopped(out: Path) -> int:
+    """Say that the sweep stopped and where its finished points are; the exit code."""
+    where = f"the finished points are saved in {out}" if out.is_dir() else "nothing was saved"
+    print(f"archsim: interrupted; {where}, run the same command again to resume", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 @contextmanager
@@ -251,7 +255,8 @@ def _sweep(args: argparse.Namespace) -> int:
     from archsim.explore.executor import default_jobs
 
     parallel = args.dask is not None or (args.jobs or default_jobs()) > 1
-    _check_interrupted(args)  # a Ctrl-C while the sweep was planned
+    if _interrupt_came(args):  # a Ctrl-C while the sweep was planned
+        raise KeyboardInterrupt
     loader = import_in_background("archsim.report.sweep") if parallel and total > 1 else None
     try:
         with _interrupts(out) as check, bar as advance:
@@ -272,11 +277,7 @@ def _sweep(args: argparse.Namespace) -> int:
             )
             check()
     except KeyboardInterrupt:
-        where = f"the finished points are saved in {out}" if out.is_dir() else "nothing was saved"
-        print(
-            f"archsim: interrupted; {where}, run the same command again to resume", file=sys.stderr
-        )
-        return EXIT_INTERRUPTED
+        return _stopped(out)
     finally:
         if loader is not None:  # before any exit: no import cut short (a Ctrl-C meanwhile
             with suppress(KeyboardInterrupt):  # only ends the wait for it, < 1 s)
@@ -286,13 +287,8 @@ def _sweep(args: argparse.Namespace) -> int:
                 # it for ever (seen once in 40 interrupted sweeps). The thread is a daemon;
                 # an import it has not finished is this thread's to finish or redo.
                 loader.join(LOADER_JOIN_S)
-    if getattr(args, "interrupted", _no)():  # a Ctrl-C during that wait, all points done
-        print(
-            f"archsim: interrupted; the finished points are saved in {out}, run the same "
-            "command again to resume",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED
+    if _interrupt_came(args):  # a Ctrl-C during that wait, every point done
+        return _stopped(out)
     points = totals(frame)
     try:
         _write_outputs(out, frame, points, f"Sweep {plan.spec.name}")
