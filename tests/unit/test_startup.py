@@ -252,6 +252,22 @@ def test_cli_entry_point_freezes_the_collector_only_after_main(monkeypatch):
     assert p.returncode == 0 and "hardware" in json.loads(p.stdout)
 
 
+def test_a_ctrl_c_while_the_cli_loads_ends_with_one_line_and_130(monkeypatch, capsys):
+    """The console script and ``python -m archsim`` import the CLI inside a handler: a
+    Ctrl-C before the CLI's own handlers exist gets archsim's line and 130, no traceback."""
+    import types
+
+    from archsim.console import main
+
+    class Interrupted(types.ModuleType):
+        def __getattr__(self, name: str) -> object:
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "archsim.cli", Interrupted("archsim.cli"))
+    assert main() == 130
+    assert capsys.readouterr().err == "archsim: interrupted\n"
+
+
 def test_a_cached_kernel_loads_without_numbas_compiler_registries(tmp_path):
     """A kernel in the cache runs without numba's lowering registries (0.3 s of every warm
     run): the second process loads the machine code the first compiled, imports none of the
