@@ -97,6 +97,27 @@ def _out_dir(arg: str) -> Path:
     return out
 
 
+_TRAIN_DETERMINISM = "results depend only on (system, workload, options)"
+
+
+def _provenance(determinism: str, workload: str | None = None) -> dict[str, Any]:
+    """What reproduces a collective's or training step's results: version, model
+    fingerprint, the determinism statement and (training) the full workload spec."""
+    from archsim.provenance import archsim_version, model_fingerprint
+
+    out: dict[str, Any] = {
+        "archsim_version": archsim_version(),
+        "model_fingerprint": model_fingerprint(),
+        "deterministic": determinism,
+    }
+    if workload is not None:
+        from archsim.config.io import load_workload
+
+        spec = load_workload(workload)
+        out |= {"workload_spec": spec.model_dump(mode="json"), "workload_origin": spec.origin}
+    return out
+
+
 def cmd_collective(args: argparse.Namespace) -> int:
     """Run ``archsim collective``."""
     from archsim.report.system_report import write_collective_report
@@ -109,6 +130,7 @@ def cmd_collective(args: argparse.Namespace) -> int:
     out = _out_dir(args.out)
     _atomic(out / "results.csv", frame.to_csv(index=False))
     meta: dict[str, Any] = {"system": cfg.model_dump(mode="json"), "op": args.op}
+    meta |= _provenance("results depend only on (system, collective, sizes, options)")
     _atomic(out / "results.json", json_text({**meta, "rows": frame.to_dict(orient="records")}))
     write_collective_report(frame, out)
     if not args.quiet:
@@ -264,7 +286,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     timeline, name = results[-1].metadata["train_step"]["timeline"], results[-1].workload
     _atomic(out / "results.json", json_text(
         {"system": cfg.model_dump(mode="json"), "workload": args.workload, "workload_name": name,
-         "steps": rows, "timeline": timeline}))  # fmt: skip
+         **_provenance(_TRAIN_DETERMINISM, args.workload), "steps": rows,
+         "timeline": timeline}))  # fmt: skip
     write_training_report(rows, timeline, name, out)
     if not args.quiet:
         print(f"# {args.workload} on {cfg.name}, {args.precision}, batch {args.batch}/GPU")
@@ -297,7 +320,12 @@ def _cmd_parallel(args: argparse.Namespace, cfg) -> int:
     _atomic(
         out / "results.json",
         json_text(
-            {"system": cfg.model_dump(mode="json"), "workload": args.workload, "steps": rows}
+            {
+                "system": cfg.model_dump(mode="json"),
+                "workload": args.workload,
+                **_provenance(_TRAIN_DETERMINISM, args.workload),
+                "steps": rows,
+            }
         ),
     )
     if not args.quiet:

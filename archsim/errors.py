@@ -7,6 +7,7 @@ __all__ = [
     "ConfigError",
     "WorkloadError",
     "SimulationError",
+    "UnknownNameError",
     "one_line",
     "shown_name",
 ]
@@ -53,3 +54,11 @@ class WorkloadError(ArchsimError):
 
 class SimulationError(ArchsimError):
     """The hardware cannot run the workload as configured (e.g. a layer exceeds an SRAM)."""
+
+
+class UnknownNameError(ArchsimError, KeyError, ValueError):
+    """An API argument names something archsim does not have (a preset or schema kind, a
+    result column); also a ``KeyError`` and a ``ValueError``, as these calls raised before."""
+
+    def __str__(self) -> str:  # KeyError would show the message quoted
+        return str(self.args[0]) if self.args else ""

@@ -15,7 +15,12 @@ __all__ = ["COLUMNS", "PATTERNS", "results_schema", "describe"]
 _C = tuple[str, str, str]
 COLUMNS: dict[str, _C] = {
     "layer": ("string", "", "Layer name, as in the workload."),
-    "kind": ("string", "", "Layer kind: fc, lstm, conv or gemm."),
+    "kind": (
+        "string",
+        "",
+        "Layer kind: fc, lstm, conv or gemm; a training step's rows: train_layer, the "
+        "collective (all_reduce ...) or optimizer.",
+    ),
     "cycles": ("integer", "cycles", "Cycles of the layer's compute phase."),
     "time_s": ("number", "s", "Time of the layer's compute phase (cycles / clock)."),
     "macs_dense": ("integer", "MACs", "Dense-equivalent multiply-accumulates."),
@@ -126,12 +131,13 @@ COLUMNS: dict[str, _C] = {
     # Tensor Core GPUs
     "tc_tile": ("string", "", "Thread-block tile chosen (m x n x k)."),
     "tc_split_k": ("integer", "1", "Split-K factor."),
-    "tc_tensor_ops": ("integer", "1", "Warp-level MMA instructions."),
+    "tc_tensor_ops": ("boolean", "", "True: a tensor-core kernel; False: CUDA cores (SIMT)."),
+    "tc_kernel_family": ("string", "", "Library kernel family that ran it (library.families)."),
     "tc_plans_tried": ("integer", "1", "Tile plans compared."),
     "tc_ctas": ("integer", "1", "Thread blocks (CTAs) launched."),
     "tc_ctas_per_sm": ("integer", "1", "CTAs resident per SM."),
     "tc_waves": ("number", "1", "CTAs / (SMs x CTAs per SM)."),
-    "tc_bound": ("string", "", "What limits the layer (compute, HBM, L2, ...)."),
+    "tc_bound": ("string", "", "What limits the layer: compute, memory or latency."),
     "tc_tflops": ("number", "TFLOP/s", "Achieved throughput."),
     "tc_peak_tflops": ("number", "TFLOP/s", "Peak tensor throughput of the GPU."),
     "tc_peak_fraction": ("number", "1", "tc_tflops / tc_peak_tflops."),
@@ -142,6 +148,36 @@ COLUMNS: dict[str, _C] = {
     "tc_gemm_mnk": ("string", "", "GEMM shape m x n x k (x batch)."),
     "tc_functional_max_error": ("number", "1", "Largest |output - NumPy reference|."),
     "tc_functional_error_bound": ("number", "1", "Floating-point error bound of that output."),
+    "tc_conv_algo": ("string", "", "Conv algorithm kept (implicit_gemm, gemm_1x1, winograd_...)."),
+    "tc_conv_kernels": ("integer", "1", "Kernels the kept conv algorithm launches."),
+    "tc_conv_tried": ("string", "", "Conv algorithms timed, as name=SM cycles; fastest kept."),
+    "tc_conv_functional_max_error": (
+        "number",
+        "1",
+        "Largest |output - direct convolution| of the kept algorithm (NaN: layer too large).",
+    ),
+    # GPU board power (presets with a power block)
+    "clock_hz": ("number", "Hz", "SM clock the layer ran at (solved under the power limit)."),
+    "board_power_w": ("number", "W", "Board power at clock_hz: static + priced actions."),
+    "power_limited": ("boolean", "", "True where the power limit set the clock."),
+    "energy_j": ("number", "J", "energy_pj in joules."),
+    "pj_per_flop": ("number", "pJ/FLOP", "energy_pj / (2 x macs_dense)."),
+    "tc_clock_limit": (
+        "string",
+        "",
+        "What set the clock: max_clock, locked_clock, tensor_current or power.",
+    ),
+    "tc_voltage_v": ("number", "V", "Core voltage at clock_hz (power.vf_curve)."),
+    "tc_operand_toggle": ("number", "1", "Operand activity dynamic energy was priced at."),
+    "tc_sm_cycles": ("integer", "cycles", "The layer's length in SM clocks at clock_hz."),
+    # data-parallel training step (archsim train / train_step)
+    "train_fwd_s": ("number", "s", "The layer's forward kernels on one GPU."),
+    "train_elementwise_s": ("number", "s", "The layer's element-wise kernels, both passes."),
+    "comm_bytes": ("integer", "bytes", "Bytes of the all-reduced gradient bucket."),
+    "comm_algorithm": ("string", "", "NCCL algorithm of the bucket (ring, tree, nvls)."),
+    "comm_protocol": ("string", "", "NCCL protocol of the bucket (LL, LL128, Simple)."),
+    "comm_layers": ("integer", "1", "Layers whose gradients the bucket holds."),
+    "comm_busbw_gb_s": ("number", "GB/s", "Bus bandwidth of the bucket (nccl-tests' busbw)."),
 }
 
 #: regular expression -> (JSON type, unit, description)
@@ -150,7 +186,7 @@ PATTERNS: dict[str, _C] = {
     r"^speedup_vs_[a-z0-9_]+$": ("number", "1", "Baseline time / this time (--baseline)."),
     r"^energy_ratio_vs_[a-z0-9_]+$": ("number", "1", "Baseline energy / this energy."),
     r"^(eie|scnn|dcnn|systolic|tc)_[a-z0-9_]+$": (
-        "string",
+        "any",
         "",
         "Accelerator-specific column not yet listed here; see the accelerator's module.",
     ),
@@ -167,9 +203,13 @@ def describe(column: str) -> tuple[str, str, str] | None:
 
 
 def _entry(tp: str, unit: str, text: str) -> dict[str, Any]:
-    types: Any = [tp, "null"]  # sweep frames leave other accelerators' columns empty
+    """One column's schema; ``any``: no type (a pattern also applies to the columns the
+    properties name, so a pattern's type would contradict theirs)."""
     shown = f"{text} Unit: {unit}." if unit else text
-    return {"type": types, "description": shown, "x-unit": unit}
+    out: dict[str, Any] = {"description": shown, "x-unit": unit}
+    if tp != "any":
+        out["type"] = [tp, "null"]  # sweep frames leave other accelerators' columns empty
+    return out
 
 
 def results_schema() -> dict[str, Any]:

@@ -68,6 +68,7 @@ class KernelPlan:
     transposes: int = 0  # operands first rewritten K-major by a transpose kernel each
     transpose_bytes: int = 0  # bytes of those operands (each read once and written once)
     fragment_bytes: int = 0  # shared->register fragment reads per k-step of one CTA (mma.sync)
+    n_fastest: bool = False  # CTAs launched N-tile fastest (a cluster sharing A rasters along N)
 
     @property
     def name(self) -> str:
@@ -359,6 +360,8 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
         if per_sm < 1:
             continue
         ks = k_step_elements(tile, prob)
+        kept, shared = _multicast_rows(fam, tile)
+        n_fastest = multicast > 1 and shared == tile.m != tile.n  # A shared: along N
         gm, gn = _cdiv(prob.m, tile.m), _cdiv(prob.n, tile.n)
         base = gm * gn * prob.batch
         groups, frags, issue, latency, bubble = _instruction(
@@ -392,17 +395,29 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
                     bubble_cycles=bubble,
                     stage_bytes=(tile.m + tile.n) * ks * prob.in_bytes,
                     l2_stage_bytes=_cdiv(
-                        (tile.m * multicast + tile.n) * ks * prob.in_bytes, multicast
+                        (kept * multicast + shared) * ks * prob.in_bytes, multicast
                     ),  # fmt: skip
                     epilogue_bytes=tile.m * tile.n * out_bytes,
                     transposes=transposes,
                     transpose_bytes=transpose_bytes,
                     fragment_bytes=fragment_bytes(tile, ks, prob.in_bytes) if frags_shared else 0,
+                    n_fastest=n_fastest,
                 )
             )
         if stream_k and len(out) > first and out[first].split_k == 1:
             out += _stream_k_plan(cfg, prob, out[first])
     return out
+
+
+def _multicast_rows(fam: KernelFamily | None, tile: ThreadBlockTile) -> tuple[int, int]:
+    """(rows each CTA of a multicast cluster reads alone, rows its cluster shares) of the
+    tile's A rows and B columns, per k element: B shared unless the family multicasts the
+    larger operand tile (``multicast_operand``). A cluster that shares A lies along N, and
+    the kernel rasters its tiles along N too (cuBLAS's nvjet names pair 1xN clusters with
+    ``h`` and Nx1 with ``v`` rasters in all 333 traced), so it launches N-tile fastest."""
+    if fam is not None and fam.multicast_operand == "larger":
+        return min(tile.m, tile.n), max(tile.m, tile.n)
+    return tile.m, tile.n
 
 
 def _transposes(fam: KernelFamily | None, prob: GemmProblem) -> tuple[int, int]:
@@ -423,7 +438,9 @@ STREAM_K_MIN_ITERS = 8
 
 def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[KernelPlan]:
     """The Stream-K variant of data-parallel ``plan`` (split_k 1), when its tiles fill the
-    CTA slots unevenly and number fewer than four waves: ``min(slots, iterations /
+    CTA slots unevenly, at least one wave and fewer than four (a grid of under one wave stays
+    data-parallel or splits K: no library Stream-K kernel was traced there, see the H100
+    preset): ``min(slots, iterations /
     STREAM_K_MIN_ITERS)`` persistent CTAs each run an equal share of the ``tiles x k-steps``
     iterations. The epilogue is the kernel's whole output traffic shared evenly by its CTAs
     (they all reach it together): every tile's C read (unless beta = 0) and D write once, plus
@@ -431,7 +448,7 @@ def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[
     boundary cuts (:func:`stream_k_cut_tiles`)."""
     tiles = plan.grid_m * plan.grid_n * prob.batch
     slots = cfg.sms * plan.ctas_per_sm
-    if plan.split_k != 1 or tiles % slots == 0 or tiles >= 4 * slots:
+    if plan.split_k != 1 or tiles % slots == 0 or not slots <= tiles < 4 * slots:
         return []
     steps = _cdiv(prob.k, plan.k_step)
     ctas = min(slots, tiles * steps // STREAM_K_MIN_ITERS)
@@ -465,9 +482,10 @@ def stream_k_cut_tiles(iterations: int, steps: int, share: int) -> int:
 def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
     """(HBM bytes, L2 bytes) of the main loop's A and B loads.
 
-    Every CTA reads its A and B panels through L2 (its B panel shared with the other CTAs of
+    Every CTA reads its A and B panels through L2 (one of them shared with the other CTAs of
     its cluster under TMA multicast). HBM sees each panel once per *wave* of co-resident CTAs
-    (CTAs are launched M-tile fastest, then N-tile, split slice, batch), or the operands
+    (CTAs are launched M-tile fastest, then N-tile, split slice, batch; N-tile fastest where
+    the cluster shares A, ``plan.n_fastest``), or the operands
     exactly once when A and B together fit in L2, or not at all when A, B and D fit and
     ``l2.resident_across_calls`` (back-to-back calls of one GEMM find them in L2). Edge panels
     count their real rows.
@@ -478,6 +496,11 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
     wave); beyond ``_MAX_CUTS`` cuts the mean correction of the first ``_MAX_CUTS`` is used.
     """
     l2_bytes = plan.ctas * plan.steps * plan.l2_stage_bytes
+    if plan.n_fastest and prob.a_unique_fraction == 1.0:  # the same sums with A and B swapped
+        swapped = replace(prob, m=prob.n, n=prob.m)
+        tile = plan.tile.model_copy(update={"m": plan.tile.n, "n": plan.tile.m})
+        flipped = replace(plan, tile=tile, grid_m=plan.grid_n, grid_n=plan.grid_m, n_fastest=False)
+        return l2_traffic(cfg, swapped, flipped)[0], l2_bytes
     if plan.stream_k:  # HBM sees what the data-parallel order of the same tiles loads
         steps = _cdiv(prob.k, plan.k_step)
         tiles = plan.grid_m * plan.grid_n * prob.batch

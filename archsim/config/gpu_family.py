@@ -103,6 +103,12 @@ class KernelFamily(ArchsimModel):
         description="CTAs of a thread-block cluster (along M) that receive each B tile from one "
         "L2 read (Hopper TMA multicast); 1: none.",
     )
+    multicast_operand: Literal["b", "larger"] = Field(
+        default="b",
+        description="Which operand tile a multicast cluster shares: b, the B tile (the "
+        "cluster's CTAs lie along M); larger, the larger of the CTA tile's A and B tiles (the "
+        "cluster lies along the tile's shorter side; equal sides share B).",
+    )
     split_k: bool = Field(
         default=True,
         description="Also try the library's split-K factors (library.split_k_factors); False: "
@@ -111,7 +117,8 @@ class KernelFamily(ArchsimModel):
     stream_k: bool = Field(
         default=False,
         description="Also try Stream-K: persistent CTAs split the tiles' k-iterations evenly "
-        "(for grids that fill the SMs unevenly), with an FP32 fix-up of the shared tiles.",
+        "(for grids of one to four waves that fill the SMs unevenly), with an FP32 fix-up of "
+        "the shared tiles.",
     )
     k_major_precisions: list[Precision] = Field(
         default_factory=list,

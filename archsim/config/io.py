@@ -13,7 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import ConfigError, shown_name
+from archsim.errors import ConfigError, UnknownNameError, shown_name
 
 if TYPE_CHECKING:  # the accelerator models load when a config names them
     from archsim.config.sweep import SweepSpec
@@ -94,6 +94,8 @@ def preset_dirs(kind: str) -> list[Path]:
     The wheel ships presets as package data (``archsim/_presets``); a source checkout has them at
     the repository root. Both are searched, package data first.
     """
+    if kind not in _KINDS:
+        raise UnknownNameError(f"unknown preset kind {kind!r}; allowed: {', '.join(_KINDS)}")
     folder = _KINDS[kind]
     dirs: list[Path] = []
     packaged = Path(str(resources.files("archsim"))) / "_presets" / folder
@@ -138,10 +140,13 @@ def _stat_ok(path: Path, test: str) -> bool:
 
 
 def _resolve(name_or_path: str | Path, kind: str) -> Path:
+    """A YAML path (a ``.yaml``/``.yml`` name, a name with a folder in it, or an existing
+    file) or a preset name. A folder that merely shares a preset's name (``archsim run v100
+    -o v100`` leaves one) does not hide the preset."""
     text = str(name_or_path)
     shown = shown_name(text)
     path = Path(text).expanduser()
-    if path.suffix in (".yaml", ".yml") or _stat_ok(path, "exists") or "/" in text:
+    if path.suffix in (".yaml", ".yml") or "/" in text or _stat_ok(path, "is_file"):
         if not _stat_ok(path, "is_file"):
             raise ConfigError(shown, "", f"{kind} file not found")
         return path
@@ -149,6 +154,8 @@ def _resolve(name_or_path: str | Path, kind: str) -> Path:
         candidate = d / f"{text}.yaml"
         if _stat_ok(candidate, "is_file"):
             return candidate
+    if _stat_ok(path, "exists"):  # a folder of that name, and no preset
+        raise ConfigError(shown, "", f"{kind} file not found")
     names = ", ".join(list_presets(kind)) or "(none)"
     raise ConfigError(shown, "", f"unknown {kind} preset; available: {names}")
 
@@ -395,7 +402,7 @@ def json_schema(kind: str) -> dict[str, Any]:
         schema = SweepSpec.model_json_schema()
     else:
         allowed = ", ".join(SCHEMA_KINDS)
-        raise ValueError(f"unknown schema kind {kind!r}; allowed: {allowed}")
+        raise UnknownNameError(f"unknown schema kind {kind!r}; allowed: {allowed}")
     return {"$id": f"urn:archsim:schema:{kind}:1", **schema}
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from archsim.config.sweep import SUMMARY_METRICS
+from archsim.errors import UnknownNameError
 
 __all__ = ["POINT_COLUMNS", "assemble", "totals", "pareto"]
 
@@ -78,7 +79,9 @@ def pareto(
     data = totals(frame) if "layer_index" in frame.columns else frame
     missing = [m for m in metrics if m not in data.columns]
     if missing:
-        raise KeyError(f"unknown metric column(s) {missing}; available: {list(data.columns)}")
+        raise UnknownNameError(
+            f"unknown metric column(s) {missing}; available: {list(data.columns)}"
+        )
     ok = np.ones(len(data), dtype=bool)
     if "status" in data.columns:
         ok &= (data["status"] == "ok").to_numpy()

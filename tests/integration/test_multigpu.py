@@ -314,8 +314,15 @@ def test_cli_collective_and_train(tmp_path, capsys) -> None:
     wl = _tiny_workload(tmp_path)
     tout = tmp_path / "train"
     assert main(["train", "pcie4_v100", wl, "--gpus", "1,4", "--batch", "32", "-o", str(tout)]) == 0
-    rows = json.loads((tout / "results.json").read_text())["steps"]
+    saved = json.loads((tout / "results.json").read_text())
+    rows = saved["steps"]
     assert [r["gpus"] for r in rows] == [1, 4]
+    # both record what reproduces them, as `archsim run` does
+    coll = json.loads((out / "results.json").read_text())
+    for data in (coll, saved):
+        assert data["archsim_version"] and len(data["model_fingerprint"]) == 16
+        assert data["deterministic"].startswith("results depend only on")
+    assert saved["workload_spec"]["layers"] and saved["workload_origin"]
     assert main(["train", "pcie4_v100", wl, "--gpus", "8", "-o", str(tmp_path / "y")]) == 2
     assert "has 4 GPUs" in capsys.readouterr().err
     # `archsim report` rebuilds both pages from results.json alone, byte for byte

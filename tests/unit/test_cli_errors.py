@@ -287,6 +287,21 @@ def test_hardware_file_not_found(env: Env, capsys: pytest.CaptureFixture[str]) -
     assert_nothing_written(env)
 
 
+def test_a_folder_named_like_a_preset_does_not_hide_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``archsim run v100 -o v100`` leaves a folder named like the preset; the next run from
+    there still finds the preset, and a folder named like no preset is still no file."""
+    from archsim.config.io import load_hardware
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "v100").mkdir()
+    (tmp_path / "mine").mkdir()
+    assert load_hardware("v100").name == "v100"
+    run_main(capsys, ["run", "mine", "eie_benchmarks", "-o", "out"], "mine", "not found")
+    assert not (tmp_path / "out").exists()
+
+
 # --------------------------------------------------------------------------- workload YAML
 
 WL_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [

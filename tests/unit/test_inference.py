@@ -257,7 +257,10 @@ def test_a_pass_bigger_than_l2_finds_no_layer_resident() -> None:
     """Back-to-back calls of one GEMM find its operands in L2 (l2.resident_across_calls); a
     layer of a network does not when one forward moves more than L2 keeps between two visits:
     VGG-16 at batch 1 (304 MB of filters, weights and outputs) reads fc7's 33.5 MB of weights
-    from HBM (traced 13.9 us, 2.4 TB/s), GoogLeNet at batch 1 (20 MB) keeps them."""
+    from HBM (traced 13.9 us, 2.4 TB/s), GoogLeNet at batch 1 (20 MB) keeps them. Kept in L2,
+    fc7 is faster, though not faster than HBM's rate: a one-row GEMV is held by its few
+    k-serial CTAs (../shared/data/h100/gemm_llm.csv: 1 x 4096 x 4096 fp16 with its weights in
+    L2 takes 10.88 us, 3.1 TB/s)."""
     from archsim.config.io import load_hardware
     from archsim.system.inference import _conv_workload
     from archsim.system.training import footprint_bytes
@@ -276,12 +279,8 @@ def test_a_pass_bigger_than_l2_finds_no_layer_resident() -> None:
     warm = h100.with_overrides(  # an L2 that keeps all of it
         {"l2.size_bytes": 2**30, "l2.resident_capacity_bytes": 2**30}
     )
-    assert (
-        inference_pass(warm, "vgg16_torchvision", InferenceOptions("amp_fp16", 1)).per_layer_s[
-            "fc7"
-        ]
-        < weights / hbm
-    )
+    kept = inference_pass(warm, "vgg16_torchvision", InferenceOptions("amp_fp16", 1))
+    assert kept.per_layer_s["fc7"] < 0.8 * vgg.per_layer_s["fc7"]
 
 
 def test_inception_branch_pool_and_concat() -> None:

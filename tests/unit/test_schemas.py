@@ -85,3 +85,57 @@ def test_every_result_column_is_documented(
         assert found is not None, column
         if column.startswith(("eie_", "scnn_", "dcnn_", "systolic_")):
             assert column in COLUMNS, f"{column}: document it in archsim/result_columns.py"
+
+
+def _rows(df: Any) -> list[dict[str, Any]]:
+    """Result rows as JSON would hold them (NaN as null, NumPy scalars as Python ones)."""
+    return json.loads(df.to_json(orient="records"))
+
+
+def test_real_rows_of_every_family_satisfy_the_results_schema(tmp_path: Any) -> None:
+    """`archsim schema results` describes the rows archsim writes: EIE, SCNN with its DCNN
+    baseline, systolic, a GPU under its power limit, and a training step all validate, every
+    column named (not left to the catch-all pattern) and with the type the row has."""
+    import jsonschema
+
+    from archsim.result_columns import results_schema
+
+    wl = tmp_path / "wl.yaml"
+    wl.write_text(
+        f"schema_version: 1\nname: w\nsource: t\nlayers:\n  - {LAYERS['conv']}\n",
+        encoding="utf-8",
+    )
+    frames = [
+        archsim.simulate("tiny_eie", "eie_benchmarks").to_dataframe(),
+        archsim.simulate("scnn", wl, baseline="dcnn").to_dataframe(),
+        archsim.simulate("systolic_32x32_os", wl).to_dataframe(),
+        archsim.simulate("h100", wl).to_dataframe(),
+        archsim.train_step("dgx_a100", "resnet50_v1_5", gpus=2).to_dataframe(),
+    ]
+    validator = jsonschema.Draft202012Validator(results_schema())
+    for df in frames:
+        for row in _rows(df):
+            errors = [
+                f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(row)
+            ]
+            assert not errors, errors[:3]
+        for column in df.columns:
+            if column.startswith(("tc_", "train_", "comm_")) or column in ("clock_hz", "energy_j"):
+                assert column in COLUMNS, f"{column}: document it in archsim/result_columns.py"
+
+
+def test_unknown_names_in_the_api_are_archsim_errors() -> None:
+    """A preset kind, schema kind or metric column archsim lacks is an ArchsimError (still a
+    KeyError / ValueError, as these calls raised before) naming what is allowed."""
+    import pandas as pd
+
+    calls = (
+        lambda: archsim.list_presets("foo"),
+        lambda: json_schema("foo"),
+        lambda: archsim.pareto(pd.DataFrame({"t": [1.0]}), minimize=["nope"]),
+    )
+    for call in calls:
+        with pytest.raises(archsim.ArchsimError, match="allowed|available") as info:
+            call()
+        assert isinstance(info.value, KeyError) and isinstance(info.value, ValueError)
+        assert "\n" not in str(info.value) and not str(info.value).startswith("'")
