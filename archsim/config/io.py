@@ -305,9 +305,12 @@ def hardware_from_dict(data: dict[str, Any], source: str = "<api>") -> ArchsimMo
 
 
 #: Configs loaded from files in this process, by (kind, path as given, absolute path, file
-#: bytes): the models are frozen, so a repeated ``simulate("eie", ...)`` shares one instead of
-#: parsing and validating the same YAML again (15 ms for a preset; reading it is 20 us).
-_LOADED: dict[tuple[str, str, str, bytes], ArchsimModel] = {}
+#: bytes), with a digest of their contents: the models are frozen, so a repeated
+#: ``simulate("eie", ...)`` shares one instead of parsing and validating the same YAML again
+#: (15 ms for a preset; reading it is 20 us). Frozen stops assignment, not a caller changing a
+#: list inside (``cfg.tiles.clear()``): a model whose contents no longer match its digest
+#: (0.1-0.5 ms to check) is loaded afresh, so no later load sees the change.
+_LOADED: dict[tuple[str, str, str, bytes], tuple[ArchsimModel, int]] = {}
 _LOADED_MAX = 64
 
 
@@ -324,8 +327,16 @@ def _remember(key: tuple[str, str, str, bytes] | None, model: Any) -> Any:
     if key is not None:
         if len(_LOADED) >= _LOADED_MAX:
             _LOADED.clear()
-        _LOADED[key] = model
+        _LOADED[key] = (model, hash(model.model_dump_json()))
     return model
+
+
+def _recall(key: tuple[str, str, str, bytes] | None) -> Any:
+    """The model loaded before under ``key``, if its contents are as loaded; else None."""
+    hit = _LOADED.get(key) if key is not None else None
+    if hit is None or hash(hit[0].model_dump_json()) != hit[1]:
+        return None
+    return hit[0]
 
 
 def load_hardware(name_or_path: str | Path | ArchsimModel) -> ArchsimModel:
@@ -334,8 +345,9 @@ def load_hardware(name_or_path: str | Path | ArchsimModel) -> ArchsimModel:
         return name_or_path
     path = _resolve(name_or_path, "hardware")
     key = _file_key("hardware", path)
-    if key in _LOADED:
-        return _LOADED[key]
+    hit = _recall(key)
+    if hit is not None:
+        return hit
     return _remember(key, hardware_from_dict(read_yaml(path), str(path)))
 
 
@@ -345,8 +357,9 @@ def load_workload(name_or_path: str | Path | WorkloadSpec) -> WorkloadSpec:
         return name_or_path
     path = _resolve(name_or_path, "workload")
     key = _file_key("workload", path)
-    if key in _LOADED:
-        return _LOADED[key]  # type: ignore[return-value]
+    hit = _recall(key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
     return _remember(key, _read_workload(path))
 
 

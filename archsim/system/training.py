@@ -540,7 +540,11 @@ def _result(
             "train_fwd_s": phases[0].time_s,
             "train_elementwise_s": work.ew_f[i] + work.ew_b[i],
         }
-        rows.append(_row(tl.name, "train_layer", t, clock, macs, pj, extras))
+        busy = sum(p.utilization * p.cycles for p in phases)  # MAC-cycles at the peak rate
+        dram = sum(p.dram_bytes for p in phases) * sysn.gpus
+        rows.append(
+            _row(tl.name, "train_layer", t, clock, macs, pj, extras, busy=busy, dram_bytes=dram)
+        )
     rows += comm_rows
     rows.append(
         _row(
@@ -551,6 +555,7 @@ def _result(
             0,
             work.hbm_bytes * hbm_pj * sysn.gpus,
             {},
+            dram_bytes=work.hbm_bytes * sysn.gpus,
         )
     )
     summary["energy_j"] = math.fsum(r.energy_pj for r in rows) * 1e-12
@@ -576,12 +581,15 @@ def _result(
 
 
 def _row(
-    name: str, kind: str, t: float, clock: float, macs: int, pj: float, extras: dict[str, Any]
-) -> LayerResult:
+    name: str, kind: str, t: float, clock: float, macs: int, pj: float, extras: dict[str, Any],
+    *, busy: float = 0.0, dram_bytes: int = 0,
+) -> LayerResult:  # fmt: skip
+    """One row of the step, all GPUs together; ``busy``: one GPU's cycles at its peak MAC rate
+    (its GEMMs' utilization x cycles), so utilization is busy / the row's cycles."""
     cycles = round(t * clock)
     return LayerResult(
         layer=name, kind=kind, cycles=cycles, time_s=t, macs_dense=macs, macs_effective=macs,
-        utilization=0.0, energy_pj=pj, power_w=pj * 1e-12 / t if t else 0.0, dram_bytes=0,
-        start_cycle=0, end_cycle=cycles, energy_by_component_pj={kind: pj}, counts={},
-        extras=extras,
+        utilization=busy / cycles if cycles else 0.0, energy_pj=pj,
+        power_w=pj * 1e-12 / t if t else 0.0, dram_bytes=dram_bytes, start_cycle=0,
+        end_cycle=cycles, energy_by_component_pj={kind: pj}, counts={}, extras=extras,
     )  # fmt: skip

@@ -9,6 +9,7 @@ import pytest
 
 import archsim
 from archsim.cli import main
+from archsim.config.io import load_hardware, load_workload
 
 
 def test_eie_preset_values():
@@ -70,3 +71,18 @@ def test_lstm_matrix_shape_matches_table_iii():
     lstm = next(lay for lay in wl.layers if lay.kind == "lstm")
     rows, cols = lstm.matrix_shape
     assert (rows, cols + int(lstm.bias)) == (2400, 1201)
+
+
+def test_a_config_changed_in_place_is_not_handed_out_again() -> None:
+    """Loads share one validated model while it is as loaded; a caller that changes a list
+    inside it (frozen stops assignment only) does not change what the next load returns."""
+    h100 = load_hardware("h100")
+    assert load_hardware("h100") is h100
+    tiles = len(h100.tiles)
+    h100.tiles.clear()
+    fresh = load_hardware("h100")
+    assert fresh is not h100 and len(fresh.tiles) == tiles
+    wl = load_workload("eie_benchmarks")
+    layers = len(wl.layers)
+    wl.layers.append(wl.layers[0])
+    assert len(load_workload("eie_benchmarks").layers) == layers

@@ -122,6 +122,10 @@ def test_real_rows_of_every_family_satisfy_the_results_schema(tmp_path: Any) -> 
         for column in df.columns:
             if column.startswith(("tc_", "train_", "comm_")) or column in ("clock_hz", "energy_j"):
                 assert column in COLUMNS, f"{column}: document it in archsim/result_columns.py"
+    # a training step's layer rows carry the column contract too (utilization, DRAM bytes)
+    layers = frames[-1][frames[-1].kind == "train_layer"]
+    assert ((layers.utilization > 0) & (layers.utilization <= 1)).all()
+    assert (layers.dram_bytes > 0).all()
 
 
 def test_unknown_names_in_the_api_are_archsim_errors() -> None:
