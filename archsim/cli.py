@@ -82,13 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate WORKLOAD on HW (preset names or YAML paths). With no arguments: "
         f"{DEFAULT_HW} on {DEFAULT_WORKLOAD}.",
     )
-    run.add_argument("hw", nargs="?", default=DEFAULT_HW, help=f"hardware (default {DEFAULT_HW})")
-    run.add_argument(
-        "workload",
-        nargs="?",
-        default=DEFAULT_WORKLOAD,
-        help=f"workload (default {DEFAULT_WORKLOAD})",
-    )
+    run.add_argument("hw", nargs="?", help=f"hardware (default {DEFAULT_HW})")
+    run.add_argument("workload", nargs="?", help=f"workload (default {DEFAULT_WORKLOAD})")
     run.add_argument(
         "-o", "--out", default="archsim-out", help="output folder (default archsim-out)"
     )
@@ -249,6 +244,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     out_dir = check_out_dir(args.out)
     if args.from_scalesim:
+        given = [name for name in (args.hw, args.workload) if name is not None]
+        if given:
+            raise ArchsimError(
+                f"run {' '.join(given)}: --from-scalesim reads the hardware and workload from "
+                "its CFG and TOPOLOGY; allowed: either --from-scalesim or HW [WORKLOAD]"
+            )
         from archsim.config.scalesim import load_scalesim, scalesim_offsets, scalesim_unmodelled
 
         hw, wl = load_scalesim(*args.from_scalesim)
@@ -256,9 +257,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for line in [] if args.quiet else scalesim_unmodelled(args.from_scalesim[0]):
             print(f"archsim: warning: {line}", file=sys.stderr)
     else:
-        hw = load_hardware(args.hw)
+        hw = load_hardware(DEFAULT_HW if args.hw is None else args.hw)
         compile_helper.start(hw.accelerator)  # type: ignore[attr-defined]  # cold cache only
-        wl = _load_run_workload(args.workload)
+        wl = _load_run_workload(DEFAULT_WORKLOAD if args.workload is None else args.workload)
     if args.overrides:
         overrides = parse_overrides(args.overrides)
         if "name" not in overrides:  # results must not call the changed design by its old name

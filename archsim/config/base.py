@@ -214,14 +214,23 @@ class ArchsimModel(BaseModel):
 
 
 def set_dotted(data: dict[str, Any], path: str, value: Any, source: str) -> None:
-    """Set ``data[a][b][c] = value`` for ``path == "a.b.c"``; the path must already exist."""
+    """Set ``data[a][b][c] = value`` for ``path == "a.b.c"``; the path must already exist. A
+    part that is a whole number indexes a list (``library.families.0.mma_rate_fraction``)."""
     parts = path.split(".")
     node: Any = data
-    for depth, key in enumerate(parts):
+    for depth, part in enumerate(parts):
         here = ".".join(parts[: depth + 1])
-        if not isinstance(node, dict):
+        key: Any = part
+        if isinstance(node, list):
+            if not (part.isascii() and part.isdigit()) or int(part) >= len(node):
+                allowed = f"an index 0..{len(node) - 1}" if node else "none (the list is empty)"
+                raise ConfigError(
+                    source, here, f"is not an item of a list of {len(node)}; allowed: {allowed}"
+                )
+            key = int(part)
+        elif not isinstance(node, dict):
             raise ConfigError(source, here, "is not a section; cannot set a field inside it")
-        if key not in node:
+        elif key not in node:
             allowed = ", ".join(sorted(node)) or "(none)"
             close = difflib.get_close_matches(key, list(node), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -114,6 +114,9 @@ def _field_info(model: type[ArchsimModel], path: str) -> tuple[Any, Any]:
         if typing.get_origin(tp) is dict:  # the key names an entry: its value's type
             tp, info = typing.get_args(tp)[1], None
             continue
+        if typing.get_origin(tp) is list:  # the key is an index (set_dotted checked it)
+            tp, info = typing.get_args(tp)[0], None
+            continue
         info = tp.model_fields[key]
         tp = info.annotation
     return tp, info

@@ -476,7 +476,7 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
         "compute_s": compute_s,
         "communication_s": comm_total,
         "exposed_communication_s": exposed,
-        "overlapped_communication_s": comm_total - exposed,
+        "overlapped_communication_s": max(0.0, comm_total - exposed),  # not -1e-20
         "optimizer_s": work.opt_s,
         "input_stall_s": step_s - gpu_step_s,  # waiting for the host's loader workers
         "ddp_copy_s": sum(copy_s) + copy_back_s,  # in compute_s, except the copy back:

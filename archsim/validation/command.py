@@ -84,6 +84,11 @@ def run_command(args: argparse.Namespace) -> int:
     from archsim.validation.measured_command import check_unused
 
     check_unused(args)
+    from archsim.output import check_out_file
+
+    for option, flag in ((args.markdown, "-o"), (args.html, "--html")):
+        if option:  # refused before the claims run (minutes), not after
+            check_out_file(option, flag)
     eie_data = _eie_data(args.eie_data)
     models = list(dict.fromkeys(args.models)) or ["all"]
     unknown = [m for m in models if m not in (*MODELS, "all")]

@@ -39,12 +39,17 @@ def load_input(g: OnnxGraph, npy: str | Path | np.ndarray | None) -> tuple[np.nd
         where = str(npy)
         try:
             arr = np.load(where, allow_pickle=False)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
             raise WorkloadError(
-                f"{where}: cannot read as .npy ({exc}); allowed: a NumPy .npy array"
+                f"{where}: cannot read as .npy ({one_line(exc) or type(exc).__name__}); "
+                "allowed: a NumPy .npy array"
             ) from None
     else:
         arr = npy
+    if arr.dtype.kind not in "biuf":
+        raise WorkloadError(
+            f"{where}: {arr.dtype} values; allowed: a numeric (bool, integer or float) array"
+        )
     if tuple(arr.shape) == tuple(shape[1:]):
         arr = arr[None]
     if tuple(arr.shape) != tuple(shape):
@@ -55,7 +60,8 @@ def load_input(g: OnnxGraph, npy: str | Path | np.ndarray | None) -> tuple[np.nd
     out = np.ascontiguousarray(arr, dtype=np.float32)
     if not np.all(np.isfinite(out)):
         raise WorkloadError(f"{where}: NaN or infinite input values; allowed: finite numbers")
-    return out, f"{where} ({arr.shape[0]} samples)"
+    samples = arr.shape[0]
+    return out, f"{where} ({samples} sample{'' if samples == 1 else 's'})"
 
 
 def measure_activations(g: OnnxGraph, tensor_names: list[str], x: np.ndarray) -> dict:

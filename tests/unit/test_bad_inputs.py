@@ -350,6 +350,12 @@ def test_scalesim_v3_settings_not_modelled_are_named(tmp_path: Path, capsys: Any
     code = main(["run", "--from-scalesim", str(fixtures / "gemm256_os_32x32_user.cfg"), topology,
                  "-o", str(tmp_path / "o2")])  # fmt: skip
     assert code == 0 and capsys.readouterr().err == ""
+    # a hardware name beside --from-scalesim was ignored without a word (the CFG won)
+    code = main(["run", "eie", "--from-scalesim", str(fixtures / "gemm256_os_32x32_user.cfg"),
+                 topology, "-o", str(tmp_path / "o3")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "either --from-scalesim or HW" in err, err
+    assert not (tmp_path / "o3").exists()
 
 
 def test_empty_hardware_name_is_refused(tmp_path: Path, capsys: Any) -> None:
@@ -864,6 +870,9 @@ def test_outputs_never_replace_a_device_a_fifo_or_the_input(tmp_path: Path, caps
     fifo = tmp_path / "fifo.yaml"
     os.mkfifo(fifo)
     measured = str(ROOT.parent / "shared" / "data" / "h100")
+    empty, words = tmp_path / "empty.npy", tmp_path / "words.npy"
+    empty.write_bytes(b"")
+    np.save(words, np.array(["a", "b", "c", "d"]))
     for argv, needle in (
         (["compress", str(src), "-o", str(fifo), "--fc-density", "0.5"], "not a regular file"),
         (["compress", str(src), "-o", str(src), "--fc-density", "0.5"], "is the input"),
@@ -871,6 +880,10 @@ def test_outputs_never_replace_a_device_a_fifo_or_the_input(tmp_path: Path, caps
         (["import", "onnx", str(src), "-o", str(src)], "is the input"),
         (["import", "onnx", str(src), "-o", "w.yaml", "--no-measure", "--inputs", "x.npy"],
          "--inputs: unused with --no-measure"),
+        (["import", "onnx", str(src), "-o", "w.yaml", "--inputs", str(empty)],
+         "cannot read as .npy"),  # an empty file: EOFError
+        (["import", "onnx", str(src), "-o", "w.yaml", "--inputs", str(words)],
+         "<U1 values; allowed: a numeric"),
         (["calibrate", "tensor_core", "--measured", measured, "-o", str(fifo), "-q"],
          "not a regular file"),
     ):  # fmt: skip

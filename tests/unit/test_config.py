@@ -86,3 +86,23 @@ def test_a_config_changed_in_place_is_not_handed_out_again() -> None:
     layers = len(wl.layers)
     wl.layers.append(wl.layers[0])
     assert len(load_workload("eie_benchmarks").layers) == layers
+
+
+def test_dotted_paths_index_lists() -> None:
+    """``--set``, sweep axes and ``with_overrides`` reach list items by index (the paths
+    `archsim calibrate` fits, e.g. ``library.families.2.mma_rate_fraction``); a bad index
+    names the list's length."""
+    from archsim.errors import ConfigError
+
+    h100 = load_hardware("h100")
+    changed = h100.with_overrides(
+        {"library.families.2.mma_rate_fraction": 0.5, "tiles.0.stages": 2}
+    )
+    assert changed.library.families[2].mma_rate_fraction == 0.5 and changed.tiles[0].stages == 2
+    assert h100.library.families[2].mma_rate_fraction == 1.0
+    n = len(h100.library.families)
+    for bad in ("library.families.99.name", "library.families.x.name", "library.families.-1.name"):
+        with pytest.raises(
+            ConfigError, match=f"is not an item of a list of {n}; allowed: an index"
+        ):
+            h100.with_overrides({bad: "a"})

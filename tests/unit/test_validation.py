@@ -138,6 +138,16 @@ def test_cli_exit_codes_and_outputs(fake_registry, tmp_path, capsys):
     assert md.read_text().startswith("# archsim validation") and html.is_file()
 
 
+def test_cli_refuses_an_output_that_is_a_folder_before_running(fake_registry, tmp_path, capsys):
+    """`validate -o DIR` ran every claim (minutes) and then refused the folder."""
+    for flag in ("-o", "--html"):
+        assert main(["validate", flag, str(tmp_path)]) == 2
+        captured = capsys.readouterr()
+        assert captured.err.count("\n") == 1, captured.err
+        assert f"{flag}: {tmp_path} exists and is not a regular" in captured.err
+        assert "claims:" not in captured.out  # refused before the claims ran
+
+
 def test_cli_bad_data_folder_is_a_user_error(tmp_path, capsys):
     assert main(["validate", "eie", "--eie-data", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
