@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -183,8 +184,10 @@ def format_layer_table(result: RunResult) -> str:
             f"{r['utilization'] * 100:>8.1f}{r['energy_pj'] * 1e-6:>11.3f}"
             f"{r['power_w'] * 1e3:>10.1f}"
         )
-        if extra:
-            line += f"{r[extra[0]] * extra[2]:>11.2f}"
+        if extra:  # a layer without the column's number (a GPU's image-first-layer kernel): -
+            v = r.get(extra[0])
+            ok = isinstance(v, int | float) and math.isfinite(v)
+            line += f"{v * extra[2]:>11.2f}" if ok else f"{'-':>11}"
         lines.append(line)
     s = result.summary()
     lines.append("-" * len(head))
@@ -232,7 +235,14 @@ def _write_outputs(
             names += write_layer_traces(trace[0], trace[1], tmp, *trace[2:])  # (offsets)
         return names
 
-    write_outputs_atomically(out_dir, write)
+    write_outputs_atomically(out_dir, write, stale=_RUN_OUTPUTS)
+
+
+#: every file `archsim run` may write: a re-run into the folder leaves only its own
+_RUN_OUTPUTS = (
+    "results.csv", "results.json", "report.html", "COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv",
+    "DETAILED_ACCESS_REPORT.csv", "SRAM_TRACE_layer*.csv.gz",
+)  # fmt: skip
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -259,14 +269,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         hw = load_hardware(DEFAULT_HW if args.hw is None else args.hw)
         compile_helper.start(hw.accelerator)  # type: ignore[attr-defined]  # cold cache only
-        wl = _load_run_workload(DEFAULT_WORKLOAD if args.workload is None else args.workload)
+        if args.batch is not None and args.batch < 1:
+            problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
+            raise ConfigError("--batch", "", problem)
+        wl = _load_run_workload(DEFAULT_WORKLOAD if args.workload is None else args.workload,
+                                args.batch)  # fmt: skip
     if args.overrides:
         overrides = parse_overrides(args.overrides)
         if "name" not in overrides:  # results must not call the changed design by its old name
             changes = ", ".join(f"{k}={v}" for k, v in overrides.items())
             overrides["name"] = f"{hw.name} ({changes})"  # type: ignore[attr-defined]
         hw = hw.with_overrides(overrides, source="--set")
-    if args.batch is not None:
+    if args.batch is not None:  # (an ONNX model was imported at it: no change then)
         if args.batch < 1:
             problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
             raise ConfigError("--batch", "", problem)
@@ -320,9 +334,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_run_workload(name: str):  # noqa: ANN202 - WorkloadSpec
-    if str(name).lower().endswith(".onnx"):
-        return cli_onnx.load_onnx_workload(name)
+def _is_onnx(name: str | None) -> bool:
+    return name is not None and str(name).lower().endswith(".onnx")
+
+
+def _load_run_workload(name: str, batch: int | None = None):  # noqa: ANN202 - WorkloadSpec
+    """A workload preset or YAML, or an ONNX model imported on the fly (at ``batch``: its
+    measured activations must have the batch the layers run)."""
+    if _is_onnx(name):
+        return cli_onnx.load_onnx_workload(name, batch)
     from archsim.config.io import load_workload
 
     return load_workload(name)

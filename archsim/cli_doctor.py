@@ -11,9 +11,26 @@ import json
 import os
 import platform
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 __all__ = ["add_doctor_parser", "announce_compile", "cmd_doctor", "doctor_report"]
+
+
+def _writable(path: Path) -> bool:
+    """Whether numba can make its cache at ``path``: the nearest existing folder on the way
+    takes a new folder (a regular file there, or /proc, does not; os.access says yes to
+    both as root)."""
+    probe = next((p for p in (path, *path.parents) if p.exists()), None)
+    if probe is None or not probe.is_dir():
+        return False
+    try:
+        made = tempfile.mkdtemp(dir=probe, prefix=".archsim-doctor-")
+    except OSError:
+        return False
+    os.rmdir(made)
+    return True
 
 
 def add_doctor_parser(sub: Any) -> None:
@@ -41,13 +58,12 @@ def doctor_report() -> dict[str, Any]:
         except PackageNotFoundError:
             versions[dist] = "not installed"
     path = cache_dir()
-    probe = next((p for p in (path, *path.parents) if p.exists()), path)
     kernels = {acc: kernel_status(acc) for acc in KERNEL_MODULES}
     return {
         "versions": versions,
         "numba_cache_dir": str(path),
         "numba_cache_from": f"${ENV_VAR}" if USER_SET else "user cache directory",
-        "numba_cache_writable": bool(probe.exists() and os.access(probe, os.W_OK)),
+        "numba_cache_writable": _writable(path),
         "kernels": {
             acc: {
                 "compiled": sum(s.values()),

@@ -119,16 +119,17 @@ def cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_onnx_workload(path: str) -> WorkloadSpec:
-    """Import ``path`` (a dynamic batch set to 1, activations measured on the default input) into a
-    temporary folder removed at exit, and load it as a workload."""
+def load_onnx_workload(path: str, batch: int | None = None) -> WorkloadSpec:
+    """Import ``path`` (a dynamic batch set to ``batch``, default 1; activations measured on
+    the default input) into a temporary folder removed at exit, and load it as a workload."""
     from archsim.config.io import load_workload
     from archsim.workload.onnx import read_onnx
     from archsim.workload.onnx_export import write_workload
 
-    imp = read_onnx(path)
+    imp = read_onnx(path, batch=1 if batch is None else batch)
     tmp = Path(tempfile.mkdtemp(prefix="archsim-onnx-"))
     atexit.register(shutil.rmtree, tmp, True)
     yaml_path = tmp / f"{Path(path).stem}.yaml"
     write_workload(imp, yaml_path)
-    return load_workload(yaml_path)
+    # data files resolve in the temporary folder; messages name the model the user gave
+    return load_workload(yaml_path).bind(tmp, str(path))

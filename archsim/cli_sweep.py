@@ -234,6 +234,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 LOADER_JOIN_S = 5.0
 
 
+def _check_not_another(out: Path, name: str) -> None:
+    """Refuse a folder that holds another sweep's or an `archsim run`'s outputs: this sweep's
+    would replace or mix with them (the same sweep's folder resumes)."""
+    allowed = "allowed: a new folder, or this sweep's own folder to resume it"
+    meta = out / "sweep.json"
+    if meta.is_file():
+        try:
+            held = json.loads(meta.read_text(encoding="utf-8"))["spec"]["name"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # not readable as a sweep's record: the store's own checks decide
+        if held != name:
+            raise ArchsimError(f"{out}: holds the sweep {held!r}, not {name!r}; {allowed}")
+    elif (out / "results.json").is_file():
+        raise ArchsimError(f"{out}: holds an `archsim run` result (results.json); {allowed}")
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from archsim.explore import plan_sweep, run_plan, totals
 
@@ -245,6 +261,7 @@ def _sweep(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ArchsimError(f"{out}: exists and is not a folder; allowed: a folder")
+    _check_not_another(out, plan.spec.name)
     from archsim.progress import progress_bar, progress_enabled
 
     total = len({p.key for p in plan.points})

@@ -34,7 +34,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="one data-parallel training step (PyTorch DDP) of a network on a multi-GPU system",
         description="Simulate one DDP training step of WORKLOAD on SYSTEM at each GPU count: "
         "compute, exposed and overlapped all-reduce, optimizer, samples/s, scaling efficiency, "
-        "energy. Writes results.csv, results.json and report.html (scaling curve, timeline).",
+        "energy. Writes results.csv, results.json and report.html (scaling curve, timeline); "
+        "with --tensor or --pipeline (model parallelism) results.csv and results.json only.",
     )
     t.add_argument("system", help="system preset or YAML, e.g. dgx_a100")
     t.add_argument("workload", help="workload preset or YAML, e.g. resnet50")

@@ -136,11 +136,17 @@ def _move(src: Path, dst: Path) -> None:
 
 
 def write_outputs_atomically(
-    out_dir: Path, write: Callable[[Path], Iterable[str]], option: str = "--out"
+    out_dir: Path,
+    write: Callable[[Path], Iterable[str]],
+    option: str = "--out",
+    stale: Iterable[str] = (),
 ) -> list[Path]:
     """Call ``write(tmp)`` (which writes files into ``tmp`` and returns their names), then move
     them into ``out_dir``. On failure nothing new is left: no temporary folder, and no
-    ``out_dir`` when this call created it. Returns the final paths.
+    ``out_dir`` when this call created it. Returns the final paths. ``stale``: glob patterns
+    of the command's other outputs; files matching them that this call did not write are
+    removed once the new ones are in place (a re-run without --report, or without traces, left
+    the previous run's report.html or SRAM traces beside its own results).
     """
     out_dir = check_out_dir(str(out_dir), option)
     created = not out_dir.exists()
@@ -164,4 +170,8 @@ def write_outputs_atomically(
             shutil.rmtree(out_dir, ignore_errors=True)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
+    for pattern in stale:
+        for old in out_dir.glob(pattern):
+            if old.name not in names and old.is_file():
+                old.unlink(missing_ok=True)
     return [out_dir / n for n in names]

@@ -666,3 +666,16 @@ def test_scnn_crossbar_shape_must_match(tmp_path: Path, capsys) -> None:
     code = main(["run", "scnn", "alexnet", "-o", str(tmp_path / "o"), "--set", "crossbar.inputs=8"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "crossbar.inputs" in err[0]
+
+
+def test_a_rerun_into_the_folder_leaves_only_its_own_outputs(tmp_path: Path) -> None:
+    """`-o DIR` holds one run: a re-run without a report (or without traces) removed nothing,
+    so the first run's report.html described the second run's results. Files that are not
+    archsim's stay."""
+    out = tmp_path / "o"
+    assert main(["run", "tiny_eie", "eie_benchmarks", "-o", str(out), "-q"]) == 0
+    assert (out / "report.html").is_file()
+    (out / "notes.txt").write_text("mine")
+    (out / "SRAM_TRACE_layer0.csv.gz").write_bytes(b"old")
+    assert main(["run", "tiny_eie", "eie_benchmarks", "-o", str(out), "-q", "--no-report"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "results.csv", "results.json"]

@@ -202,6 +202,22 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys, make, expect: str) ->
     assert not out.exists() and not any(tmp_path.glob(".wl*"))
 
 
+def test_run_imports_an_onnx_model_at_the_batch_and_names_it(tmp_path: Path, capsys) -> None:
+    """`archsim run HW model.onnx --batch B` imports the model's dynamic batch as B (its
+    measured activations had batch 1, and the run failed on their shape); a mistake names the
+    model, not the temporary YAML the import wrote."""
+    import json
+
+    path = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")])
+    out = tmp_path / "run"
+    assert main(["run", "h100", str(path), "--batch", "3", "-o", str(out), "-q"]) == 0
+    (row,) = json.loads((out / "results.json").read_text())["layers"]
+    assert row["macs_dense"] == 3 * 4 * 3
+    assert main(["run", "dcnn", str(path), "-o", str(tmp_path / "x"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"archsim: error: {path}: layers.0.kind") and "archsim-onnx" not in err
+
+
 def test_dynamic_batch_without_size_and_wrong_npy(tmp_path: Path) -> None:
     path = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])])
     with pytest.raises(WorkloadError, match="dimension 0 is dynamic"):

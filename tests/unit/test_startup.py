@@ -117,6 +117,20 @@ def test_doctor_reports_cache_dir_and_which_kernels_are_warm(tmp_path):
     assert "eie_kernels._line_reads" not in after["cold"]
     assert len(after["cold"]) == 6
     assert any(cache.rglob("*.nbi"))
+    assert after and _doctor(env)["numba_cache_writable"] is True
+
+
+def test_doctor_calls_a_cache_it_cannot_make_not_writable(tmp_path):
+    """A regular file where the cache folder goes, or a folder under /proc, was 'writable'
+    (the check asked os.access of the nearest existing path, which says yes as root)."""
+    from archsim.cli_doctor import _writable
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert _writable(tmp_path / "new" / "cache") is True
+    assert not (tmp_path / "new").exists()  # the check leaves nothing behind
+    assert _writable(blocker) is False and _writable(blocker / "cache") is False
+    assert _writable(Path("/proc/archsim-cache")) is False
 
 
 def test_run_announces_a_first_compile_once(capsys, monkeypatch):

@@ -541,3 +541,21 @@ def test_only_the_point_that_kills_its_worker_alone_is_blamed(bad: int) -> None:
     done = sorted(t for r in out if isinstance(r, list) for t in r)
     assert died == [("died", bad)]
     assert done == [t for t in range(12) if t != bad]
+
+
+def test_a_sweep_refuses_a_folder_holding_another_sweep_or_a_run(tmp_path) -> None:
+    """A second sweep into a folder replaced the first one's points and report; one into an
+    `archsim run` folder mixed the two, and `archsim report` then rebuilt the run's page."""
+    from archsim.cli_sweep import _check_not_another
+    from archsim.errors import ArchsimError
+
+    _check_not_another(tmp_path / "new", "a")  # a new folder
+    (tmp_path / "sweep.json").write_text('{"spec": {"name": "a"}}')
+    _check_not_another(tmp_path, "a")  # its own folder: resumes
+    with pytest.raises(ArchsimError, match="holds the sweep 'a', not 'b'; allowed: a new folder"):
+        _check_not_another(tmp_path, "b")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_text("{}")
+    with pytest.raises(ArchsimError, match="holds an `archsim run` result"):
+        _check_not_another(run, "a")
