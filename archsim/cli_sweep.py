@@ -114,6 +114,8 @@ def _write_outputs(out: Path, frame: pd.DataFrame, points: pd.DataFrame, title: 
     import pandas as pd
 
     skipped = pd.DataFrame(frame.attrs.get("skipped", []))
+    if skipped.empty:  # a header even when no point was skipped, as errors.csv has
+        skipped = pd.DataFrame(columns=["point", *frame.attrs["axes"], "reason"])
     atomic("skipped.csv", lambda p: skipped.to_csv(p, index=False))
     cols = ["point", "point_key", *frame.attrs["axes"], "error"]
     errors = points.loc[points["status"] != "ok", cols]

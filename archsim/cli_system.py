@@ -222,12 +222,16 @@ def _checked_span(i: int, entry: Any) -> list[Any]:
 
 
 def _table(frame) -> str:
-    head = (f"{'size (B)':>14} {'count':>12} {'type':>6} {'time (us)':>11} "
+    """nccl-tests' columns, the size and count as wide as the largest row needs (8 GB sizes
+    have 13-digit counts)."""
+    ws = max(14, *(len(f"{v:,}") for v in frame["size_bytes"]))
+    wc = max(12, *(len(f"{v:,}") for v in frame["count"]))
+    head = (f"{'size (B)':>{ws}} {'count':>{wc}} {'type':>6} {'time (us)':>11} "
             f"{'algbw GB/s':>11} {'busbw GB/s':>11}  algorithm")  # fmt: skip
     lines = [head]
     for r in frame.itertuples():
         lines.append(
-            f"{r.size_bytes:>14,} {r.count:>12,} {r.type:>6} {r.time_us:>11.2f} "
+            f"{r.size_bytes:>{ws},} {r.count:>{wc},} {r.type:>6} {r.time_us:>11.2f} "
             f"{r.algbw_gb_s:>11.2f} {r.busbw_gb_s:>11.2f}  {r.algorithm}/{r.protocol}"
         )
     return "\n".join(lines)

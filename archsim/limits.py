@@ -162,6 +162,7 @@ def check_workload_size(hw: Any, workload: Any) -> None:
     acc = hw.accelerator
     check_layer_count(f"{workload.origin}: layers", len(workload.layers))
     if acc == "tensor_core":
+        _check_gpu_precisions(hw, workload)
         _check_gpu_layers(workload)
         return
     peak = max(int(hw.peak_macs_per_cycle), 1)
@@ -191,6 +192,23 @@ def _reduction(layer: Any) -> int:
         return (layer.c // layer.groups) * layer.r * layer.s
     shape = getattr(layer, "matrix_shape", None)
     return 0 if shape is None else int(shape[1])
+
+
+def _check_gpu_precisions(hw: Any, workload: Any) -> None:
+    """A precision the GPU preset lacks (FP8 on a V100), named by file and field before any
+    layer runs (the GEMM model's own check names only the layer)."""
+    from archsim.config.gpu_family import rate_key
+
+    rates = hw.tensor_cores.precision_rate
+    for i, layer in enumerate(workload.layers):
+        precision = getattr(layer, "precision", None)
+        if precision in (None, "fp32") or rate_key(precision) in rates:
+            continue
+        allowed = ", ".join([*rates, "fp32 (CUDA cores)"])
+        raise SimulationError(
+            f"{workload.origin}: layers.{i}.precision: layer {layer.name!r}: precision "
+            f"{precision!r} is not supported by {hw.name}; allowed: {allowed}"
+        )
 
 
 def _check_gpu_layers(workload: Any) -> None:

@@ -187,6 +187,7 @@ def test_cli_unsupported_precision_exits_2_with_one_line(tmp_path, capsys) -> No
     assert main(["run", "v100", str(path), "-o", str(tmp_path / "out"), "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "precision 'int8' is not supported by v100" in err
+    assert "int8.yaml: layers.0.precision: layer 'q'" in err  # the file and the field
     assert not (tmp_path / "out").exists()
 
 
