@@ -24,6 +24,8 @@ def _shape(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"{text!r}: allowed: sizes like 1,3,227,227") from None
     if not dims or min(dims) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: sizes must be >= 1")
+    if max(dims) > 2**31 - 1:  # ONNX shapes hold 64-bit ints; no tensor dimension is that long
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be < 2^31")
     return dims
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import difflib
 import re
+import sys
 import types
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
@@ -116,19 +117,21 @@ COMMON_FIELDS = {
 #: config class -> {field name: (annotation, admits booleans, is a boolean)}, for the
 #: before-validator that every config model runs on every validation (a sweep plans by
 #: validating each point's whole config)
-_FIELD_RULES: dict[type, dict[str, tuple[Any, bool, bool]]] = {}
+_FIELD_RULES: dict[type, dict[str, tuple[Any, bool, bool, bool]]] = {}
 
 
-def _field_rules(cls: type[BaseModel]) -> dict[str, tuple[Any, bool, bool]]:
-    """``{name: (annotation, _accepts_bool, bool_type)}`` of ``cls``'s fields (cached per
-    class: the annotations never change, and walking them is most of a validation's cost)."""
+def _field_rules(cls: type[BaseModel]) -> dict[str, tuple[Any, bool, bool, bool]]:
+    """``{name: (annotation, _accepts_bool, bool_type, has an upper bound)}`` of ``cls``'s
+    fields (cached per class: the annotations never change, and walking them is most of a
+    validation's cost)."""
     try:
         return _FIELD_RULES[cls]
     except KeyError:
         found = _FIELD_RULES[cls] = {
-            n: (f.annotation, _accepts_bool(f.annotation), bool_type(f.annotation))
+            n: (f.annotation, _accepts_bool(f.annotation), bool_type(f.annotation),
+                any(hasattr(m, "le") or hasattr(m, "lt") for m in f.metadata))
             for n, f in cls.model_fields.items()
-        }
+        }  # fmt: skip
         return found
 
 
@@ -138,6 +141,31 @@ def _type_doc(tp: Any) -> str | None:
     if isinstance(tp, type) and issubclass(tp, ArchsimModel) and tp.__doc__:
         return tp.__doc__.strip().splitlines()[0]
     return None
+
+
+#: the largest integer a config field may hold: the models compute in 64-bit integers (numba)
+MAX_FIELD_INT = 2**63 - 1
+
+
+def _check_magnitude(name: str, value: Any, bounded: bool) -> None:
+    """Refuse an integer beyond 64 bits in a field with no upper bound of its own (whose
+    message then names the bound) and a subnormal float (a bandwidth of 1e-320 made every
+    transfer infinitely long): one line naming the field, before any model runs."""
+    if (
+        not bounded
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and abs(value) > MAX_FIELD_INT
+    ):
+        raise ValueError(
+            f"{name}: an integer of {len(str(abs(value)))} digits; allowed: at most "
+            f"{MAX_FIELD_INT:,} (64-bit)"
+        )
+    if isinstance(value, float) and value != 0.0 and abs(value) < sys.float_info.min:
+        raise ValueError(
+            f"{name}: {value!r} is below the smallest normal float; allowed: 0 or a magnitude "
+            f">= {sys.float_info.min:.3g}"
+        )
 
 
 class ArchsimModel(BaseModel):
@@ -175,7 +203,7 @@ class ArchsimModel(BaseModel):
                 rule = rules.get(name) if isinstance(name, str) else None
                 if rule is None:
                     continue  # not a field: pydantic's own error names it
-                ann, accepts_bool, is_bool = rule
+                ann, accepts_bool, is_bool, bounded = rule
                 if name == "name" and isinstance(value, str) and not value.strip():
                     raise ValueError(
                         "name must not be empty; allowed: a name shown in results and reports"
@@ -190,6 +218,7 @@ class ArchsimModel(BaseModel):
                         f"{name}: {value!r} is not a boolean; allowed: true or false, "
                         "written without quotes"
                     )
+                _check_magnitude(name, value, bounded)
                 bad = _text_for_number(ann, value)
                 if bad is not None:
                     what = "integer" if "int" in str(ann) else "number"

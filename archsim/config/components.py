@@ -113,7 +113,9 @@ class DramConfig(ArchsimModel):
         default="lpddr4", description="DRAM technology; selects the energy table's pJ/bit."
     )
     bandwidth_bytes_per_s: float = Field(
-        gt=0.0, le=MAX_BANDWIDTH_BYTES_PER_S, description="Peak bandwidth, bytes/s (<= 1 PB/s)."
+        ge=1e6,
+        le=MAX_BANDWIDTH_BYTES_PER_S,
+        description="Peak bandwidth, bytes/s (1 MB/s to 1 PB/s).",
     )
     latency_s: float = Field(
         default=0.0, ge=0.0, le=MAX_LATENCY_S, description="Latency of one access, s (<= 1 s)."

@@ -249,6 +249,15 @@ def parse_yaml(text: str, source: str) -> Any:
         raise ConfigError(
             source, "", "invalid YAML: nested too deeply; allowed: a few dozen levels"
         ) from None
+    except ValueError as exc:  # an integer of thousands of digits (Python's 4,300-digit cap)
+        if "integer string conversion" not in str(exc):
+            raise
+        raise ConfigError(
+            source,
+            "",
+            "invalid YAML: an integer of more than 4,300 digits; allowed: a number "
+            "of a field's range",
+        ) from None
     except OverflowError:
         raise ConfigError(
             source,

@@ -247,7 +247,12 @@ def read_scalesim_topology(path: str | Path) -> dict[str, Any]:
     """A workload mapping from a SCALE-Sim topology CSV (conv or GEMM ``M, N, K`` form)."""
     path = Path(path)
     text = _read_text(path)
-    rows = list(csv.reader(io.StringIO(text)))
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:  # a cell of more than 131,072 characters, a NUL byte
+        raise ConfigError(
+            str(path), "", f"not a CSV table ({exc}); allowed: a SCALE-Sim topology CSV"
+        ) from None
     if not rows or not _fields(rows[0]):
         raise ConfigError(str(path), "line 1", "empty topology; allowed: a SCALE-Sim CSV header")
     header = _fields(rows[0])

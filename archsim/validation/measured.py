@@ -360,15 +360,33 @@ def _energy_layer(key: str) -> tuple[dict[str, Any] | None, str]:
     return layer, why
 
 
+def _smi_mhz(key: str, entry: dict[str, Any]) -> float:
+    """The SM clock of an energy entry's mid-run nvidia-smi snapshot, MHz (NaN: none)."""
+    snaps = entry.get("smi_mid")
+    where = f"device_memory_energy.json: energy.{key}.smi_mid"
+    if not snaps:
+        return math.nan
+    if not isinstance(snaps, list) or not isinstance(snaps[0], dict):
+        raise ArchsimError(
+            f"{where}: a {type(snaps).__name__}; allowed: a list of nvidia-smi snapshots "
+            "(objects), as `archsim probe gpu` writes"
+        )
+    try:
+        return float(snaps[0].get("clocks.sm", "nan"))
+    except (TypeError, ValueError):
+        raise ArchsimError(
+            f"{where}.0.clocks.sm: {snaps[0].get('clocks.sm')!r}; allowed: a number (MHz)"
+        ) from None
+
+
 def _energy_rows(hw: Any, energy: dict[str, Any]) -> pd.DataFrame:
     recs = []
     for key, entry in energy.items():
         if not isinstance(entry, dict) or "joules_per_call" not in entry:
             continue
-        smi = (entry.get("smi_mid") or [{}])[0]
         rec: dict[str, Any] = {
             "entry": key, "joules_per_call": entry["joules_per_call"], "watts": entry.get("watts"),
-            "sm_mhz": float(smi.get("clocks.sm", "nan")), "sim_energy_j": math.nan,
+            "sm_mhz": _smi_mhz(key, entry), "sim_energy_j": math.nan,
             "sim_power_w": math.nan, "sim_clock_hz": math.nan, "reason": "",
         }  # fmt: skip
         copy = copy_energy(hw, key, entry)

@@ -44,6 +44,9 @@ def load_input(g: OnnxGraph, npy: str | Path | np.ndarray | None) -> tuple[np.nd
                 f"{where}: cannot read as .npy ({one_line(exc) or type(exc).__name__}); "
                 "allowed: a NumPy .npy array"
             ) from None
+        if not isinstance(arr, np.ndarray):  # a .npz archive: np.load gives its members
+            arr.close()
+            raise WorkloadError(f"{where}: a .npz archive; allowed: one NumPy .npy array")
     else:
         arr = npy
     if arr.dtype.kind not in "biuf":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -503,7 +504,7 @@ def test_a_name_longer_than_the_file_system_allows(tmp_path: Path, capsys: Any, 
         (  # dimensions beyond int64 in the planner's array arithmetic
             ["run", "h100"],
             "{name: g, kind: gemm, m: 18446744073709551616, n: 8, k: 8}",
-            "beyond what the GPU model's 64-bit arithmetic holds (OverflowError)",
+            "at most 9,223,372,036,854,775,807 (64-bit)",
         ),
         (  # the same in a training step's lowered GEMMs: named by the workload file
             ["train", "dgx_h100"],
@@ -525,7 +526,7 @@ def test_layers_too_large_for_the_model_are_refused_up_front(
     code = main([*command, str(wl), "-o", str(tmp_path / "out"), "-q"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert "big.yaml: layers.0: " in err and needle in err, err
+    assert "big.yaml: layers.0" in err and needle in err, err  # layers.0[.field]:
     assert not (tmp_path / "out").exists()
 
 
@@ -873,6 +874,8 @@ def test_outputs_never_replace_a_device_a_fifo_or_the_input(tmp_path: Path, caps
     empty, words = tmp_path / "empty.npy", tmp_path / "words.npy"
     empty.write_bytes(b"")
     np.save(words, np.array(["a", "b", "c", "d"]))
+    archive = tmp_path / "x.npz"
+    np.savez(archive, x=np.zeros(4))
     for argv, needle in (
         (["compress", str(src), "-o", str(fifo), "--fc-density", "0.5"], "not a regular file"),
         (["compress", str(src), "-o", str(src), "--fc-density", "0.5"], "is the input"),
@@ -884,6 +887,8 @@ def test_outputs_never_replace_a_device_a_fifo_or_the_input(tmp_path: Path, caps
          "cannot read as .npy"),  # an empty file: EOFError
         (["import", "onnx", str(src), "-o", "w.yaml", "--inputs", str(words)],
          "<U1 values; allowed: a numeric"),
+        (["import", "onnx", str(src), "-o", "w.yaml", "--inputs", str(archive)],
+         "a .npz archive; allowed: one NumPy .npy array"),
         (["calibrate", "tensor_core", "--measured", measured, "-o", str(fifo), "-q"],
          "not a regular file"),
     ):  # fmt: skip
@@ -1189,3 +1194,40 @@ def test_a_runtime_error_that_carries_a_ctrl_c_is_the_interrupt(monkeypatch, cap
     monkeypatch.setitem(cli._COMMANDS, "list", command)
     assert cli.main(["list"]) == 130
     assert capsys.readouterr().err.strip() == "archsim: interrupted"
+
+
+@pytest.mark.parametrize(
+    ("hw", "wl", "needle"),
+    [
+        # Python refuses to read an integer of more than 4,300 digits (a traceback)
+        (TINY, WORKLOAD.replace("inputs: 64", "inputs: " + "9" * 5000), "more than 4,300 digits"),
+        # beyond 64 bits: OverflowError inside the models
+        (TINY, WORKLOAD.replace("inputs: 64", "inputs: " + "1" + "0" * 72), "integer of 73 digits"),
+        # a subnormal bandwidth made every transfer infinitely long
+        (re.sub(r"bandwidth_bytes_per_s: [^,]+", "bandwidth_bytes_per_s: 1.0e-320", TINY, count=1),
+         WORKLOAD, "below the smallest normal float"),
+    ],
+)  # fmt: skip
+def test_numbers_out_of_any_range_are_one_line(tmp_path: Path, capsys: Any, hw, wl, needle) -> None:
+    assert needle in _run(tmp_path, capsys, hw, wl)
+
+
+def test_inputs_that_traced_back_in_a_fuzzing(tmp_path: Path, capsys: Any) -> None:
+    """A SCALE-Sim topology with a 200,000-character cell (csv.Error) and a measurement
+    folder whose nvidia-smi snapshot is a number (TypeError) each traced back."""
+    topo = tmp_path / "t.csv"
+    topo.write_text("Layer, M, N, K,\nl0, " + "1" * 200_000 + ", 4, 4,\n")
+    cfg = ROOT / "tests" / "fixtures" / "scalesim" / "gemm256_os_32x32_user.cfg"
+    assert main(["run", "--from-scalesim", str(cfg), str(topo), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "t.csv: not a CSV table (field larger" in err, err
+    folder = tmp_path / "m"
+    assert main(["probe", "gpu", "--backend", "fake", "--quick", "-o", str(folder), "-q"]) == 0
+    path = folder / "device_memory_energy.json"
+    data = json.loads(path.read_text())
+    key = next(k for k, v in data["energy"].items() if isinstance(v, dict) and "smi_mid" in v)
+    data["energy"][key]["smi_mid"] = 3.5
+    path.write_text(json.dumps(data))
+    assert main(["validate", "tensor_core", "--measured", str(folder), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"energy.{key}.smi_mid: a float; allowed" in err, err
