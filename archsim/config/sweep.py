@@ -20,6 +20,7 @@ metrics: {total_time_s: min, total_energy_pj: min}
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -71,6 +72,11 @@ class AxisRange(ArchsimModel):
             raise ValueError(f"high must be >= low (got low={self.low}, high={self.high})")
         if self.log and self.low <= 0:
             raise ValueError(f"low must be > 0 when log is true (got {self.low})")
+        if not math.isfinite(self.high - self.low):  # the spacing overflows to NaN values
+            raise ValueError(
+                f"high - low overflows a float (low={self.low}, high={self.high}); allowed: a "
+                "range of the field's magnitude"
+            )
         return self
 
 

@@ -375,6 +375,10 @@ class Scatter:
 
 
 def _decades(lo: float, hi: float) -> list[float]:
+    """Powers of ten within [lo, hi]; none for a limit that is not a positive finite float (a
+    hand-edited results.json with 1e308 in a log-scaled column)."""
+    if not (0 < lo <= hi < 1e308):
+        return []
     return [
         10.0**k
         for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)

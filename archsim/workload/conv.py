@@ -135,7 +135,8 @@ def _load_npy(layer: ConvLayer, path: Path, shape: tuple[int, ...]) -> np.ndarra
         arr = np.load(path, allow_pickle=False, mmap_mode="r")
     except FileNotFoundError:
         raise LayerDataError(layer.name, "data", f"{path}: required data file is missing") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, OverflowError, zipfile.BadZipFile) as exc:
+        # OverflowError: a header whose shape maps no length (negative, or past 2^63 bytes)
         raise LayerDataError(layer.name, "data", f"{path}: not a NumPy .npy array: {exc}") from None
     if not isinstance(arr, np.ndarray):  # an .npz archive
         raise LayerDataError(
@@ -149,7 +150,14 @@ def _load_npy(layer: ConvLayer, path: Path, shape: tuple[int, ...]) -> np.ndarra
         )
     if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)):
         raise LayerDataError(layer.name, "data", f"{path}: allowed: finite float values")
-    return np.array(arr, dtype=np.float32)  # read in, the file unmapped
+    with np.errstate(over="ignore"):  # refused just below, with the file named
+        out = np.array(arr, dtype=np.float32)  # read in, the file unmapped
+    if not np.all(np.isfinite(out)):  # float64 values beyond float32's range
+        raise LayerDataError(
+            layer.name, "data", f"{path}: values beyond float32's range (3.4e38); allowed: "
+            "finite float32 values"
+        )  # fmt: skip
+    return out
 
 
 def read_conv_dir(layer: ConvLayer, base_dir: str | Path) -> SparseConv:

@@ -629,11 +629,25 @@ def test_scnn_runs_layers_read_from_files(tmp_path: Path, capsys: Any, alex8_dir
             "not a NumPy .npy array: mmap length is greater than file size",
         ),
         (b"PK\x03\x04" + b"\x00" * 100, "not a NumPy .npy array"),  # BadZipFile traced back
+        (  # a negative shape: mmap's OverflowError traced back
+            b"\x93NUMPY\x01\x00"
+            + (118).to_bytes(2, "little")
+            + b"{'descr': '<f4', 'fortran_order': False, 'shape': (-5,), }".ljust(117)
+            + b"\n",
+            "not a NumPy .npy array",
+        ),
+        (  # float64 beyond float32's range: infinite once read in, a traceback
+            b"f64",
+            "values beyond float32's range",
+        ),
     ],
 )
 def test_conv_data_files_that_lie(tmp_path: Path, capsys: Any, content: bytes, needle: str):
     _conv_data(tmp_path / "cd")
-    (tmp_path / "cd" / "weights.npy").write_bytes(content)
+    if content == b"f64":
+        np.save(tmp_path / "cd" / "weights.npy", np.full((8, 4, 3, 3), 1e300))
+    else:
+        (tmp_path / "cd" / "weights.npy").write_bytes(content)
     wl = _workload(tmp_path, "{name: c, kind: conv, c: 4, k: 8, h: 6, w: 6, r: 3, s: 3, data: cd}")
     assert main(["run", "scnn", str(wl), "-o", str(tmp_path / "out"), "-q"]) == 2
     err = capsys.readouterr().err

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pydantic
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -559,3 +561,21 @@ def test_a_sweep_refuses_a_folder_holding_another_sweep_or_a_run(tmp_path) -> No
     (run / "results.json").write_text("{}")
     with pytest.raises(ArchsimError, match="holds an `archsim run` result"):
         _check_not_another(run, "a")
+
+
+def test_a_range_whose_spacing_overflows_is_refused() -> None:
+    """low -1.7e308 to high 1.7e308 made NaN values, which an integer axis traced back on."""
+    from archsim.config.sweep import AxisRange
+
+    with pytest.raises(pydantic.ValidationError, match="high - low overflows a float"):
+        AxisRange(low=-1.7e308, high=1.7e308, num=3)
+    assert AxisRange(low=1.0, high=1.7e308, num=3).high == 1.7e308
+
+
+def test_log_charts_take_limits_that_are_not_finite() -> None:
+    """A hand-edited results.json with 1e308 in a log-scaled column: no decade ticks, no
+    traceback."""
+    from archsim.report.svg_charts import _decades
+
+    assert _decades(1.0, 1000.0) == [1.0, 10.0, 100.0, 1000.0]
+    assert _decades(1.0, math.inf) == [] and _decades(0.0, 10.0) == []
