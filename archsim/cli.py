@@ -277,7 +277,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.overrides:
         overrides = parse_overrides(args.overrides)
         if "name" not in overrides:  # results must not call the changed design by its old name
-            changes = ", ".join(f"{k}={v}" for k, v in overrides.items())
+            changes = ", ".join(f"{k}={_shown(v)}" for k, v in overrides.items())
             overrides["name"] = f"{hw.name} ({changes})"  # type: ignore[attr-defined]
         hw = hw.with_overrides(overrides, source="--set")
     if args.batch is not None:  # (an ONNX model was imported at it: no change then)
@@ -332,6 +332,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         report = "" if args.no_report else ", report.html"
         print(f"wrote {Path(args.out) / 'results.csv'}, results.json{report}")
     return 0
+
+
+def _shown(value: object) -> str:
+    """An override's value as the design's new name shows it (an integer too long for str()
+    by its size)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"<{value.bit_length()}-bit integer>"
+    return str(value)
 
 
 def _is_onnx(name: str | None) -> bool:

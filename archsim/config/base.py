@@ -157,8 +157,8 @@ def _check_magnitude(name: str, value: Any, bounded: bool) -> None:
         and not isinstance(value, bool)
         and abs(value) > MAX_FIELD_INT
     ):
-        raise ValueError(
-            f"{name}: an integer of {len(str(abs(value)))} digits; allowed: at most "
+        raise ValueError(  # its bits, not its digits: str() refuses past 4,300 digits
+            f"{name}: an integer of {value.bit_length()} bits; allowed: at most "
             f"{MAX_FIELD_INT:,} (64-bit)"
         )
     if isinstance(value, float) and value != 0.0 and abs(value) < sys.float_info.min:
@@ -388,6 +388,8 @@ _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 64:  # repr() refuses past 4,300 digits
+        return f"an integer of {value.bit_length()} bits"
     shown = repr(value)
     return shown if len(shown) <= 60 else shown[:57] + "..."
 

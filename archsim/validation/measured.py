@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from archsim.config.base import validation_to_config_error
 from archsim.config.io import load_hardware
 from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
 from archsim.errors import ArchsimError, one_line
@@ -191,10 +192,13 @@ _MODEL_COLUMNS = {"clock_hz": "sim_clock_hz", "board_power_w": "sim_board_w"}
 
 
 def _run_group(hw: Any, layers: list[dict[str, Any]], names: list[str]) -> pd.DataFrame:
-    wl = WorkloadSpec.model_validate({
-        "schema_version": 1, "name": "measured", "source": "measurement folder",
-        "layers": [{"name": n, **lay} for n, lay in zip(names, layers, strict=True)],
-    })  # fmt: skip
+    try:  # a row's shape past the layer fields' bounds is that row's reason, not a traceback
+        wl = WorkloadSpec.model_validate({
+            "schema_version": 1, "name": "measured", "source": "measurement folder",
+            "layers": [{"name": n, **lay} for n, lay in zip(names, layers, strict=True)],
+        })  # fmt: skip
+    except ValidationError as exc:
+        raise validation_to_config_error(exc, "measured row", WorkloadSpec) from None
     return simulate(hw, wl, seed=0).to_dataframe().set_index("layer")
 
 

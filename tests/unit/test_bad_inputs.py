@@ -1216,7 +1216,7 @@ def test_a_runtime_error_that_carries_a_ctrl_c_is_the_interrupt(monkeypatch, cap
         # Python refuses to read an integer of more than 4,300 digits (a traceback)
         (TINY, WORKLOAD.replace("inputs: 64", "inputs: " + "9" * 5000), "more than 4,300 digits"),
         # beyond 64 bits: OverflowError inside the models
-        (TINY, WORKLOAD.replace("inputs: 64", "inputs: " + "1" + "0" * 72), "integer of 73 digits"),
+        (TINY, WORKLOAD.replace("inputs: 64", "inputs: " + "1" + "0" * 72), "integer of 240 bits"),
         # a subnormal bandwidth made every transfer infinitely long
         (re.sub(r"bandwidth_bytes_per_s: [^,]+", "bandwidth_bytes_per_s: 1.0e-320", TINY, count=1),
          WORKLOAD, "below the smallest normal float"),
@@ -1245,3 +1245,21 @@ def test_inputs_that_traced_back_in_a_fuzzing(tmp_path: Path, capsys: Any) -> No
     assert main(["validate", "tensor_core", "--measured", str(folder), "-q"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"energy.{key}.smi_mid: a float; allowed" in err, err
+
+
+def test_integers_too_long_to_print(tmp_path: Path, capsys: Any) -> None:
+    """An override of 5,000 hex digits traced back while its error (or the design's new
+    name) printed it; a measured row with a 30-digit m traced back in the measured check."""
+    import archsim
+    from archsim.errors import ConfigError
+    from archsim.validation.measured import _run_group
+
+    huge = "0x" + "f" * 5000
+    for path in ("pe_array.num_pes", "description"):
+        argv = ["run", "tiny_eie", "--set", f"{path}={huge}", "-o", str(tmp_path / "o"), "-q"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "an integer of 20000 bits" in err, err
+    row = {"kind": "gemm", "m": 10**29, "n": 8, "k": 8}
+    with pytest.raises(ConfigError, match="at most 9,223,372,036,854,775,807"):
+        _run_group(archsim.load_hardware("h100"), [row], ["r"])
