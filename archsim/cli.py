@@ -22,7 +22,14 @@ from archsim.cli_doctor import add_doctor_parser, announce_compile, cmd_doctor
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
 from archsim.cli_system import add_parsers as add_system_parsers
 from archsim.cli_system import cmd_collective, cmd_train
-from archsim.errors import ArchsimError, ConfigError, WorkloadError, one_line, shown_name
+from archsim.errors import (
+    ArchsimError,
+    ConfigError,
+    WorkloadError,
+    one_line,
+    shown_name,
+    shown_value,
+)
 
 if TYPE_CHECKING:
     from archsim.results import RunResult
@@ -253,6 +260,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from archsim.workload.matvec import LayerDataError
 
     out_dir = check_out_dir(args.out)
+    if args.batch is not None and args.batch < 1:  # before an ONNX model is imported at it
+        problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
+        raise ConfigError("--batch", "", problem)
     if args.from_scalesim:
         given = [name for name in (args.hw, args.workload) if name is not None]
         if given:
@@ -269,21 +279,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         hw = load_hardware(DEFAULT_HW if args.hw is None else args.hw)
         compile_helper.start(hw.accelerator)  # type: ignore[attr-defined]  # cold cache only
-        if args.batch is not None and args.batch < 1:
-            problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
-            raise ConfigError("--batch", "", problem)
         wl = _load_run_workload(DEFAULT_WORKLOAD if args.workload is None else args.workload,
                                 args.batch)  # fmt: skip
     if args.overrides:
         overrides = parse_overrides(args.overrides)
         if "name" not in overrides:  # results must not call the changed design by its old name
-            changes = ", ".join(f"{k}={_shown(v)}" for k, v in overrides.items())
+            changes = ", ".join(f"{k}={shown_value(v) or v}" for k, v in overrides.items())
             overrides["name"] = f"{hw.name} ({changes})"  # type: ignore[attr-defined]
         hw = hw.with_overrides(overrides, source="--set")
-    if args.batch is not None:  # (an ONNX model was imported at it: no change then)
-        if args.batch < 1:
-            problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
-            raise ConfigError("--batch", "", problem)
+    if args.batch is not None:  # checked above; an ONNX model was imported at it already
         wl = wl.with_batch(args.batch)
     if args.seed < 0:
         raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
@@ -332,14 +336,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         report = "" if args.no_report else ", report.html"
         print(f"wrote {Path(args.out) / 'results.csv'}, results.json{report}")
     return 0
-
-
-def _shown(value: object) -> str:
-    """An override's value as the design's new name shows it (an integer too long for str()
-    by its size)."""
-    if isinstance(value, int) and value.bit_length() > 64:
-        return f"<{value.bit_length()}-bit integer>"
-    return str(value)
 
 
 def _is_onnx(name: str | None) -> bool:

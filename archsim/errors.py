@@ -10,6 +10,7 @@ __all__ = [
     "UnknownNameError",
     "one_line",
     "shown_name",
+    "shown_value",
 ]
 
 #: longest name or path an error message shows back, characters
@@ -27,6 +28,14 @@ def shown_name(text: str) -> str:
     """``text`` as an error message shows it: cut to ``SHOWN_CHARS`` characters, with its
     length, when longer (a 5,000-character preset name or path)."""
     return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text)} chars)"
+
+
+def shown_value(value: object) -> str | None:
+    """How a message shows an integer too long for ``str()`` / ``repr()`` (Python refuses past
+    4,300 digits): by its size; None for any other value."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    return None
 
 
 class ArchsimError(Exception):

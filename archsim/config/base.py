@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from archsim.errors import ConfigError
+from archsim.errors import ConfigError, shown_value
 
 __all__ = ["ArchsimModel", "validation_to_config_error", "set_dotted", "number_type"]
 
@@ -157,9 +157,8 @@ def _check_magnitude(name: str, value: Any, bounded: bool) -> None:
         and not isinstance(value, bool)
         and abs(value) > MAX_FIELD_INT
     ):
-        raise ValueError(  # its bits, not its digits: str() refuses past 4,300 digits
-            f"{name}: an integer of {value.bit_length()} bits; allowed: at most "
-            f"{MAX_FIELD_INT:,} (64-bit)"
+        raise ValueError(
+            f"{name}: {shown_value(value)}; allowed: at most {MAX_FIELD_INT:,} (64-bit)"
         )
     if isinstance(value, float) and value != 0.0 and abs(value) < sys.float_info.min:
         raise ValueError(
@@ -388,8 +387,9 @@ _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 
 
 def _short(value: Any) -> str:
-    if isinstance(value, int) and value.bit_length() > 64:  # repr() refuses past 4,300 digits
-        return f"an integer of {value.bit_length()} bits"
+    big = shown_value(value)
+    if big is not None:
+        return big
     shown = repr(value)
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
