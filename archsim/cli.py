@@ -178,24 +178,33 @@ def format_layer_table(result: RunResult) -> str:
     extra = next(((c, h, k) for c, h, k in candidates if c in columns), None)
     names = [str(r["layer"]) for r in records]
     width = max([5, *(_display_width(n) for n in names)]) + 1
-    head = (
-        f"{'layer':<{width}}{'cycles':>12}{'time us':>10}{'util %':>8}{'energy uJ':>11}"
-        f"{'power mW':>10}"
-    )
-    head += f"{extra[1]:>11}" if extra else ""
-    lines = [head, "-" * len(head)]
-    for name, r in zip(names, records, strict=True):
-        pad = " " * (width - _display_width(name))
-        line = (
-            f"{name}{pad}{int(r['cycles']):>12,}{r['time_s'] * 1e6:>10.2f}"
-            f"{r['utilization'] * 100:>8.1f}{r['energy_pj'] * 1e-6:>11.3f}"
-            f"{r['power_w'] * 1e3:>10.1f}"
-        )
+    # (header, least width): each column widens to its longest cell (a 10^15 us layer)
+    spec = [("cycles", 12), ("time us", 10), ("util %", 8), ("energy uJ", 11), ("power mW", 10)]
+    spec += [(extra[1], 11)] if extra else []
+    cells = []
+    for r in records:
+        row = [
+            f"{int(r['cycles']):,}",
+            f"{r['time_s'] * 1e6:.2f}",
+            f"{r['utilization'] * 100:.1f}",
+            f"{r['energy_pj'] * 1e-6:.3f}",
+            f"{r['power_w'] * 1e3:.1f}",
+        ]
         if extra:  # a layer without the column's number (a GPU's image-first-layer kernel): -
             v = r.get(extra[0])
             ok = isinstance(v, int | float) and math.isfinite(v)
-            line += f"{v * extra[2]:>11.2f}" if ok else f"{'-':>11}"
-        lines.append(line)
+            row.append(f"{v * extra[2]:.2f}" if ok else "-")
+        cells.append(row)
+    widths = [
+        max([least, *(len(row[i]) + 1 for row in cells)]) for i, (_, least) in enumerate(spec)
+    ]
+    head = f"{'layer':<{width}}" + "".join(
+        f"{h:>{w}}" for (h, _), w in zip(spec, widths, strict=True)
+    )
+    lines = [head, "-" * len(head)]
+    for name, row in zip(names, cells, strict=True):
+        pad = " " * (width - _display_width(name))
+        lines.append(name + pad + "".join(f"{c:>{w}}" for c, w in zip(row, widths, strict=True)))
     s = result.summary()
     lines.append("-" * len(head))
     lines.append(

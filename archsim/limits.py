@@ -157,6 +157,19 @@ def check_layer_count(origin: str, layers: int) -> None:
         )
 
 
+def check_layer_kinds(hw: Any, workload: Any) -> None:
+    """Raise ``SimulationError`` naming the first layer of a kind ``hw``'s accelerator does
+    not run (a conv on EIE); a sweep checks this once, before any point runs."""
+    kinds = LAYER_KINDS.get(hw.accelerator)
+    for i, layer in enumerate(workload.layers):
+        if kinds is not None and layer.kind not in kinds:
+            raise SimulationError(
+                f"{workload.origin}: layers.{i}.kind: {hw.name} ({hw.accelerator}) runs "
+                f"{' and '.join(kinds)} layers, not layer {layer.name!r} of kind "
+                f"{layer.kind!r}; allowed: {', '.join(kinds)}"
+            )
+
+
 def check_workload_size(hw: Any, workload: Any) -> None:
     """Raise ``SimulationError`` naming the first layer over a limit (see the module doc)."""
     acc = hw.accelerator
@@ -166,15 +179,9 @@ def check_workload_size(hw: Any, workload: Any) -> None:
         _check_gpu_layers(workload)
         return
     peak = max(int(hw.peak_macs_per_cycle), 1)
-    kinds = LAYER_KINDS.get(acc)
+    check_layer_kinds(hw, workload)
     for i, layer in enumerate(workload.layers):
         origin = workload.origin
-        if kinds is not None and layer.kind not in kinds:
-            raise SimulationError(
-                f"{origin}: layers.{i}.kind: {hw.name} ({acc}) runs {' and '.join(kinds)} "
-                f"layers, not layer {layer.name!r} of kind {layer.kind!r}; allowed: "
-                f"{', '.join(kinds)}"
-            )
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
         refuse_layer(origin, i, layer, "bytes of memory", layer_memory_bytes(acc, layer),

@@ -197,6 +197,35 @@ def _chunk_rows(spec: ConvLayer, th: int, lo: int, hi: int) -> tuple[list[int], 
     return outs, sorted(ins)
 
 
+def _window_prefix(spec: ConvLayer) -> list[int]:
+    """``[sum of the clipped input-row windows of output rows < i]`` for i in 0..out_h (a
+    window: the ``r`` input rows one output row reads, cut to the image)."""
+    oy = np.arange(spec.out_h, dtype=np.int64) * spec.stride - spec.pad
+    clipped = np.clip(np.minimum(spec.h, oy + spec.r) - np.maximum(0, oy), 0, None)
+    return [0, *np.cumsum(clipped).tolist()]
+
+
+def _chunk_counts(spec: ConvLayer, th: int, lo: int, hi: int, prefix: list[int]) -> tuple[int, int]:
+    """``len`` of the two lists :func:`_chunk_rows` gives, without building them: one block
+    of output rows per PE row; input rows from each block's window union (one interval when
+    windows overlap, stride <= r; else disjoint windows, summed from ``prefix``)."""
+    s, r, pad, h = spec.stride, spec.r, spec.pad, spec.h
+    n_out = n_in = 0
+    end = 0  # input rows below ``end`` are counted (the blocks rise)
+    for y0 in range(0, spec.out_h, th):
+        a, b = y0 + lo, min(y0 + hi, spec.out_h)
+        if a >= b:
+            continue
+        n_out += b - a
+        if s <= r:
+            i0, i1 = max(0, a * s - pad, end), min(h, (b - 1) * s - pad + r)
+            if i1 > i0:
+                n_in, end = n_in + i1 - i0, i1
+        else:
+            n_in += prefix[b] - prefix[a]
+    return n_out, n_in
+
+
 def plan_dcnn_tiles(config: DcnnConfig, spec: ConvLayer) -> DcnnTilePlan:
     """The SRAM plan of ``spec`` (rule in the module docstring); geometry only, no data."""
     byte = config.arithmetic.data_bits / 8
@@ -223,24 +252,25 @@ def plan_dcnn_tiles(config: DcnnConfig, spec: ConvLayer) -> DcnnTilePlan:
         )  # fmt: skip
     per_filter = cg * spec.r * spec.s * byte
     best: tuple[tuple[int, float, int], float, int, int] | None = None
-    chunks: dict[int, list[tuple[list[int], list[int]]]] = {}
-    for rh in range(1, th + 1):
-        chunks[rh] = [_chunk_rows(spec, th, lo, min(th, lo + rh)) for lo in range(0, th, rh)]
-        ns = len(chunks[rh])
-        in_b = [len(ins) * len(cols) * cg * byte for _, ins in chunks[rh]]
-        out_rows_max = max(len(o) for o, _ in chunks[rh])
+    prefix = _window_prefix(spec)
+    for rh in range(1, th + 1):  # counts only: the lists of the chosen rh are built below
+        counts = [_chunk_counts(spec, th, lo, min(th, lo + rh), prefix) for lo in range(0, th, rh)]
+        ns = len(counts)
+        in_b = [n_in * len(cols) * cg * byte for _, n_in in counts]
+        in_max, in_sum = max(in_b), sum(in_b)
+        out_rows_max = max(n_out for n_out, _ in counts)
         for kc in range(1, n_kb + 1):
             nk = -(-n_kb // kc)
             filt = min(kc * f, kg)
-            tile = filt * per_filter + max(in_b) + out_rows_max * spec.out_w * filt * byte
-            traffic = ns * kg * per_filter + nk * sum(in_b)
+            tile = filt * per_filter + in_max + out_rows_max * spec.out_w * filt * byte
+            traffic = ns * kg * per_filter + nk * in_sum
             # feasible plans by traffic, then fewest tiles; if none fits, the smallest tile
             key = (0, traffic, ns * nk) if 2 * tile <= size else (1, tile, ns * nk)
             if best is None or key < best[0]:
                 best = (key, tile, rh, kc)
     assert best is not None
     _, tile, rh, kc = best
-    ch = chunks[rh]
+    ch = [_chunk_rows(spec, th, lo, min(th, lo + rh)) for lo in range(0, th, rh)]
     return DcnnTilePlan(
         False,
         footprint,

@@ -222,7 +222,7 @@ class ArchsimModel(BaseModel):
                 if bad is not None:
                     what = "integer" if "int" in str(ann) else "number"
                     raise ValueError(
-                        f"{name}: {bad!r} is not a number; allowed: a valid {what} written "
+                        f"{name}: {_short(bad)} is not a number; allowed: a valid {what} written "
                         "without quotes"
                     )
         return data
@@ -408,6 +408,8 @@ def _model_level(err: Mapping[str, Any], parts: list[str], tp: Any) -> tuple[str
         field = m.group(1)
         rest = msg[m.end() :]
         problem = msg
+        if rest.startswith(": "):  # "num_pes: 'abc' is not a number": the path says it once
+            problem = rest[2:]
         if rest.startswith(" must "):
             problem = rest[1:]
             value = _lookup(given, field)

@@ -17,6 +17,7 @@ from archsim.config.base import ArchsimModel
 from archsim.config.components import ClockConfig, DramConfig, TechnologyConfig
 from archsim.config.gpu_conv import ConvLibraryConfig
 from archsim.config.gpu_family import (
+    MAX_MENU_ITEMS,
     KernelFamily,
     KernelRate,
     KernelSeconds,
@@ -247,6 +248,7 @@ class GemmLibraryConfig(ArchsimModel):
     families: list[KernelFamily] = Field(
         default=[KernelFamily(name="tensor_op", library_behaviour="any shape on tensor cores")],
         min_length=1,
+        max_length=MAX_MENU_ITEMS,
         description="Kernel families, fastest first; a GEMM runs in the first it is eligible for.",
     )
     split_k_factors: list[PositiveInt] = Field(
@@ -257,6 +259,7 @@ class GemmLibraryConfig(ArchsimModel):
             ThreadBlockTile(m=32, n=128, k=16, warps=2, stages=2),
             ThreadBlockTile(m=128, n=32, k=16, warps=2, stages=2),
         ],
+        max_length=MAX_MENU_ITEMS,
         description="CTA tiles the CUDA-core (SIMT) GEMM kernels have besides the preset's tile "
         "menu: CUTLASS's skinny SIMT tiles (python/cutlass_library/generator.py, "
         "GenerateSM50_Simt: 32x128x8 and 128x32x8, 2 warps, 2 stages; k given at 16 bits), so "
@@ -380,7 +383,9 @@ class GpuConfig(ArchsimModel):
         default=FrameworkKernelConfig(),
         description="The framework's batch-norm and max-pool kernels (inference passes).",
     )
-    tiles: list[ThreadBlockTile] = Field(min_length=1, description="CTA tile menu.")
+    tiles: list[ThreadBlockTile] = Field(
+        min_length=1, max_length=MAX_MENU_ITEMS, description="CTA tile menu."
+    )
     tdp_w: PositiveFloat = Field(
         description="Board thermal design power from the datasheet, W (informational; the clock "
         "solve uses power.power_limit_w)."

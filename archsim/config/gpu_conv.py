@@ -7,7 +7,7 @@ from typing import Literal, get_args
 from pydantic import Field, PositiveFloat, PositiveInt
 
 from archsim.config.base import ArchsimModel
-from archsim.config.gpu_family import KernelFamily, KernelRate, KernelSeconds
+from archsim.config.gpu_family import MAX_MENU_ITEMS, KernelFamily, KernelRate, KernelSeconds
 
 __all__ = ["CONV_ALGORITHMS", "ConvLibraryConfig", "FirstLayerKernel"]
 
@@ -84,18 +84,21 @@ class ConvLibraryConfig(ArchsimModel):
     families: list[KernelFamily] | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_MENU_ITEMS,
         description="Kernel families of the tensor-core conv GEMMs, fastest first (a conv GEMM "
         "runs in the first it is eligible for); None: the GEMM library's families.",
     )
     grouped_families: list[KernelFamily] | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_MENU_ITEMS,
         description="Kernel families of the ONE-launch grouped tensor-core conv (groups > 1, "
         "each group a grid dimension of the same kernel), fastest first; None: ``families``.",
     )
     large_filter_families: list[KernelFamily] | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_MENU_ITEMS,
         description="Kernel families of the tensor-core conv GEMMs whose filter is at least "
         "``large_filter_min_size`` wide (ungrouped), fastest first; None: ``families``.",
     )

@@ -45,7 +45,11 @@ class ThreadBlockTile(ArchsimModel):
     n: PositiveInt = Field(description="Output columns (of N) per CTA tile.")
     k: PositiveInt = Field(description="K elements per main-loop step at 16-bit operands.")
     warps: PositiveInt = Field(
-        default=8, description="Warps per CTA; each computes m x n / warps outputs per k-step."
+        default=8,
+        le=32,
+        description="Warps per CTA; each computes m x n / warps outputs per k-step. At most 32: "
+        "1,024 threads per block on every CUDA GPU (CUDA C++ Programming Guide, compute "
+        "capabilities table).",
     )
     stages: int = Field(
         default=2,
@@ -54,6 +58,12 @@ class ThreadBlockTile(ArchsimModel):
         description="Shared-memory pipeline stages (2: double buffering): loads run this many "
         "minus one k-steps ahead of the MMAs.",
     )
+
+
+#: Most kernel families or CTA tiles a menu may list. A conv layer derives one config per
+#: family and validates it whole (every menu in it): cost grows with the square of the menu,
+#: 5,000 families ran for hours. cuBLAS/cuDNN heuristics choose among a few dozen kernels.
+MAX_MENU_ITEMS = 64
 
 
 class KernelFamily(ArchsimModel):
@@ -157,7 +167,10 @@ class KernelFamily(ArchsimModel):
         "family. None: any size.",
     )
     tiles: list[ThreadBlockTile] | None = Field(
-        default=None, min_length=1, description="Its CTA tile menu (None: the preset's tiles)."
+        default=None,
+        min_length=1,
+        max_length=MAX_MENU_ITEMS,
+        description="Its CTA tile menu (None: the preset's tiles).",
     )
 
     @model_validator(mode="after")

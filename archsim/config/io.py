@@ -139,6 +139,13 @@ def _stat_ok(path: Path, test: str) -> bool:
         return False
 
 
+def _missing(path: Path, kind: str) -> str:
+    """Why ``path`` (not a regular file) cannot be read as a ``kind`` YAML."""
+    if _stat_ok(path, "exists"):  # a folder, a FIFO or a device: reading would block or never end
+        return f"not a regular file; allowed: a {kind} YAML file or a preset name"
+    return f"{kind} file not found"
+
+
 def _resolve(name_or_path: str | Path, kind: str) -> Path:
     """A YAML path (a ``.yaml``/``.yml`` name, a name with a folder in it, or an existing
     file) or a preset name. A folder that merely shares a preset's name (``archsim run v100
@@ -148,14 +155,14 @@ def _resolve(name_or_path: str | Path, kind: str) -> Path:
     path = Path(text).expanduser()
     if path.suffix in (".yaml", ".yml") or "/" in text or _stat_ok(path, "is_file"):
         if not _stat_ok(path, "is_file"):
-            raise ConfigError(shown, "", f"{kind} file not found")
+            raise ConfigError(shown, "", _missing(path, kind))
         return path
     for d in preset_dirs(kind):
         candidate = d / f"{text}.yaml"
         if _stat_ok(candidate, "is_file"):
             return candidate
     if _stat_ok(path, "exists"):  # a folder of that name, and no preset
-        raise ConfigError(shown, "", f"{kind} file not found")
+        raise ConfigError(shown, "", _missing(path, kind))
     names = ", ".join(list_presets(kind)) or "(none)"
     raise ConfigError(shown, "", f"unknown {kind} preset; available: {names}")
 

@@ -84,6 +84,8 @@ _INT_KEYS = {
 
 
 def _read_text(path: Path) -> str:
+    if path.exists() and not path.is_file():  # a FIFO or /dev/zero: the read never ends
+        raise ConfigError(str(path), "", "not a regular file; allowed: a SCALE-Sim text file")
     try:
         return path.read_text(encoding="utf-8")
     except OSError as exc:

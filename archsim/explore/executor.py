@@ -423,6 +423,28 @@ def _is_main_test(test: ast.expr) -> bool:
     }
 
 
+def _handshake(address: str) -> None:
+    """Open and close one Dask comm to ``address`` within ``DASK_CONNECT_TIMEOUT_S``, the
+    handshake included: ``Client(address, timeout=...)`` bounds only the TCP connect and waits
+    for ever on a port where something else listens (a web server). In its own thread, so a
+    caller's running event loop (Jupyter) is not in the way."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect
+
+    async def probe() -> None:
+        limit = DASK_CONNECT_TIMEOUT_S
+        comm = await asyncio.wait_for(connect(address, timeout=limit), limit)
+        await comm.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(asyncio.run, probe()).result()
+        except asyncio.TimeoutError:  # the connect's own timeout is an OSError
+            raise TimeoutError("no Dask handshake (is it a Dask scheduler's port?)") from None
+
+
 def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
     check_dask(address)
     from dask.distributed import Client, LocalCluster
@@ -439,6 +461,7 @@ def _dask_client(address: str, jobs: int) -> tuple[Any, Any]:
             )
         return Client(cluster), cluster
     try:
+        _handshake(address)
         return Client(address, timeout=f"{DASK_CONNECT_TIMEOUT_S}s"), None
     except (OSError, TimeoutError, ValueError) as exc:
         detail = one_line(exc, 160)

@@ -32,10 +32,10 @@ from archsim.config.base import (
 from archsim.config.io import load_hardware, load_workload
 from archsim.config.sweep import AxisRange, SweepSpec
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import ConfigError
+from archsim.errors import ConfigError, shown_name
 from archsim.explore.compressed import check_compress_values, compress_axis, compressed_workload
 from archsim.explore.expression import Expression, ExpressionError, derived_quantities
-from archsim.limits import DEFAULT_MAX_POINTS
+from archsim.limits import DEFAULT_MAX_POINTS, check_layer_kinds
 from archsim.simulate import archsim_version, model_fingerprint
 
 __all__ = [
@@ -209,7 +209,9 @@ def _check_axis(base: ArchsimModel, source: str, path: str, values: list) -> lis
     for v in values:
         if numeric and isinstance(v, bool | str):
             raise ConfigError(
-                source, field_name, f"value {v!r} is not a number; allowed: numbers without quotes"
+                source,
+                field_name,
+                f"value {shown_name(repr(v))} is not a number; allowed: numbers without quotes",
             )
         if isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
             raise ConfigError(
@@ -314,6 +316,9 @@ def build_plan(
         workloads = [WorkloadSpec.model_construct(name=spec.workloads[0])]
     elif workloads is None:
         workloads = [_load("workload", w, base_dir, source) for w in spec.workloads]
+    if squeeze is None:  # as `archsim run` refuses it: before any point runs
+        for wl in workloads:
+            check_layer_kinds(base, wl)
     labels = (
         spec.workloads if len(spec.workloads) == len(workloads) else [w.name for w in workloads]
     )

@@ -283,9 +283,13 @@ def _check_bursts(block: Any, where: str) -> dict[str, Any]:
 def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        problem = one_line(exc)
-        raise MeasurementError(path, "", f"not valid JSON ({problem})") from None
+    except json.JSONDecodeError as exc:
+        raise MeasurementError(path, "", f"not valid JSON ({one_line(exc)})") from None
+    except UnicodeDecodeError as exc:
+        raise MeasurementError(path, "", f"not UTF-8 JSON ({one_line(exc)})") from None
+    except ValueError:  # Python reads no integer longer than 4,300 digits
+        raise MeasurementError(path, "", "a number of more than 4,300 digits; allowed: the "
+                               "values `archsim probe gpu` writes") from None  # fmt: skip
     except RecursionError:
         raise MeasurementError(path, "", "not valid JSON (nested too deeply)") from None
     where = str(path)
@@ -311,6 +315,16 @@ def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     return device, memory, energy, bursts
 
 
+def _undecodable(name: str) -> bool:
+    """A file name whose bytes are not UTF-8 (Python keeps them as lone surrogates, which
+    neither a CSV, a Parquet string nor the terminal can take)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def read_folder(path: str | Path) -> MeasuredFolder:
     """Read and check every measurement file of ``path``."""
     folder = Path(path)
@@ -322,6 +336,14 @@ def read_folder(path: str | Path) -> MeasuredFolder:
     ignored = []
     for f in sorted(folder.iterdir()):
         if f.name.startswith("."):
+            continue
+        if not f.name.isascii() and _undecodable(f.name):
+            if f.name.startswith(("gemm_", "conv_")):  # its name becomes the rows' `set`
+                shown = ascii(f.name)[1:-1]
+                raise MeasurementError(
+                    folder, "", f"file name {shown} is not UTF-8; allowed: rename it"
+                )
+            ignored.append(ascii(f.name)[1:-1])
             continue
         if f.suffix == ".csv" and f.name.startswith(("gemm_", "conv_")):
             frame, extra = _read_csv(f)

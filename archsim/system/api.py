@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.config.system import SystemConfig
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, shown_name
 from archsim.system import load_system
 from archsim.system.collectives import bus_factor, collective_time
 from archsim.system.subsystem import subsystem
@@ -33,16 +33,16 @@ def parse_size(text: str) -> int:
     m = _SIZE.match(str(text))
     if not m:
         raise ArchsimError(
-            f"size {text!r} is not a byte count; allowed: an integer with an optional K, M, G "
-            "or T suffix (powers of 1024), e.g. 8, 64K, 8G"
+            f"size {shown_name(str(text))!r} is not a byte count; allowed: an integer with an "
+            "optional K, M, G or T suffix (powers of 1024), e.g. 8, 64K, 8G"
         )
-    size = int(m.group(1)) * _UNITS[m.group(2).upper()]
-    if size > MAX_SIZE_BYTES:
+    digits = m.group(1).lstrip("0")  # int() refuses past 4,300 digits: count them first
+    if len(digits) > 20 or int(digits or "0") * _UNITS[m.group(2).upper()] > MAX_SIZE_BYTES:
         raise ArchsimError(
-            f"size {text[:40]!r} is a {len(str(size))}-digit byte count; allowed: up to "
-            f"{MAX_SIZE_BYTES} (1024T: far beyond any GPU's memory)"
+            f"size {shown_name(str(text))!r} is too large; allowed: up to {MAX_SIZE_BYTES} "
+            "bytes (1024T: far beyond any GPU's memory)"
         )
-    return size
+    return int(digits or "0") * _UNITS[m.group(2).upper()]
 
 
 #: largest collective size, bytes (2**50 = 1024 TiB)
@@ -53,18 +53,25 @@ def size_range(spec: str) -> list[int]:
     """nccl-tests' ``-b MIN -e MAX -f FACTOR`` as ``MIN:MAX[:FACTOR]`` (factor 2 by default)."""
     parts = str(spec).split(":")
     if not 1 <= len(parts) <= 3:
-        raise ArchsimError(f"sizes {spec!r}; allowed: SIZE or MIN:MAX[:FACTOR], e.g. 8:8G:2")
+        raise ArchsimError(
+            f"sizes {shown_name(str(spec))!r}; allowed: SIZE or MIN:MAX[:FACTOR], e.g. 8:8G:2"
+        )
     lo = parse_size(parts[0])
     hi = parse_size(parts[1]) if len(parts) > 1 else lo
     try:
-        factor = int(parts[2]) if len(parts) > 2 else 2
+        factor = int(parts[2]) if len(parts) > 2 and len(parts[2]) < 20 else 2
     except ValueError:
         factor = 0
+    if len(parts) > 2 and len(parts[2]) >= 20:  # past 2^64: at most one point, not a factor
+        factor = 0
     if factor < 2:
-        raise ArchsimError(f"sizes {spec!r}: bad factor; allowed: an integer >= 2")
+        raise ArchsimError(
+            f"sizes {shown_name(str(spec))!r}: bad factor; allowed: an integer from 2 to 10^19"
+        )
     if lo < 1 or hi < lo:
         raise ArchsimError(
-            f"sizes {spec!r}: got MIN {lo} and MAX {hi} bytes; allowed: 1 <= MIN <= MAX"
+            f"sizes {shown_name(str(spec))!r}: got MIN {lo} and MAX {hi} bytes; allowed: "
+            "1 <= MIN <= MAX"
         )
     out = [lo]
     while out[-1] * factor <= hi:

@@ -131,8 +131,13 @@ def write_conv_dir(folder: str | Path, weights: np.ndarray, activations: np.ndar
 
 
 def _load_npy(layer: ConvLayer, path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    if path.exists() and not path.is_file():  # a FIFO or /dev/zero: the read never ends
+        raise LayerDataError(
+            layer.name, "data", f"{path}: not a regular file; allowed: a .npy file"
+        )
     try:  # mapped first: a header's shape is checked before any memory is allocated for it
-        arr = np.load(path, allow_pickle=False, mmap_mode="r")
+        with np.errstate(over="ignore"):  # a shape past 2^63 elements: numpy's own error below
+            arr = np.load(path, allow_pickle=False, mmap_mode="r")
     except FileNotFoundError:
         raise LayerDataError(layer.name, "data", f"{path}: required data file is missing") from None
     except (OSError, ValueError, EOFError, OverflowError, zipfile.BadZipFile) as exc:

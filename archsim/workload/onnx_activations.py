@@ -37,9 +37,12 @@ def load_input(g: OnnxGraph, npy: str | Path | np.ndarray | None) -> tuple[np.nd
     where = "<array>"
     if not isinstance(npy, np.ndarray):
         where = str(npy)
-        try:
-            arr = np.load(where, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
+        if Path(where).exists() and not Path(where).is_file():  # a FIFO: the read never ends
+            raise WorkloadError(f"{where}: not a regular file; allowed: a NumPy .npy array")
+        try:  # mapped: a header's shape is checked before memory is allocated for it
+            with np.errstate(over="ignore"):  # a shape past 2^63 elements: numpy's error below
+                arr = np.load(where, allow_pickle=False, mmap_mode="r")
+        except (OSError, ValueError, EOFError, OverflowError) as exc:  # EOFError: an empty file
             raise WorkloadError(
                 f"{where}: cannot read as .npy ({one_line(exc) or type(exc).__name__}); "
                 "allowed: a NumPy .npy array"

@@ -98,18 +98,43 @@ def _folder_name(name: str, used: set[str]) -> str:
     return unique_name(base, used, sep="_")
 
 
+_MARKER = ".archsim-import"
+
+
+def _check_data_dir(out: Path, data_dir: Path) -> None:
+    """Refuse a ``<stem>.data`` that an earlier import did not write: replacing it would
+    delete the user's files. Ours: it holds the import marker, or (written before the marker
+    existed) ``out`` is a workload whose layers point into it."""
+    if not data_dir.exists() and not data_dir.is_symlink():
+        return
+    if data_dir.is_dir() and not data_dir.is_symlink():
+        if (data_dir / _MARKER).is_file():
+            return
+        try:
+            if out.is_file() and f"data: {data_dir.name}/" in out.read_text(errors="replace"):
+                return
+        except OSError:
+            pass
+    raise WorkloadError(
+        f"{out}: -o: its data folder {data_dir} exists and was not written by archsim import "
+        "onnx; allowed: another -o, or move that folder away"
+    )
+
+
 def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16) -> list[str]:
     """Write ``out`` (YAML) and its ``<stem>.data/`` folder atomically; returns one line per
-    layer saying which tensors the simulators will use."""
+    layer saying which tensors the simulators will use. A ``<stem>.data/`` an earlier import
+    wrote is replaced (removed when this model has no real tensors); any other is refused."""
     out = Path(out).resolve()
     if out.is_dir():
         raise WorkloadError(f"{out}: -o: is a folder; allowed: a .yaml file path")
+    data_name = f"{out.stem}.data"
+    _check_data_dir(out, out.parent / data_name)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     except OSError as exc:
         raise WorkloadError(f"{out}: cannot create: {exc.strerror}") from None
-    data_name = f"{out.stem}.data"
     used: set[str] = set()
     layers, lines = [], []
     real_names: list[str] = []
@@ -166,8 +191,12 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
         }
         (tmp / out.name).write_text(yaml.safe_dump(doc, sort_keys=False, width=100))
         if (tmp / data_name).is_dir():
-            shutil.rmtree(out.parent / data_name, ignore_errors=True)
-            os.replace(tmp / data_name, out.parent / data_name)
+            (tmp / data_name / _MARKER).write_text("written by archsim import onnx\n")
+        old = out.parent / data_name
+        if old.is_dir():  # ours (checked above): set aside, removed with tmp
+            os.replace(old, tmp / f"{data_name}.old")
+        if (tmp / data_name).is_dir():
+            os.replace(tmp / data_name, old)
         os.replace(tmp / out.name, out)
     except OSError as exc:
         raise WorkloadError(f"{out}: cannot write: {exc.strerror}") from None

@@ -103,7 +103,8 @@ def initializer_array(path: Path, tensor: Any) -> np.ndarray:
 def read_model(path: Path) -> Any:
     onnx = require_onnx()
     if not path.is_file():
-        raise WorkloadError(f"{path}: file not found; allowed: an .onnx model file")
+        what = "not a regular file" if path.exists() else "file not found"
+        raise WorkloadError(f"{path}: {what}; allowed: an .onnx model file")
     try:
         model = onnx.load(str(path))
     except Exception as exc:  # protobuf raises its own DecodeError types

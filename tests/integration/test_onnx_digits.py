@@ -103,3 +103,27 @@ def test_cli_import_and_run_onnx(compressed, tmp_path: Path, capsys) -> None:
 
     sess = ort.InferenceSession(str(tmp_path / "c.onnx"), providers=["CPUExecutionProvider"])
     assert sess.run(None, {"x": np.load(folder / "x0.npy")[None]})[0].shape == (1, 10)
+
+
+def test_import_replaces_only_its_own_data_folder(compressed, tmp_path: Path, capsys) -> None:
+    """A re-import replaces the ``.data`` folder an earlier import wrote (also one written
+    before the marker, recognised by the YAML pointing into it); a folder of the user's under
+    that name is refused and left as it was (it used to be deleted)."""
+    path, _, _, folder = compressed
+    argv = ["import", "onnx", str(path), "--inputs", str(folder / "x0.npy"), "-o"]
+    mine = tmp_path / "mine.data"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    assert main([*argv, str(tmp_path / "mine.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "mine.data exists and was not written by archsim import onnx" in err
+    assert (mine / "notes.txt").read_text() == "keep me" and not (tmp_path / "mine.yaml").exists()
+    out = tmp_path / "mlp.yaml"
+    assert main([*argv, str(out)]) == 0
+    (tmp_path / "mlp.data" / "fc1" / "stale.txt").write_text("from the first import")
+    (tmp_path / "mlp.data" / ".archsim-import").unlink()  # as an import before the marker
+    assert main([*argv, str(out)]) == 0
+    assert not (tmp_path / "mlp.data" / "fc1" / "stale.txt").exists()
+    assert (tmp_path / "mlp.data" / ".archsim-import").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.data", "mlp.data", "mlp.yaml"]
+    assert len(archsim.simulate("eie", archsim.load_workload(out)).layers) == 3

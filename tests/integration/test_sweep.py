@@ -223,6 +223,23 @@ def test_unreachable_scheduler_fails_fast(tmp_path, capsys):
     assert "not a scheduler address" in capsys.readouterr().err
 
 
+def test_a_port_that_is_not_dask_fails_fast(tmp_path, capsys):
+    """Something listens but never answers Dask's handshake (a web server): the sweep
+    waited for ever (Client's timeout bounds only the TCP connect)."""
+    import socket
+
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2]\n")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        t0 = time.monotonic()
+        code = main(["sweep", str(spec), "-o", str(tmp_path / "o"), "--dask", address])
+        assert code == 2 and time.monotonic() - t0 < 30
+    err = capsys.readouterr().err
+    assert f"--dask {address}: cannot reach the Dask scheduler within 5 s" in err, err
+    assert "no Dask handshake" in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("jobs", ["0", "-3"])
 def test_bad_job_count(tmp_path, capsys, jobs):
     spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2]\n")

@@ -555,8 +555,11 @@ def test_a_vanishing_density_keeps_no_weight_and_ends(tmp_path: Path) -> None:
         (["train", "dgx_h100", "alexnet", "--pipeline", "-1"], "--pipeline -1; allowed"),
         (
             ["collective", "--sizes", "1:" + "9" * 40],
-            "40-digit byte count; allowed: up to 1125899906842624",
+            "is too large; allowed: up to 1125899906842624",
         ),
+        # past Python's 4,300-digit int() limit: a ValueError traceback, the value echoed whole
+        (["collective", "--sizes", "9" * 5000], "(5000 chars)' is too large; allowed: up to"),
+        (["collective", "--sizes", "1:8:" + "9" * 5000], "(5004 chars)': bad factor; allowed"),
         (
             ["collective", "--sizes", "1M", "--set", "nccl.base_latency_us={}"],
             "base_latency_us has no entry for tree, ring, nvls",
@@ -903,6 +906,10 @@ def test_outputs_never_replace_a_device_a_fifo_or_the_input(tmp_path: Path, caps
          "<U1 values; allowed: a numeric"),
         (["import", "onnx", str(src), "-o", "w.yaml", "--inputs", str(archive)],
          "a .npz archive; allowed: one NumPy .npy array"),
+        # a FIFO or a device as an input: the read never ended
+        (["import", "onnx", str(src), "-o", "w.yaml", "--inputs", str(fifo)], "not a regular file"),
+        (["import", "onnx", str(fifo), "-o", "w.yaml"], "not a regular file"),
+        (["compress", "/dev/zero", "-o", "c.onnx", "--fc-density", "0.5"], "not a regular file"),
         (["calibrate", "tensor_core", "--measured", measured, "-o", str(fifo), "-q"],
          "not a regular file"),
     ):  # fmt: skip
