@@ -141,7 +141,9 @@ def _stat_ok(path: Path, test: str) -> bool:
 
 def _missing(path: Path, kind: str) -> str:
     """Why ``path`` (not a regular file) cannot be read as a ``kind`` YAML."""
-    if _stat_ok(path, "exists"):  # a folder, a FIFO or a device: reading would block or never end
+    if _stat_ok(path, "is_dir"):
+        return f"a folder, and no {kind} preset has that name; allowed: a YAML file or a preset"
+    if _stat_ok(path, "exists"):  # a FIFO or a device: reading would block or never end
         return f"not a regular file; allowed: a {kind} YAML file or a preset name"
     return f"{kind} file not found"
 

@@ -298,7 +298,7 @@ def test_a_folder_named_like_a_preset_does_not_hide_it(
     (tmp_path / "v100").mkdir()
     (tmp_path / "mine").mkdir()
     assert load_hardware("v100").name == "v100"
-    run_main(capsys, ["run", "mine", "eie_benchmarks", "-o", "out"], "mine", "not found")
+    run_main(capsys, ["run", "mine", "eie_benchmarks", "-o", "out"], "mine: a folder, and no")
     assert not (tmp_path / "out").exists()
 
 
