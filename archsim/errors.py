@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Sequence
+
 __all__ = [
     "ArchsimError",
     "ConfigError",
     "WorkloadError",
     "SimulationError",
     "UnknownNameError",
+    "check_choice",
+    "check_count",
     "one_line",
     "shown_name",
     "shown_value",
@@ -71,3 +76,16 @@ class UnknownNameError(ArchsimError, KeyError, ValueError):
 
     def __str__(self) -> str:  # KeyError would show the message quoted
         return str(self.args[0]) if self.args else ""
+
+
+def check_choice(what: str, value: object, allowed: Sequence[str]) -> None:
+    """Raise ``SimulationError`` unless ``value`` is one of ``allowed`` (an option's name)."""
+    if not isinstance(value, str) or value not in allowed:
+        raise SimulationError(f"{what} {shown_name(repr(value))}; allowed: {', '.join(allowed)}")
+
+
+def check_count(what: str, value: object, least: int = 1) -> None:
+    """Raise ``SimulationError`` unless ``value`` is an integer >= ``least`` (a batch, a
+    number of GPUs); a bool, a float or a string is refused, not compared."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise SimulationError(f"{what} {shown_name(repr(value))}; allowed: an integer >= {least}")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, UnknownNameError
 
 if TYPE_CHECKING:  # pandas loads with the first DataFrame, not with `import archsim`
     import pandas as pd
@@ -118,7 +118,9 @@ class RunResult:
         for lr in self.layers:
             if lr.layer == name:
                 return lr
-        raise KeyError(name)
+        names = [lr.layer for lr in self.layers]
+        shown = ", ".join(names[:20]) + (f", ... ({len(names)} layers)" if len(names) > 20 else "")
+        raise UnknownNameError(f"no layer {name!r} in this result; available: {shown}")
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per layer (see ``BASE_COLUMNS``), plus energy and accelerator columns."""

@@ -232,8 +232,16 @@ class ArchsimModel(BaseModel):
 
         Raises ``ConfigError`` naming the path when it does not exist or the value is invalid.
         """
+        if not isinstance(overrides, Mapping):
+            got = type(overrides).__name__
+            raise ConfigError(
+                source, "", f"got {got}; allowed: a mapping of dotted paths to values"
+            )
         data = self.model_dump(mode="python", exclude_none=False)
         for path, value in overrides.items():
+            if not isinstance(path, str):
+                raise ConfigError(source, repr(path), "not a dotted path; allowed: a string "
+                                  "such as 'pe_array.num_pes'")  # fmt: skip
             set_dotted(data, path, value, source)
         try:
             return type(self).model_validate(data)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, MutableMapping, Sequence
 from importlib import import_module, resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, NoReturn, Union
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.workload import WorkloadSpec
@@ -357,10 +358,29 @@ def _recall(key: tuple[str, str, str, bytes] | None) -> Any:
     return hit[0]
 
 
+def _wrong_kind(value: BaseModel, kind: str) -> NoReturn:
+    """A config of another kind where ``kind`` was expected (arguments swapped)."""
+    raise ConfigError(
+        "<api>", kind, f"got a {type(value).__name__}; allowed: a {kind} config, a {kind} "
+        "preset name or a YAML path (were the hardware and workload arguments swapped?)"
+    )  # fmt: skip
+
+
+def _check_name_type(value: object, kind: str) -> None:
+    if not isinstance(value, str | os.PathLike):
+        raise ConfigError(
+            "<api>", kind, f"got {type(value).__name__} {shown_name(repr(value))}; allowed: a "
+            f"{kind} config, a {kind} preset name or a YAML path"
+        )  # fmt: skip
+
+
 def load_hardware(name_or_path: str | Path | ArchsimModel) -> ArchsimModel:
     """Load a hardware config from a preset name (``"eie"``) or a YAML path."""
     if isinstance(name_or_path, ArchsimModel):
+        if "accelerator" not in type(name_or_path).model_fields:
+            _wrong_kind(name_or_path, "hardware")
         return name_or_path
+    _check_name_type(name_or_path, "hardware")
     path = _resolve(name_or_path, "hardware")
     key = _file_key("hardware", path)
     hit = _recall(key)
@@ -373,6 +393,9 @@ def load_workload(name_or_path: str | Path | WorkloadSpec) -> WorkloadSpec:
     """Load a workload from a preset name (``"eie_benchmarks"``) or a YAML path."""
     if isinstance(name_or_path, WorkloadSpec):
         return name_or_path
+    if isinstance(name_or_path, BaseModel):
+        _wrong_kind(name_or_path, "workload")
+    _check_name_type(name_or_path, "workload")
     path = _resolve(name_or_path, "workload")
     key = _file_key("workload", path)
     hit = _recall(key)

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from archsim.config.base import ArchsimModel
+from archsim.errors import ConfigError
 
 __all__ = [
     "ConvLayer",
@@ -479,8 +480,8 @@ class WorkloadSpec(ArchsimModel):
     def with_batch(self, batch: int) -> WorkloadSpec:
         """A copy run at ``batch`` images / vectors: conv ``n``, fc/lstm ``batch``; ``gemm``
         layers keep their shapes. The name gets a ``@b<batch>`` suffix."""
-        if batch < 1:
-            raise ValueError(f"batch must be >= 1 (got {batch})")
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ConfigError("<api>", "batch", f"got {batch!r}; allowed: an integer >= 1")
         field = {"conv": "n", "fc": "batch", "lstm": "batch"}
         layers = [
             lay.model_copy(update={field[lay.kind]: batch}) if lay.kind in field else lay

@@ -533,8 +533,8 @@ def execute(
     if not tasks:
         return
     jobs = default_jobs() if jobs is None else jobs
-    if jobs < 1:
-        raise ArchsimError(f"-j/n_jobs must be >= 1 (got {jobs})")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ArchsimError(f"-j/n_jobs must be an integer >= 1 (got {jobs!r})")
     tasks = list(tasks)
     if dask == "local" or (not dask and jobs > 1 and len(tasks) > 1):
         check_main_guard()

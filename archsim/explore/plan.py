@@ -171,6 +171,8 @@ def count_points(spec: SweepSpec, workloads: int | None = None) -> int:
 
 
 def _check_size(spec: SweepSpec, source: str, workloads: int, max_points: int) -> None:
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
+        raise ConfigError("<api>", "max_points", f"got {max_points!r}; allowed: an integer >= 1")
     n = count_points(spec, workloads)
     if n <= max_points:
         return

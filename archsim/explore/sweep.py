@@ -55,19 +55,33 @@ def plan_sweep(
     onnx = isinstance(workload, str | Path) and str(workload).lower().endswith(".onnx")
     wls = None if onnx else [load_workload(w) for w in (workload if many else [workload])]  # type: ignore[union-attr]
     names = str(workload) if onnx else [w.name for w in wls] if many else wls[0].name  # type: ignore[union-attr]
-    data = {
-        "schema_version": 1,
-        "name": spec_fields.pop("name", f"{hw.name}-sweep"),  # type: ignore[attr-defined]
-        "hardware": hw.name,  # type: ignore[attr-defined]
-        "workload": names,
-        "axes": dict(axes),
-        **spec_fields,
-    }
+    data = _plain(
+        {
+            "schema_version": 1,
+            "name": spec_fields.pop("name", f"{hw.name}-sweep"),  # type: ignore[attr-defined]
+            "hardware": hw.name,  # type: ignore[attr-defined]
+            "workload": names,
+            "axes": axes,
+            **spec_fields,
+        }
+    )
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
         raise validation_to_config_error(exc, "<api>", SweepSpec) from None
     return build_plan(spec, "<api>", Path.cwd(), hardware=hw, workloads=wls, max_points=max_points)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with NumPy scalars and arrays as Python numbers and lists, tuples as lists
+    (``np.arange`` axis values, a tuple of seeds), mappings as dicts: what a YAML file gives."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist") and type(value).__module__ == "numpy":
+        return _plain(value.tolist())
+    return value
 
 
 def sweep(
@@ -117,17 +131,17 @@ def sweep(
     """
     spec_fields: dict[str, Any] = {}
     if axes is not None:
-        spec_fields = {
-            "seeds": list(seeds),
+        spec_fields = {  # validated as a SweepSpec's fields: a wrong type names its field
+            "seeds": seeds,
             "mode": mode,
             "samples": samples,
             "sample_seed": sample_seed,
-            "derive": dict(derive or {}),
-            "constraints": list(constraints),
-            "metrics": dict(metrics or DEFAULT_METRICS),
+            "derive": derive or {},
+            "constraints": constraints,
+            "metrics": metrics or DEFAULT_METRICS,
         }
         if evaluation is not None:  # compress.* axes over an ONNX workload
-            spec_fields["evaluation"] = dict(evaluation)
+            spec_fields["evaluation"] = evaluation
     plan = plan_sweep(hardware, workload, axes, max_points=max_points, **spec_fields)
     return run_plan(
         plan, out_dir, n_jobs=n_jobs, dask=dask, progress=progress, retry_errors=retry_errors

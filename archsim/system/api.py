@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +45,27 @@ def parse_size(text: str) -> int:
             "bytes (1024T: far beyond any GPU's memory)"
         )
     return int(digits or "0") * _UNITS[m.group(2).upper()]
+
+
+def _size_list(sizes: Any) -> list[int]:
+    """``sizes`` given as byte counts: whole numbers from 1 to ``MAX_SIZE_BYTES``."""
+    if isinstance(sizes, numbers.Real):
+        sizes = [sizes]
+    try:
+        values = list(sizes)
+    except TypeError:
+        raise ArchsimError(
+            f"sizes {shown_name(repr(sizes))}; allowed: a list of byte counts or MIN:MAX[:FACTOR]"
+        ) from None
+    out = []
+    for v in values:
+        ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+        if not ok or v != int(v) or not 1 <= v <= MAX_SIZE_BYTES:
+            raise ArchsimError(
+                f"size {shown_name(repr(v))}; allowed: whole byte counts from 1 to {MAX_SIZE_BYTES}"
+            )
+        out.append(int(v))
+    return out
 
 
 #: largest collective size, bytes (2**50 = 1024 TiB)
@@ -99,10 +122,18 @@ def collective(
     import pandas as pd
 
     cfg = subsystem(load_system(system), gpus)
-    sizes = size_range(sizes) if isinstance(sizes, str) else list(sizes)
+    if cfg.gpus < 2:  # one GPU moves nothing: its algbw would be infinite
+        raise ArchsimError(f"gpus={gpus!r}: a collective needs 2 GPUs or more")
+    sizes = size_range(sizes) if isinstance(sizes, str) else _size_list(sizes)
+    if (
+        isinstance(dtype_bytes, bool)
+        or not isinstance(dtype_bytes, numbers.Integral)
+        or dtype_bytes < 1
+    ):
+        raise ArchsimError(f"dtype_bytes {dtype_bytes!r}; allowed: an integer >= 1 (4: float)")
     rows: list[dict[str, Any]] = []
     for nbytes in sizes:
-        c = collective_time(cfg, op, int(nbytes), algorithm, protocol)
+        c = collective_time(cfg, op, nbytes, algorithm, protocol)
         rows.append(
             {
                 "size_bytes": c.bytes,

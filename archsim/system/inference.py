@@ -48,7 +48,7 @@ from archsim.config.gpu import GpuConfig
 from archsim.config.io import load_hardware, load_workload
 from archsim.config.system import TrainingConfig
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, WorkloadSpec
-from archsim.errors import SimulationError
+from archsim.errors import SimulationError, check_choice, check_count
 from archsim.simulate import simulate
 from archsim.system.training import (
     MEMORY_FORMATS,
@@ -87,14 +87,10 @@ class InferenceOptions:
 
     def check(self) -> None:
         """One-line errors for options the model cannot take."""
-        if self.precision not in PRECISIONS:
-            raise SimulationError(f"precision {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
-        if self.batch < 1:
-            raise SimulationError(f"batch {self.batch}; allowed: >= 1")
-        if self.launch not in LAUNCH_MODES:
-            raise SimulationError(f"launch {self.launch!r}; allowed: graph, eager")
-        if self.memory_format not in MEMORY_FORMATS:
-            raise SimulationError(f"memory format {self.memory_format!r}; allowed: nhwc, nchw")
+        check_choice("precision", self.precision, PRECISIONS)
+        check_count("batch", self.batch)
+        check_choice("launch", self.launch, LAUNCH_MODES)
+        check_choice("memory format", self.memory_format, MEMORY_FORMATS)
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,10 @@ def _check(cfg: SystemConfig, gpus: int, tensor: int, pipeline: int, micro: int,
             f"model parallelism is modelled inside one node: gpus={gpus}; allowed: 1 to "
             f"{cfg.gpus_per_node}"
         )
-    for name, v in (("tensor", tensor), ("pipeline", pipeline), ("micro_batches", micro)):
-        if not isinstance(v, int) or v < 1:
+    for name, v in (
+        ("tensor", tensor), ("pipeline", pipeline), ("micro_batches", micro), ("batch", batch)
+    ):  # fmt: skip
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise SimulationError(f"{name}={v!r}; allowed: an integer >= 1")
     if gpus % (tensor * pipeline):
         raise SimulationError(

@@ -22,6 +22,7 @@ second, scaling efficiency against one GPU of the same system, energy per step.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +34,7 @@ from archsim.config.io import load_workload
 from archsim.config.system import DdpConfig, SystemConfig
 from archsim.config.workload import ConvLayer, FcLayer, WorkloadSpec
 from archsim.energy.pricing_gpu import gpu_price_list
-from archsim.errors import SimulationError
+from archsim.errors import SimulationError, check_choice, check_count
 from archsim.results import LayerResult, RunResult
 from archsim.simulate import archsim_version, model_fingerprint, simulate
 from archsim.system.collectives import collective_time
@@ -71,16 +72,17 @@ class StepOptions:
 
     def check(self, system: SystemConfig) -> None:
         """One-line errors for options the system or the model cannot take."""
-        if self.precision not in PRECISIONS:
-            raise SimulationError(f"precision {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
-        if self.optimizer not in OPTIMIZERS:
-            raise SimulationError(f"optimizer {self.optimizer!r}; allowed: sgd, adam")
-        if self.topk_density is not None and not 0 < self.topk_density <= 1:
-            raise SimulationError(
-                f"top-k density {self.topk_density}; allowed: a fraction in (0, 1]"
-            )
-        if self.memory_format not in MEMORY_FORMATS:
-            raise SimulationError(f"memory format {self.memory_format!r}; allowed: nhwc, nchw")
+        check_choice("precision", self.precision, PRECISIONS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_count("batch per GPU", self.batch_per_gpu)
+        if self.gpus is not None:
+            check_count("gpus", self.gpus)
+        t = self.topk_density
+        if t is not None and (
+            isinstance(t, bool) or not (isinstance(t, numbers.Real) and 0 < t <= 1)
+        ):
+            raise SimulationError(f"top-k density {t!r}; allowed: a fraction in (0, 1]")
+        check_choice("memory format", self.memory_format, MEMORY_FORMATS)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, LstmLayer, WorkloadSpec
-from archsim.errors import ConfigError, SimulationError, shown_value
+from archsim.errors import ConfigError, SimulationError, check_count, shown_value
 
 __all__ = ["PRECISIONS", "TrainLayer", "gemm_workload", "split_tensor", "training_layers"]
 
@@ -71,8 +71,7 @@ def _layer(spec: object, batch: int, first: bool) -> TrainLayer:
 
 def training_layers(workload: WorkloadSpec, batch_per_gpu: int) -> list[TrainLayer]:
     """The workload's layers at ``batch_per_gpu`` (conv layers: images; fc/lstm: rows)."""
-    if batch_per_gpu < 1:
-        raise SimulationError(f"batch per GPU {batch_per_gpu}; allowed: >= 1")
+    check_count("batch per GPU", batch_per_gpu)
     out = [_layer(s, batch_per_gpu, i == 0) for i, s in enumerate(workload.layers)]
     for i, tl in enumerate(out):
         counts = (*tl.forward, *tl.wgrad, tl.outputs, tl.params)

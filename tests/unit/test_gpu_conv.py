@@ -173,7 +173,7 @@ def test_with_batch_sets_every_layer() -> None:
     wl = archsim.load_workload("resnet50").with_batch(32)
     assert wl.name == "resnet50@b32"
     assert {lay.n for lay in wl.layers} == {32}  # type: ignore[union-attr]
-    with pytest.raises(ValueError, match=">= 1"):
+    with pytest.raises(ConfigError, match="<api>: batch: got 0; allowed: an integer >= 1"):
         wl.with_batch(0)
 
 

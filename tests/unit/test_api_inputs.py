@@ -1,0 +1,96 @@
+"""The Python API's bad inputs (a fuzz pass over ``archsim.__all__``): a user mistake is an
+``ArchsimError`` naming the argument, not a ``TypeError``/``AttributeError`` from deep inside
+or a silently infinite result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import archsim
+from archsim.errors import ArchsimError, UnknownNameError
+
+AXES = {"pe_array.num_pes": [2, 4]}
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        # arguments swapped or of the wrong kind: AttributeError 'WorkloadSpec' ... 'accelerator'
+        (lambda: archsim.simulate(archsim.load_workload("alexnet"), "alexnet"),
+         "<api>: hardware: got a WorkloadSpec; allowed: a hardware config"),
+        (lambda: archsim.simulate("eie", archsim.load_hardware("eie")),
+         "<api>: workload: got a EieConfig"),
+        (lambda: archsim.simulate(None, "eie_benchmarks"), "<api>: hardware: got NoneType"),
+        # collective sizes: NaN, inf, 0, fractions, strings, bools; the element type's bytes
+        (lambda: archsim.collective("dgx_h100", "all_reduce", [float("nan")]), "size nan"),
+        (lambda: archsim.collective("dgx_h100", "all_reduce", [float("inf")]), "size inf"),
+        (lambda: archsim.collective("dgx_h100", "all_reduce", [2.7]), "size 2.7"),
+        (lambda: archsim.collective("dgx_h100", "all_reduce", [True]), "size True"),
+        (lambda: archsim.collective("dgx_h100", "all_reduce", [10**30]), "whole byte counts"),
+        (lambda: archsim.collective("dgx_h100", "all_reduce", None), "sizes None"),
+        (lambda: archsim.collective("dgx_h100", "all_reduce", "8:64", dtype_bytes=0),
+         "dtype_bytes 0"),
+        (lambda: archsim.collective("dgx_h100", "all_reduce", "8:64", gpus=1),
+         "a collective needs 2 GPUs or more"),  # algbw was inf, busbw nan
+        # sweep spec fields of the wrong type name their field
+        (lambda: archsim.sweep("tiny_eie", "eie_benchmarks", axes=["pe_array.num_pes"]),
+         "<api>: axes: Input should be a valid dictionary"),
+        (lambda: archsim.sweep("tiny_eie", "eie_benchmarks", axes=AXES, seeds=5),
+         "<api>: seeds: Input should be a valid list"),
+        (lambda: archsim.sweep("tiny_eie", "eie_benchmarks", axes=AXES, metrics=["x"]),
+         "<api>: metrics: Input should be a valid dictionary"),
+        (lambda: archsim.sweep("tiny_eie", "eie_benchmarks", axes=AXES, max_points="10"),
+         "<api>: max_points: got '10'"),
+        (lambda: archsim.sweep("tiny_eie", "eie_benchmarks", axes=AXES, n_jobs=1.5),
+         "n_jobs must be an integer >= 1 (got 1.5)"),
+        # results, workloads, overrides
+        (lambda: archsim.load_workload("alexnet").with_batch(2.5), "<api>: batch: got 2.5"),
+        (lambda: archsim.load_hardware("eie").with_overrides(None), "got NoneType; allowed: a "
+         "mapping of dotted paths"),
+        (lambda: archsim.load_hardware("eie").with_overrides({1: 2}), "1: not a dotted path"),
+        # training options of the wrong type were compared, formatted or hashed
+        (lambda: archsim.train_step("dgx_a100", "resnet50", gpus=2, batch_per_gpu="256"),
+         "batch per GPU '256'; allowed: an integer >= 1"),
+        (lambda: archsim.train_step("dgx_a100", "resnet50", gpus=2, batch_per_gpu=True),
+         "batch per GPU True"),
+        (lambda: archsim.train_step("dgx_a100", "resnet50", gpus=2, precision=["fp32"]),
+         "precision ['fp32']; allowed: amp_fp16"),
+        (lambda: archsim.train_step("dgx_a100", "resnet50", gpus=2, topk_density=True),
+         "top-k density True"),
+    ],
+)  # fmt: skip
+def test_api_mistakes_are_archsim_errors(call: Any, needle: str) -> None:
+    with pytest.raises(ArchsimError) as info:
+        call()
+    msg = str(info.value)
+    assert needle in msg and "\n" not in msg, msg
+
+
+def test_model_parallel_and_inference_options() -> None:
+    from archsim.system.inference import InferenceOptions, inference_pass
+    from archsim.system.parallel import parallel_step
+
+    with pytest.raises(ArchsimError, match="batch per GPU 64.0; allowed: an integer >= 1"):
+        parallel_step("dgx_a100", "resnet50", gpus=8, batch_per_replica=64.0)
+    with pytest.raises(ArchsimError, match="tensor=True"):
+        parallel_step("dgx_a100", "resnet50", gpus=8, tensor=True, batch_per_replica=64)
+    with pytest.raises(ArchsimError, match="batch nan; allowed: an integer >= 1"):
+        inference_pass("v100", "resnet50_v1_5", InferenceOptions("amp_fp16", batch=float("nan")))
+
+
+def test_numpy_values_and_unknown_layers() -> None:
+    """NumPy axis values (``np.arange``) raised PydanticSerializationError; NumPy sizes are
+    byte counts; ``layer()`` of a missing name lists the names."""
+    frame = archsim.sweep("tiny_eie", "eie_benchmarks", axes={"pe_array.num_pes": np.array([2, 4])},
+                          seeds=(np.int64(0),), n_jobs=1)  # fmt: skip
+    assert sorted(frame["pe_array.num_pes"].unique().tolist()) == [2, 4]
+    sizes = archsim.collective("dgx_h100", "all_reduce", np.arange(1, 3) * 1024)["size_bytes"]
+    assert sizes.tolist() == [1024, 2048]
+    res = archsim.simulate("tiny_eie", "eie_benchmarks")
+    with pytest.raises(UnknownNameError, match="no layer 'nope' in this result; available: Alex-6"):
+        res.layer("nope")
+    with pytest.raises(KeyError):  # still a KeyError for code that caught one
+        res.layer("nope")
