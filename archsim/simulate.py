@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -85,6 +86,30 @@ def _board_totals(layers: list[LayerResult]) -> dict:
     }
 
 
+#: largest count a result column holds (signed 64-bit, as results.json and Parquet store it)
+_MAX_COUNT = 2**63 - 1
+
+
+def _check_representable(
+    wl: WorkloadSpec, layer: str, cycles: int, energy: float, by_comp: dict[str, float]
+) -> None:
+    """Refuse a layer whose cycles pass 64 bits or whose energy is not finite (a GPU layer is
+    not bounded by ARCHSIM_MAX_CYCLES; a price field of 1e308 pJ): results.json and a sweep's
+    store could not hold it, and a sweep died writing it after every point had run."""
+    if cycles > _MAX_COUNT:
+        raise SimulationError(
+            f"{wl.origin}: layer {layer!r} takes about {float(cycles):.3g} cycles, past 64-bit "
+            f"results ({_MAX_COUNT:,}); allowed: a smaller layer or batch, "
+            "or hardware fields nearer real parts (launch times, rates)"
+        )
+    if not math.isfinite(energy):
+        bad = sorted(c for c, pj in by_comp.items() if not math.isfinite(pj))
+        raise SimulationError(
+            f"{wl.origin}: layer {layer!r}: its energy overflows (components {', '.join(bad)}); "
+            "allowed: energy and power fields nearer real parts"
+        )
+
+
 def simulate(
     hardware: ArchsimModel | str | Path,
     workload: WorkloadSpec | str | Path,
@@ -146,6 +171,7 @@ def simulate(
         t = cycles_to_seconds(o.cycles, clock)
         by_comp = price_counts(prices, o.counts, t, o.action_scale)
         energy = sum(by_comp.values())
+        _check_representable(wl, o.layer, o.cycles, energy, by_comp)
         extras = _board_columns(o.extras, energy, o.macs_dense)
         peak = o.cycles * o.peak_macs_per_cycle
         layers.append(

@@ -361,8 +361,8 @@ def _build_gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None) -> Gp
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
     families = _conv_families(cfg, step.grouped, step.large_filter) or cfg.library.families
-    if family is not None:
-        families = [f for f in families if f.name == family]
+    if family is not None:  # a name none of them has: the GEMM model's CUDA-core fallback
+        families = [f for f in families if f.name == family] or families  # (fp32 on h100)
     if step.simt:
         families = [_simt_family(cfg)]
     elif step.tile_k is not None:

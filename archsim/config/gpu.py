@@ -80,7 +80,10 @@ class TensorCoreConfig(ArchsimModel):
         "accumulator (the k-loop's dependent chain).",
     )
     instruction_warps: PositiveInt = Field(
-        default=1, description="Warps that issue one MMA instruction together (Hopper wgmma: 4)."
+        default=1,
+        le=32,
+        description="Warps that issue one MMA instruction together (Hopper wgmma: 4); at most "
+        "the 32 warps of a 1,024-thread block.",
     )
     sustained_fraction: float = Field(
         default=1.0,

@@ -134,6 +134,11 @@ def collective(
     rows: list[dict[str, Any]] = []
     for nbytes in sizes:
         c = collective_time(cfg, op, nbytes, algorithm, protocol)
+        if not (math.isfinite(c.time_s) and math.isfinite(c.energy_pj(cfg))):
+            raise ArchsimError(
+                f"{cfg.name}: {op} of {nbytes} bytes: its time or energy overflows; allowed: "
+                "nccl and energy fields nearer real parts"
+            )
         rows.append(
             {
                 "size_bytes": c.bytes,

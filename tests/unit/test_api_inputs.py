@@ -94,3 +94,32 @@ def test_numpy_values_and_unknown_layers() -> None:
         res.layer("nope")
     with pytest.raises(KeyError):  # still a KeyError for code that caught one
         res.layer("nope")
+
+
+def test_results_that_do_not_fit_are_refused_and_a_sweep_records_them() -> None:
+    """A GPU layer is not bounded by ARCHSIM_MAX_CYCLES: 10^18 batched 64^3 GEMMs took 7.6e19
+    cycles, which results.json could not read back and a sweep's store died writing (after
+    every point had run); a price of 1e308 pJ gave an infinite energy."""
+
+    def wl(**layer: Any) -> archsim.WorkloadSpec:
+        return archsim.WorkloadSpec.model_validate(
+            {"schema_version": 1, "name": "w", "source": "t", "layers": [layer]}
+        )
+
+    big = wl(kind="gemm", name="g", m=64, n=64, k=64, batch=10**18)
+    with pytest.raises(ArchsimError, match="layer 'g' takes about 7.56e\\+19 cycles, past 64-bit"):
+        archsim.simulate("v100", big)
+    frame = archsim.sweep("v100", big, axes={"sms": [80, 40]}, n_jobs=1)
+    assert frame["status"].tolist() == ["error", "error"]
+    fc = wl(kind="fc", name="fc1", inputs=64, outputs=32, weight_density=0.1,
+            activation_density=0.5)  # fmt: skip
+    hot = archsim.load_hardware("eie").with_overrides({"static_power.leakage_w_per_pe": 1e308})
+    with pytest.raises(ArchsimError, match="energy overflows \\(components leakage\\)"):
+        archsim.simulate(hot, fc)
+
+
+def test_collective_times_that_overflow() -> None:
+    s = archsim.load_system("dgx_a100")
+    hot = s.with_overrides({"energy.nvlink_pj_per_bit": 1e308})
+    with pytest.raises(ArchsimError, match="all_reduce of 1073741824 bytes: its time or energy"):
+        archsim.collective(hot, "all_reduce", "1G")  # energy_j was inf

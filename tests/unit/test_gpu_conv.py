@@ -389,3 +389,23 @@ def test_large_filters_run_the_ampere_class_family() -> None:
     assert fams[0].mma_rate_fraction == pytest.approx(0.37) and fams[0].multicast_ctas == 1
     five = _conv(n=64, c=128, k=192, h=14, w=14, r=5, s=5, pad=2)
     assert not any(s.large_filter for c in conv_candidates(H100, five) for s in c.steps)  # type: ignore[union-attr]
+
+
+def test_fp32_conv_on_h100_runs_on_the_cuda_cores() -> None:
+    """No H100 conv family serves fp32: the GEMM model falls back to the CUDA cores
+    (family ``cuda_core``), and asking for that family's config filtered the conv families
+    to none ("<overrides>: library.families: ... at least 1 item"); v100/a100, which have no
+    conv families, ran."""
+    from archsim.accelerators.gpu_conv import best_conv, conv_outcome
+
+    cfg = archsim.load_hardware("h100")
+    spec = ConvLayer(name="c", kind="conv", n=8, c=64, k=64, h=28, w=28, r=3, s=3, pad=1,
+                     precision="fp32")  # fmt: skip
+    choice = best_conv(cfg, spec)
+    assert conv_outcome(cfg, spec, 0, 0).cycles == choice.cycles > 0
+    wl = WorkloadSpec(schema_version=1, name="w", source="t", layers=[spec])
+    lay = archsim.simulate("h100", wl).layers[0]
+    assert lay.extras["tc_kernel_family"] == "cuda_core" and lay.extras["tc_tile"].endswith("/simt")
+    fp16 = archsim.simulate("h100", wl.model_copy(update={"layers": [spec.model_copy(
+        update={"precision": "fp16"})]})).layers[0]  # fmt: skip
+    assert lay.time_s > 2 * fp16.time_s  # CUDA cores (67 TFLOPS fp32); 15.3 vs 5.8 us here
