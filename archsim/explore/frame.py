@@ -73,6 +73,9 @@ def pareto(
     reduced with ``totals``; rows whose ``status`` is not ``ok`` or with a missing metric are
     left out. Ties (identical metrics) are all kept. Returns the front in the frame's order.
     """
+    # one metric may be given as a string (it was split into letters)
+    minimize = [minimize] if isinstance(minimize, str) else list(minimize or ())
+    maximize = [maximize] if isinstance(maximize, str) else list(maximize or ())
     metrics = [*minimize, *maximize]
     if not metrics:
         raise ValueError("pareto needs at least one metric in minimize or maximize")

@@ -292,7 +292,8 @@ def inference_pass(
     # the GPU's own times (graph mode); an eager pass then queues them behind the host
     overrides: dict[str, object] = {"launch.mode": "graph"}
     if opts.algorithms is not None:
-        overrides["conv_library.algorithms"] = list(opts.algorithms)
+        algos = opts.algorithms
+        overrides["conv_library.algorithms"] = [algos] if isinstance(algos, str) else list(algos)
     wl = load_workload(workload)
     prec, _, act, _ = PRECISIONS[opts.precision]
     pass_wl = _conv_workload(wl, prec, opts.batch, opts.memory_format)

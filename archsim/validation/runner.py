@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.errors import UnknownNameError
 from archsim.validation.claims import Claim, ClaimUnavailable
 from archsim.validation.eie import EIE_CLAIMS
 from archsim.validation.multigpu import MULTIGPU_CLAIMS
@@ -48,12 +49,12 @@ COLUMNS = (
 
 def claims_for(models: Iterable[str] = MODELS) -> list[Claim]:
     """The claims of ``models`` in :data:`MODELS` order (``"all"`` means every model)."""
-    names = set(models)
+    names = {models} if isinstance(models, str) else set(models)  # "eie": one model, not 3
     if "all" in names:
         names = set(MODELS)
-    unknown = sorted(names - set(CLAIMS))
+    unknown = sorted(names - set(CLAIMS), key=str)
     if unknown:
-        raise ValueError(f"unknown model(s) {unknown}; allowed: {', '.join(MODELS)}, all")
+        raise UnknownNameError(f"unknown model(s) {unknown}; allowed: {', '.join(MODELS)}, all")
     return [c for m in MODELS if m in names for c in CLAIMS[m]]
 
 

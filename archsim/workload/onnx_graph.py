@@ -267,7 +267,10 @@ def load_graph(
     first data input's shape (e.g. AlexNet at 227 x 227).
     """
     require_onnx()
-
+    if batch is not None and (
+        isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 2**63 - 1
+    ):  # 2.5 became 2; 0 said "nodes cannot be placed"; 10^30 a ValueError from onnx
+        raise WorkloadError(f"{path}: batch {batch!r}; allowed: an integer from 1 to 2^63-1")
     path = Path(path)
     model = read_model(path)
     _check_nodes(path, model)

@@ -123,3 +123,47 @@ def test_collective_times_that_overflow() -> None:
     hot = s.with_overrides({"energy.nvlink_pj_per_bit": 1e308})
     with pytest.raises(ArchsimError, match="all_reduce of 1073741824 bytes: its time or energy"):
         archsim.collective(hot, "all_reduce", "1G")  # energy_j was inf
+
+
+def test_one_name_given_as_a_string_is_one_name() -> None:
+    """``pareto(frame, minimize="total_time_s")`` asked for columns 't', 'o', ...;
+    ``validate("eie")`` for models 'e' and 'i'; ``algorithms="implicit_gemm"`` for 'i', 'm'."""
+    from archsim.system.inference import InferenceOptions, inference_pass
+    from archsim.validation.runner import claims_for
+
+    frame = archsim.sweep("tiny_eie", "eie_benchmarks", axes=AXES, n_jobs=1)
+    assert archsim.pareto(frame, minimize="total_time_s").equals(
+        archsim.pareto(frame, minimize=["total_time_s"])
+    )
+    assert claims_for("eie") == claims_for(["eie"]) and len(claims_for("eie")) > 10
+    with pytest.raises(UnknownNameError, match=r"unknown model\(s\) \['nope'\]"):
+        claims_for(["nope"])
+    one = InferenceOptions(algorithms="implicit_gemm")
+    assert (
+        inference_pass("v100", "resnet50_v1_5", one).conv_s
+        == inference_pass(
+            "v100", "resnet50_v1_5", InferenceOptions(algorithms=("implicit_gemm",))
+        ).conv_s
+    )
+
+
+@pytest.mark.parametrize("batch", [0, 2.5, True, 10**30, "x"])
+def test_import_onnx_batch_is_checked(tmp_path: Any, batch: Any) -> None:
+    """2.5 became 2 silently; 0 said "nodes mm (MatMul) cannot be placed"; 10^30 and "x"
+    raised ValueError inside onnx."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3], np.eye(4, 3).reshape(-1).tolist())
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ("N", 4))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    assert len(archsim.import_onnx(path, batch=4).layers) == 1
+    with pytest.raises(ArchsimError, match=f"m.onnx: batch {batch!r}; allowed: an integer"):
+        archsim.import_onnx(path, batch=batch)
