@@ -104,10 +104,11 @@ def format_import(imp) -> str:  # noqa: ANN001 - OnnxImport, imported lazily
 def cmd(args: argparse.Namespace) -> int:
     """Run ``archsim import onnx``."""
     from archsim.output import check_out_file
-    from archsim.workload.onnx_export import write_workload
+    from archsim.workload.onnx_export import check_data_folder, write_workload
 
     # before the import: not the model itself, a device or a FIFO (nor its .data folder)
     check_out_file(args.out, "-o", inputs=[Path(args.model)])
+    check_data_folder(args.out)
     if args.no_measure and args.inputs is not None:
         raise ConfigError("--inputs", "", "unused with --no-measure; allowed: one of the two")
     imp = _read(args)

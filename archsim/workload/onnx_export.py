@@ -29,7 +29,7 @@ from archsim.workload.materialize import layer_rng, quantize_to_codebook
 from archsim.workload.onnx import OnnxImport, unique_name
 from archsim.workload.sparse import QuantizedMatVec
 
-__all__ = ["real_matvec", "write_workload"]
+__all__ = ["check_data_folder", "real_matvec", "write_workload"]
 
 
 def _csc(codes_dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -99,6 +99,13 @@ def _folder_name(name: str, used: set[str]) -> str:
 
 
 _MARKER = ".archsim-import"
+
+
+def check_data_folder(out: str | Path) -> None:
+    """Refuse ``-o out`` when its ``<stem>.data`` folder exists and an earlier import did not
+    write it (``write_workload`` would replace it); the CLI asks before importing."""
+    out = Path(out).resolve()
+    _check_data_dir(out, out.parent / f"{out.stem}.data")
 
 
 def _check_data_dir(out: Path, data_dir: Path) -> None:
