@@ -298,8 +298,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         hw = hw.with_overrides(overrides, source="--set")
     if args.batch is not None:  # checked above; an ONNX model was imported at it already
         wl = wl.with_batch(args.batch)
-    if args.seed < 0:
-        raise ConfigError("--seed", "", f"must be >= 0 (got {args.seed})")
+    if not 0 <= args.seed <= 2**63 - 1:  # results.json holds it as a 64-bit integer
+        raise ConfigError(
+            "--seed", "", f"must be from 0 to 2**63-1 (got {shown_name(repr(args.seed))})"
+        )
     if args.trace and hw.accelerator != "systolic":  # type: ignore[attr-defined]
         raise ConfigError(
             "--trace", "", "SRAM traces exist for systolic arrays only; allowed: systolic hardware"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from archsim.errors import ArchsimError, UnknownNameError
+from archsim.errors import ArchsimError, UnknownNameError, shown_value
 
 if TYPE_CHECKING:  # pandas loads with the first DataFrame, not with `import archsim`
     import pandas as pd
@@ -254,8 +254,13 @@ def _json_object(text: str, source: str) -> dict[str, Any]:
         data = json.loads(text)
     except RecursionError:
         raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
-    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+    except json.JSONDecodeError as exc:
         raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
+    except ValueError:  # Python reads no integer longer than 4,300 digits
+        raise ArchsimError(
+            f"{source}: malformed results.json: a number of more than 4,300 digits; allowed: "
+            "the values archsim writes"
+        ) from None
     if not isinstance(data, dict):
         raise ArchsimError(f"{source}: malformed results.json: top level must be an object")
     return data
@@ -275,15 +280,17 @@ def is_count(value: Any) -> bool:
 def _check_counts(run: RunResult) -> None:
     """Raise ``ValueError`` naming the first total or layer value that is negative, NaN,
     infinite or beyond 64 bits (a results.json that archsim did not write)."""
-    values = [("total_cycles", run.total_cycles)]
+    values = [("total_cycles", run.total_cycles), ("seed", run.seed)]
+    values += [(f"area_mm2.{k}", v) for k, v in run.area_mm2.items()]
     for i, lr in enumerate(run.layers):
         values += [(f"layers.{i}.{c}", getattr(lr, c)) for c in _NON_NEGATIVE]
         values += [(f"layers.{i}.energy_by_component_pj.{k}", v)
                    for k, v in lr.energy_by_component_pj.items()]  # fmt: skip
     for where, v in values:
         if not is_count(v):
-            shown = v if isinstance(v, float) or v < 2**63 else f"a {len(str(v))}-digit number"
-            raise ValueError(f"{where}: {shown!r}; allowed: a finite number from 0 to 2**63")
+            big = isinstance(v, int) and not isinstance(v, bool) and v >= 2**63
+            shown = shown_value(v) or repr(v) if big else repr(v)
+            raise ValueError(f"{where}: {shown}; allowed: a finite number from 0 to 2**63")
 
 
 def _finite(obj: Any) -> Any:

@@ -13,7 +13,7 @@ from archsim.energy.pricing import PriceList, eie_price_list, price_counts
 from archsim.energy.pricing_cnn import dcnn_price_list, scnn_price_list
 from archsim.energy.pricing_gpu import gpu_price_list
 from archsim.energy.pricing_systolic import systolic_price_list
-from archsim.errors import ConfigError, SimulationError
+from archsim.errors import ConfigError, SimulationError, shown_name
 from archsim.limits import check_workload_size
 from archsim.progress import ProgressFn, ReportingLayers
 from archsim.provenance import archsim_version, model_fingerprint, provenance, source_digest
@@ -138,8 +138,10 @@ def simulate(
         return _with_baseline(run, base_hw, base_wl, seed, progress)
     hw = load_hardware(hardware)
     wl = load_workload(workload)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError("<api>", "seed", f"must be a non-negative integer (got {seed!r})")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= _MAX_COUNT:
+        raise ConfigError(
+            "<api>", "seed", f"must be an integer from 0 to 2**63-1 (got {shown_name(repr(seed))})"
+        )
     from archsim.accelerators import REGISTRY  # numba and the kernels load with the first run
 
     acc = hw.accelerator  # type: ignore[attr-defined]

@@ -167,3 +167,34 @@ def test_import_onnx_batch_is_checked(tmp_path: Any, batch: Any) -> None:
     assert len(archsim.import_onnx(path, batch=4).layers) == 1
     with pytest.raises(ArchsimError, match=f"m.onnx: batch {batch!r}; allowed: an integer"):
         archsim.import_onnx(path, batch=batch)
+
+
+def test_results_json_with_values_archsim_never_writes() -> None:
+    """A NaN or negative ``area_mm2`` and a negative seed were read back silently; a
+    5,000-digit ``total_cycles`` gave Python's int()-limit text, naming no field."""
+    import json
+
+    good = json.loads(archsim.simulate("tiny_eie", "eie_benchmarks").to_json())
+    for key, value, needle in (
+        ("area_mm2", {"x": float("nan")}, "area_mm2.x: nan; allowed"),
+        ("area_mm2", {"x": -5.0}, "area_mm2.x: -5.0; allowed"),
+        ("seed", -5, "seed: -5; allowed"),
+    ):
+        bad = json.dumps({**good, key: value})
+        with pytest.raises(ArchsimError, match=f"malformed results.json: {needle}"):
+            archsim.RunResult.from_json(bad)
+    big = json.dumps({**good, "total_cycles": 10**400})
+    with pytest.raises(ArchsimError, match="total_cycles: an integer of 1329 bits; allowed"):
+        archsim.RunResult.from_json(big)
+    huge = json.dumps(good).replace('"total_cycles": ', '"total_cycles": 1' + "0" * 5000, 1)
+    with pytest.raises(ArchsimError, match="a number of more than 4,300 digits; allowed"):
+        archsim.RunResult.from_json(huge)
+
+
+def test_seed_past_64_bits_is_refused() -> None:
+    """A seed of 2**64 ran, and its results.json (seed held as a 64-bit integer) could not be
+    read back."""
+    with pytest.raises(ArchsimError, match=r"seed: must be an integer from 0 to 2\*\*63-1"):
+        archsim.simulate("tiny_eie", "eie_benchmarks", seed=2**64)
+    res = archsim.simulate("tiny_eie", "eie_benchmarks", seed=2**63 - 1)
+    assert archsim.RunResult.from_json(res.to_json()).seed == 2**63 - 1
