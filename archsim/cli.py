@@ -30,6 +30,7 @@ from archsim.errors import (
     shown_name,
     shown_value,
 )
+from archsim.units import INT64_MAX
 
 if TYPE_CHECKING:
     from archsim.results import RunResult
@@ -298,7 +299,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         hw = hw.with_overrides(overrides, source="--set")
     if args.batch is not None:  # checked above; an ONNX model was imported at it already
         wl = wl.with_batch(args.batch)
-    if not 0 <= args.seed <= 2**63 - 1:  # results.json holds it as a 64-bit integer
+    if not 0 <= args.seed <= INT64_MAX:  # results.json holds it as a 64-bit integer
         raise ConfigError(
             "--seed", "", f"must be from 0 to 2**63-1 (got {shown_name(repr(args.seed))})"
         )

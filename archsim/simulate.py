@@ -18,7 +18,7 @@ from archsim.limits import check_workload_size
 from archsim.progress import ProgressFn, ReportingLayers
 from archsim.provenance import archsim_version, model_fingerprint, provenance, source_digest
 from archsim.results import LayerResult, RunResult
-from archsim.units import cycles_to_seconds, power_w
+from archsim.units import INT64_MAX, cycles_to_seconds, power_w
 
 __all__ = ["simulate", "archsim_version", "model_fingerprint", "source_digest", "PRICE_LISTS"]
 
@@ -86,20 +86,16 @@ def _board_totals(layers: list[LayerResult]) -> dict:
     }
 
 
-#: largest count a result column holds (signed 64-bit, as results.json and Parquet store it)
-_MAX_COUNT = 2**63 - 1
-
-
 def _check_representable(
     wl: WorkloadSpec, layer: str, cycles: int, energy: float, by_comp: dict[str, float]
 ) -> None:
     """Refuse a layer whose cycles pass 64 bits or whose energy is not finite (a GPU layer is
     not bounded by ARCHSIM_MAX_CYCLES; a price field of 1e308 pJ): results.json and a sweep's
     store could not hold it, and a sweep died writing it after every point had run."""
-    if cycles > _MAX_COUNT:
+    if cycles > INT64_MAX:
         raise SimulationError(
             f"{wl.origin}: layer {layer!r} takes about {float(cycles):.3g} cycles, past 64-bit "
-            f"results ({_MAX_COUNT:,}); allowed: a smaller layer or batch, "
+            f"results ({INT64_MAX:,}); allowed: a smaller layer or batch, "
             "or hardware fields nearer real parts (launch times, rates)"
         )
     if not math.isfinite(energy):
@@ -138,7 +134,7 @@ def simulate(
         return _with_baseline(run, base_hw, base_wl, seed, progress)
     hw = load_hardware(hardware)
     wl = load_workload(workload)
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= _MAX_COUNT:
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= INT64_MAX:
         raise ConfigError(
             "<api>", "seed", f"must be an integer from 0 to 2**63-1 (got {shown_name(repr(seed))})"
         )

@@ -13,11 +13,14 @@ __all__ = [
     "KIB",
     "MIB",
     "PJ_PER_J",
+    "INT64_MAX",
 ]
 
 KIB = 1024
 MIB = 1024 * 1024
 PJ_PER_J = 1e12
+#: the largest count results, config fields and the numba models hold (signed 64-bit)
+INT64_MAX = 2**63 - 1
 
 
 def cycles_to_seconds(cycles: int | float, clock_hz: float) -> float:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from archsim.errors import ConfigError, shown_value
+from archsim.units import INT64_MAX
 
 __all__ = ["ArchsimModel", "validation_to_config_error", "set_dotted", "number_type"]
 
@@ -144,7 +145,7 @@ def _type_doc(tp: Any) -> str | None:
 
 
 #: the largest integer a config field may hold: the models compute in 64-bit integers (numba)
-MAX_FIELD_INT = 2**63 - 1
+MAX_FIELD_INT = INT64_MAX
 
 
 def _check_magnitude(name: str, value: Any, bounded: bool) -> None:

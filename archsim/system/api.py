@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.config.system import SystemConfig
-from archsim.errors import ArchsimError, shown_name
+from archsim.errors import ArchsimError, check_count, shown_name
 from archsim.system import load_system
 from archsim.system.collectives import bus_factor, collective_time
 from archsim.system.subsystem import subsystem
@@ -39,12 +39,13 @@ def parse_size(text: str) -> int:
             "optional K, M, G or T suffix (powers of 1024), e.g. 8, 64K, 8G"
         )
     digits = m.group(1).lstrip("0")  # int() refuses past 4,300 digits: count them first
-    if len(digits) > 20 or int(digits or "0") * _UNITS[m.group(2).upper()] > MAX_SIZE_BYTES:
+    size = int(digits or "0") * _UNITS[m.group(2).upper()] if len(digits) <= 20 else None
+    if size is None or size > MAX_SIZE_BYTES:
         raise ArchsimError(
             f"size {shown_name(str(text))!r} is too large; allowed: up to {MAX_SIZE_BYTES} "
             "bytes (1024T: far beyond any GPU's memory)"
         )
-    return int(digits or "0") * _UNITS[m.group(2).upper()]
+    return size
 
 
 def _size_list(sizes: Any) -> list[int]:
@@ -81,12 +82,10 @@ def size_range(spec: str) -> list[int]:
         )
     lo = parse_size(parts[0])
     hi = parse_size(parts[1]) if len(parts) > 1 else lo
-    try:
-        factor = int(parts[2]) if len(parts) > 2 and len(parts[2]) < 20 else 2
-    except ValueError:
-        factor = 0
-    if len(parts) > 2 and len(parts[2]) >= 20:  # past 2^64: at most one point, not a factor
-        factor = 0
+    text = parts[2].strip() if len(parts) > 2 else "2"
+    # past 20 digits (2^64): at most one point, and int() refuses past 4,300 digits
+    digits = text.removeprefix("+")  # int() took "+3"
+    factor = int(digits) if digits.isascii() and digits.isdigit() and len(digits) < 20 else 0
     if factor < 2:
         raise ArchsimError(
             f"sizes {shown_name(str(spec))!r}: bad factor; allowed: an integer from 2 to 10^19"
@@ -125,12 +124,7 @@ def collective(
     if cfg.gpus < 2:  # one GPU moves nothing: its algbw would be infinite
         raise ArchsimError(f"gpus={gpus!r}: a collective needs 2 GPUs or more")
     sizes = size_range(sizes) if isinstance(sizes, str) else _size_list(sizes)
-    if (
-        isinstance(dtype_bytes, bool)
-        or not isinstance(dtype_bytes, numbers.Integral)
-        or dtype_bytes < 1
-    ):
-        raise ArchsimError(f"dtype_bytes {dtype_bytes!r}; allowed: an integer >= 1 (4: float)")
+    check_count("dtype_bytes", dtype_bytes)
     rows: list[dict[str, Any]] = []
     for nbytes in sizes:
         c = collective_time(cfg, op, nbytes, algorithm, protocol)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, LstmLayer, WorkloadSpec
 from archsim.errors import ConfigError, SimulationError, check_count, shown_value
+from archsim.units import INT64_MAX
 
 __all__ = ["PRECISIONS", "TrainLayer", "gemm_workload", "split_tensor", "training_layers"]
 
@@ -75,18 +76,14 @@ def training_layers(workload: WorkloadSpec, batch_per_gpu: int) -> list[TrainLay
     out = [_layer(s, batch_per_gpu, i == 0) for i, s in enumerate(workload.layers)]
     for i, tl in enumerate(out):
         counts = (*tl.forward, *tl.wgrad, tl.outputs, tl.params)
-        if max(counts) > _MAX_COUNT:  # beyond the GEMM layer's 64-bit fields
+        if max(counts) > INT64_MAX:  # beyond the GEMM layer's 64-bit fields
             m, n, k, _ = tl.forward
             raise ConfigError(
                 workload.origin, f"layers.{i}", f"{tl.name!r} lowered for training at batch "
                 f"{batch_per_gpu} has M = {_size(m)}, N = {_size(n)}, K = {_size(k)}: counts past "
-                f"{_MAX_COUNT:,} (64-bit); allowed: a smaller layer or batch"
+                f"{INT64_MAX:,} (64-bit); allowed: a smaller layer or batch"
             )  # fmt: skip
     return out
-
-
-#: largest count a GEMM layer field holds (signed 64-bit)
-_MAX_COUNT = 2**63 - 1
 
 
 def _size(value: int) -> str:

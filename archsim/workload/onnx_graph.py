@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from archsim.errors import WorkloadError, one_line
+from archsim.units import INT64_MAX
 
 __all__ = ["ConstTensor", "OnnxGraph", "check_graph", "load_graph", "read_model", "require_onnx"]
 
@@ -268,7 +269,7 @@ def load_graph(
     """
     require_onnx()
     if batch is not None and (
-        isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 2**63 - 1
+        isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= INT64_MAX
     ):  # 2.5 became 2; 0 said "nodes cannot be placed"; 10^30 a ValueError from onnx
         raise WorkloadError(f"{path}: batch {batch!r}; allowed: an integer from 1 to 2^63-1")
     path = Path(path)
