@@ -18,7 +18,10 @@ stream (``cudnn.benchmark`` times them all and keeps the fastest; so does this m
 
 A GEMM kernel of an algorithm runs in the conv library's kernel families (cuDNN's engines):
 ``cudnn.benchmark`` times each family that has tiles of the candidate's k-step and keeps the
-fastest, each family's kernels costing its own fixed set-up (``kernel_overhead_s``).
+fastest, each family's kernels costing its own fixed set-up (``kernel_overhead_s``). The
+tap-by-tap families pad each filter tap's channels to whole k-steps; a family that indexes the
+reduction as one run (``conv_reduction: flattened``, cuDNN's ``..._indexed_wo_smem`` kernels)
+times one more candidate, of ``K = C/groups * R * S`` padded once.
 
 GEMM kernels are timed with the GEMM model (``tensor_core.run_gemm``); memory kernels take
 launch + bytes / bandwidth (L2 when the kernel's bytes fit in L2, else HBM, each at its
@@ -76,6 +79,7 @@ class GemmStep:
     tile_k: int | None = None  # only the menu's tiles of this k (the problem's K is padded to it)
     grouped: bool = False  # a grouped conv in one launch: runs in conv_library.grouped_families
     large_filter: bool = False  # runs in conv_library.large_filter_families
+    flattened: bool = False  # K = C*R*S in one run: the families of conv_reduction "flattened"
 
     @property
     def memo_key(self) -> GemmStep:
@@ -156,7 +160,8 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     sizes k-steps in bytes): a tap whose channel count is not a multiple of it pads its last
     chunk, so ``K = R * S * ceil(C_g / k_step) * k_step`` on the tensor cores (a plain 1x1 GEMM
     and the CUDA-core kernel, which steps through K element by element, keep
-    ``K = R * S * C_g``).
+    ``K = R * S * C_g``). Where a family walks the reduction as one run
+    (``conv_reduction: flattened``), one more candidate has ``K = R * S * C_g``.
     """
     lib = cfg.conv_library
     m, n, _ = layer.gemm_view
@@ -173,6 +178,10 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
             k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
             prob = _problem(layer, name, m, n, k, layer.groups, True)
             out.append(ConvCandidate(name, (GemmStep(name, prob, simt, tk, grouped, large),)))
+        if not (simt or plain) and _has_flattened(cfg, grouped, large):
+            prob = _problem(layer, name, m, n, layer.r * layer.s * cg, layer.groups, True)
+            step = GemmStep(name, prob, simt, None, grouped, large, flattened=True)
+            out.append(ConvCandidate(name, (step,)))
     if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
         for tk in _tile_ks(cfg, False):
             k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
@@ -185,6 +194,12 @@ def _padded(cg: int, tile_k: int, layer: ConvLayer) -> int:
     """A tap's ``cg`` channels padded to whole k-steps of a tile of 16-bit k ``tile_k``."""
     ks = max(1, tile_k * 2 // ELEMENT_BYTES[layer.precision])  # k-step elements (gpu_plan)
     return _cdiv(cg, ks) * ks
+
+
+def _has_flattened(cfg: GpuConfig, grouped: bool, large: bool) -> bool:
+    """Whether a conv family of the step's kind walks the reduction flattened."""
+    fams = _conv_families(cfg, grouped, large) or []
+    return any(f.conv_reduction == "flattened" for f in fams)
 
 
 def _large_filter(cfg: GpuConfig, layer: ConvLayer) -> bool:
@@ -321,6 +336,7 @@ def timed_families(cfg: GpuConfig, step: GemmStep) -> list[str | None]:
     fams = _conv_families(cfg, step.grouped, step.large_filter)
     if step.simt or not fams:
         return [None]
+    fams = [f for f in fams if (f.conv_reduction == "flattened") == step.flattened] or fams
     k = step.tile_k
     names = [f.name for f in fams if k is None or not f.tiles or any(t.k == k for t in f.tiles)]
     return names or [f.name for f in fams]  # type: ignore[misc]
@@ -344,7 +360,8 @@ def gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None = None) -> Gp
     their tiles narrowed to those of ``tile_k`` (a family with no tile of that k keeps its
     own). Memoised per config object: validating the derived config is most of a conv
     layer's simulation time, and timing, counting and pricing a layer ask for it again."""
-    key = (id(cfg), step.simt, step.tile_k, step.grouped, step.large_filter, family)
+    key = (id(cfg), step.simt, step.tile_k, step.grouped, step.large_filter, step.flattened,
+           family)  # fmt: skip
     hit = _GEMM_CONFIGS.get(key)
     if hit is None or hit[0] is not cfg:  # the entry holds cfg, so its id is not reused
         if len(_GEMM_CONFIGS) >= 1024:
@@ -358,11 +375,11 @@ _GEMM_CONFIGS: dict[tuple[Any, ...], tuple[GpuConfig, GpuConfig]] = {}
 
 def _build_gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None) -> GpuConfig:
     over: dict[str, Any] = {}
-    if not cfg.conv_library.split_k:
-        over["library.split_k_factors"] = [1]
     families = _conv_families(cfg, step.grouped, step.large_filter) or cfg.library.families
     if family is not None:  # a name none of them has: the GEMM model's CUDA-core fallback
         families = [f for f in families if f.name == family] or families  # (fp32 on h100)
+    if not cfg.conv_library.split_k:
+        over["library.split_k_factors"] = [1]
     if step.simt:
         families = [_simt_family(cfg)]
     elif step.tile_k is not None:
@@ -371,8 +388,10 @@ def _build_gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None) -> Gp
             f.model_copy(update={"tiles": _with_k(f.tiles, step.tile_k)}) if f.tiles else f
             for f in families
         ]
-    # the kernels' set-up is added by candidate_runs, not part of the GEMM library's kernels
-    families = [f.model_copy(update={"kernel_overhead_s": None}) for f in families]
+    # the kernels' set-up is added by candidate_runs, and the step's K already walks the
+    # reduction as the family does: neither is the GEMM library's
+    conv_only = {"kernel_overhead_s": None, "conv_reduction": "per_tap"}
+    families = [f.model_copy(update=conv_only) for f in families]
     if families != cfg.library.families:
         over["library.families"] = [f.model_dump() for f in families]
     return cfg.with_overrides(over) if over else cfg

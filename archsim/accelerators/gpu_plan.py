@@ -269,13 +269,18 @@ def k_step_elements(tile: ThreadBlockTile, prob: GemmProblem) -> int:
     return max(1, tile.k * 2 // prob.in_bytes)
 
 
-def _occupancy(cfg: GpuConfig, prob: GemmProblem, tile: ThreadBlockTile) -> int:
-    """Co-resident CTAs per SM: shared memory, registers, warps and the CTA limit."""
+def _occupancy(
+    cfg: GpuConfig, prob: GemmProblem, tile: ThreadBlockTile, in_registers: bool = False
+) -> int:
+    """Co-resident CTAs per SM: shared memory, registers, warps and the CTA limit;
+    ``in_registers``: the stages' operand tiles are held in registers, not shared memory."""
     sm = cfg.sm_memory
-    shared = tile.stages * (tile.m + tile.n) * k_step_elements(tile, prob) * prob.in_bytes
+    stage = tile.stages * (tile.m + tile.n) * k_step_elements(tile, prob) * prob.in_bytes
     regs = tile.m * tile.n * 4 + tile.warps * 32 * sm.overhead_registers_per_thread * 4
+    if in_registers:
+        regs += stage
     return min(
-        sm.max_shared_bytes // shared,
+        sm.max_shared_bytes // (1 if in_registers else stage),
         sm.register_file_bytes // regs,
         sm.max_warps // tile.warps,
         sm.max_ctas,
@@ -356,7 +361,7 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
     frags_shared = fam is not None and fam.fragments_from_shared
     out: list[KernelPlan] = []
     for tile in tiles:
-        per_sm = _occupancy(cfg, prob, tile)
+        per_sm = _occupancy(cfg, prob, tile, fam is not None and fam.stages_in_registers)
         if per_sm < 1:
             continue
         ks = k_step_elements(tile, prob)

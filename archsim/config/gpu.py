@@ -279,6 +279,12 @@ class GemmLibraryConfig(ArchsimModel):
                 f"families {bad} set kernel_overhead_s; allowed: only in conv_library families "
                 "(a GEMM library kernel's whole time is the GEMM model's)"
             )
+        flat = [f.name for f in self.families if f.conv_reduction != "per_tap"]
+        if flat:
+            raise ValueError(
+                f"families {flat} set conv_reduction; allowed: only in conv_library families "
+                "(a GEMM has no filter taps)"
+            )
         return self
 
 

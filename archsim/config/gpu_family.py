@@ -160,6 +160,20 @@ class KernelFamily(ArchsimModel):
         "takes beyond what the GEMM model times (None: conv_library.kernel_overhead_s). "
         "cudnn.benchmark compares families with it included.",
     )
+    conv_reduction: Literal["per_tap", "flattened"] = Field(
+        default="per_tap",
+        description="Conv families only: how the kernel walks the reduction C x R x S. per_tap: "
+        "filter tap by filter tap, each tap's channels in whole k-steps (a tap of 8 channels "
+        "fills a 32-channel k-step with padding); flattened: the C x R x S products as one "
+        "run of K, gathered through a table of input offsets (cuDNN's "
+        "sm80_xmma_fprop_implicit_gemm_indexed kernels), padded once at its end.",
+    )
+    stages_in_registers: bool = Field(
+        default=False,
+        description="The kernels load each k-step's A and B tiles from global memory straight "
+        "into registers, with no shared-memory stage (cuDNN's ..._wo_smem kernels): the "
+        "stages take register file, which bounds co-resident CTAs, and no shared memory.",
+    )
     max_macs: PositiveInt | None = Field(
         default=None,
         description="The library's heuristic sends this family only GEMMs of at most this "

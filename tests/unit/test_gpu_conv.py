@@ -373,20 +373,27 @@ def test_conv_output_write_back_is_held_to_hbm_bandwidth() -> None:
     assert floor_s <= t <= 1.1 * floor_s, (t, floor_s)
 
 
-def test_large_filters_run_the_ampere_class_family() -> None:
+def test_large_filters_run_the_ampere_class_families() -> None:
     """7x7 convs ran Ampere-class kernels on the H100 in every traced case (30 of 30 random
     convs, benchmarks/measured/h100_2026-11-27/random_convs/kernels_random.csv): they take the
-    preset's large-filter family, its tiles and its mma.sync rate (0.37 of the wgmma rate,
-    the sustained rate of cuDNN's sm80 conv kernels); 5x5 is not a large filter."""
-    from archsim.accelerators.gpu_conv import gemm_config
+    preset's large-filter families, their tiles and their mma.sync rate (0.37 of the wgmma
+    rate, the sustained rate of cuDNN's sm80 conv kernels); the tap-by-tap kernels time one
+    candidate per tile k-step, the indexed one (the reduction as one run) one more; 5x5 is
+    not a large filter."""
+    from archsim.accelerators.gpu_conv import gemm_config, timed_families
 
     seven = _conv(n=64, c=128, k=192, h=14, w=14, r=7, s=7, pad=3)
     steps = [s for c in conv_candidates(H100, seven) for s in c.steps]
     assert steps and all(isinstance(s, GemmStep) and s.large_filter for s in steps)
-    assert {s.tile_k for s in steps} == {32, 64}  # type: ignore[union-attr]
-    fams = gemm_config(H100, steps[0]).library.families  # type: ignore[arg-type]
+    per_tap = [s for s in steps if not s.flattened]  # type: ignore[union-attr]
+    assert {s.tile_k for s in per_tap} == {32, 64}  # type: ignore[union-attr]
+    assert timed_families(H100, per_tap[0]) == ["cudnn_sm80_fprop", "cudnn_sm80_indexed"]  # type: ignore[arg-type]
+    fams = gemm_config(H100, per_tap[0], "cudnn_sm80_fprop").library.families  # type: ignore[arg-type]
     assert [f.name for f in fams] == ["cudnn_sm80_fprop"]
     assert fams[0].mma_rate_fraction == pytest.approx(0.37) and fams[0].multicast_ctas == 1
+    (flat,) = [s for s in steps if s.flattened]  # type: ignore[union-attr]
+    assert timed_families(H100, flat) == ["cudnn_sm80_indexed_wo_smem"]  # type: ignore[arg-type]
+    assert flat.problem.k == 128 * 7 * 7  # type: ignore[union-attr]
     five = _conv(n=64, c=128, k=192, h=14, w=14, r=5, s=5, pad=2)
     assert not any(s.large_filter for c in conv_candidates(H100, five) for s in c.steps)  # type: ignore[union-attr]
 
