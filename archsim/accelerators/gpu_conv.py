@@ -375,11 +375,11 @@ _GEMM_CONFIGS: dict[tuple[Any, ...], tuple[GpuConfig, GpuConfig]] = {}
 
 def _build_gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None) -> GpuConfig:
     over: dict[str, Any] = {}
+    if not cfg.conv_library.split_k:
+        over["library.split_k_factors"] = [1]
     families = _conv_families(cfg, step.grouped, step.large_filter) or cfg.library.families
     if family is not None:  # a name none of them has: the GEMM model's CUDA-core fallback
         families = [f for f in families if f.name == family] or families  # (fp32 on h100)
-    if not cfg.conv_library.split_k:
-        over["library.split_k_factors"] = [1]
     if step.simt:
         families = [_simt_family(cfg)]
     elif step.tile_k is not None:

@@ -275,16 +275,14 @@ def _occupancy(
     """Co-resident CTAs per SM: shared memory, registers, warps and the CTA limit;
     ``in_registers``: the stages' operand tiles are held in registers, not shared memory."""
     sm = cfg.sm_memory
-    stage = tile.stages * (tile.m + tile.n) * k_step_elements(tile, prob) * prob.in_bytes
+    staged = tile.stages * (tile.m + tile.n) * k_step_elements(tile, prob) * prob.in_bytes
     regs = tile.m * tile.n * 4 + tile.warps * 32 * sm.overhead_registers_per_thread * 4
+    bounds = [sm.max_warps // tile.warps, sm.max_ctas]
     if in_registers:
-        regs += stage
-    return min(
-        sm.max_shared_bytes // (1 if in_registers else stage),
-        sm.register_file_bytes // regs,
-        sm.max_warps // tile.warps,
-        sm.max_ctas,
-    )
+        bounds.append(sm.register_file_bytes // (regs + staged))
+    else:
+        bounds += [sm.max_shared_bytes // staged, sm.register_file_bytes // regs]
+    return min(bounds)
 
 
 def plans_for(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
