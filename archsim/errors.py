@@ -13,6 +13,7 @@ __all__ = [
     "UnknownNameError",
     "check_choice",
     "check_count",
+    "is_count",
     "one_line",
     "shown_name",
     "shown_value",
@@ -84,8 +85,14 @@ def check_choice(what: str, value: object, allowed: Sequence[str]) -> None:
         raise SimulationError(f"{what} {shown_name(repr(value))}; allowed: {', '.join(allowed)}")
 
 
+def is_count(value: object, least: int = 1, kind: type | tuple[type, ...] = int) -> bool:
+    """Whether ``value`` is an integer of ``kind`` (not a bool) and >= ``least``: a bool, a
+    float or a string is refused, not compared."""
+    return not isinstance(value, bool) and isinstance(value, kind) and value >= least
+
+
 def check_count(what: str, value: object, least: int = 1) -> None:
     """Raise ``SimulationError`` unless ``value`` is an integer >= ``least`` (a batch, a
-    number of GPUs); a bool, a float or a string is refused, not compared."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+    number of GPUs; NumPy integers too)."""
+    if not is_count(value, least, numbers.Integral):
         raise SimulationError(f"{what} {shown_name(repr(value))}; allowed: an integer >= {least}")

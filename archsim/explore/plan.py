@@ -32,7 +32,7 @@ from archsim.config.base import (
 from archsim.config.io import load_hardware, load_workload
 from archsim.config.sweep import AxisRange, SweepSpec
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import ConfigError, shown_name
+from archsim.errors import ConfigError, is_count, shown_name
 from archsim.explore.compressed import check_compress_values, compress_axis, compressed_workload
 from archsim.explore.expression import Expression, ExpressionError, derived_quantities
 from archsim.limits import DEFAULT_MAX_POINTS, check_layer_kinds
@@ -171,7 +171,7 @@ def count_points(spec: SweepSpec, workloads: int | None = None) -> int:
 
 
 def _check_size(spec: SweepSpec, source: str, workloads: int, max_points: int) -> None:
-    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
+    if not is_count(max_points):
         raise ConfigError("<api>", "max_points", f"got {max_points!r}; allowed: an integer >= 1")
     n = count_points(spec, workloads)
     if n <= max_points:

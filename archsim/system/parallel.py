@@ -21,7 +21,7 @@ import simpy
 from archsim.config.io import load_workload
 from archsim.config.system import SystemConfig
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import SimulationError
+from archsim.errors import SimulationError, is_count
 from archsim.system import load_system
 from archsim.system.collectives import collective_time
 from archsim.system.subsystem import gpu_config, subsystem
@@ -66,7 +66,7 @@ def _check(cfg: SystemConfig, gpus: int, tensor: int, pipeline: int, micro: int,
     for name, v in (
         ("tensor", tensor), ("pipeline", pipeline), ("micro_batches", micro), ("batch", batch)
     ):  # fmt: skip
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if not is_count(v):
             raise SimulationError(f"{name}={v!r}; allowed: an integer >= 1")
     if gpus % (tensor * pipeline):
         raise SimulationError(
