@@ -58,6 +58,26 @@ class _Table:
     columns: list[_Col] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def body(self) -> Markup:
+        """The rows as ``<tr>`` lines, escaped as the template escapes. Built here rather than
+        in a template loop: 1,000 points of ten cells took the loop 0.26 s, this 0.03 s."""
+        starts = [
+            '<td class="num"' if c.numeric else f'<td class="{escape(c.css)}"' if c.css else "<td"
+            for c in self.columns
+        ]
+        lines = []
+        for row in self.rows:
+            cls = ("error" if row["error"] else "ok") + (" front" if row["front"] else "")
+            parts = [f'<tr class="{cls}">']
+            for i, (cell, start) in enumerate(zip(row["cells"], starts, strict=True)):
+                key = "" if cell.key is None else f' data-v="{escape(cell.key)}"'
+                title = f' title="{escape(row["key"])}"' if i == 0 and row["key"] else ""
+                parts.append(f"{start}{key}{title}>{escape(cell.text)}</td>")
+            parts.append("</tr>\n")
+            lines.append("".join(parts))
+        return Markup("".join(lines))
+
 
 def _check(points: pd.DataFrame, axes: Sequence[str], metrics: Sequence[str]) -> None:
     missing = [c for c in [*axes, *metrics] if c not in points.columns]
@@ -100,6 +120,17 @@ def _number_key(value: Any) -> str | None:
     return repr(v) if np.isfinite(v) else ""
 
 
+def _axis_cell(seen: dict[Any, _Cell], value: Any) -> _Cell:
+    """The cell of an axis value, formatted once per distinct (hashable) value."""
+    try:
+        cell = seen.get((type(value), value))
+    except TypeError:  # unhashable: formatted every time
+        return _Cell(fmt_value(value), _number_key(value))
+    if cell is None:
+        cell = seen[(type(value), value)] = _Cell(fmt_value(value), _number_key(value))
+    return cell
+
+
 def _points_table(
     points: pd.DataFrame,
     axes: Sequence[str],
@@ -124,11 +155,12 @@ def _points_table(
     numbers = {m: pd.to_numeric(points[m], errors="coerce").to_numpy(dtype=float) for m in metrics}
     good_rows = ok.reindex(points.index, fill_value=False).to_numpy(dtype=bool)
     records = points.to_dict(orient="records")
+    axis_cells: list[dict[Any, _Cell]] = [{} for _ in axes]  # an axis has few distinct values
     for pos, (idx, rec) in enumerate(zip(points.index, records, strict=True)):
         good = bool(good_rows[pos])
         number = rec.get("point", idx)
         cells = [_Cell(fmt_value(number), _number_key(number))]
-        cells += [_Cell(fmt_value(rec[a]), _number_key(rec[a])) for a in axes]
+        cells += [_axis_cell(seen, rec[a]) for seen, a in zip(axis_cells, axes, strict=True)]
         if show_seed:
             cells.append(_Cell(fmt_int(rec["seed"]), _number_key(rec["seed"])))
         cells.append(_Cell(str(rec.get("status", "ok"))))
@@ -188,7 +220,7 @@ def _context(
     title: str,
     pareto: tuple[str, str] | None,
 ) -> dict[str, Any]:
-    from archsim.simulate import archsim_version
+    from archsim.provenance import archsim_version
 
     ok = _is_ok(points)
     pair = pareto if pareto is not None else _pareto_pair(points, metrics)
@@ -265,6 +297,10 @@ def render_sweep_report(
     the others minimised (see :func:`archsim.report.pareto.metric_sense`).
     """
     _check(points, axes, metrics)
+    # the page reads no attrs, but pandas deep-copies them into every derived frame: a
+    # sweep's (its provenance) cost 0.13 s of copies over 1,000 points
+    points = points.copy(deep=False)
+    points.attrs = {}
     template = environment().get_template(SWEEP_TEMPLATE)
     return template.render(**_context(points, axes, metrics, title, pareto))
 

@@ -158,3 +158,36 @@ def test_matplotlib_pareto_colour_bar_for_a_continuous_axis() -> None:
     fig = plot_pareto(pts, "total_time_s", "total_energy_pj", front, color_by="fifo")
     labels = [ax.get_ylabel() for ax in fig.axes]
     assert "fifo" in labels, labels
+
+
+def test_table_row_markup_exact() -> None:
+    """Each row as the page has always written it: classes, sort keys (none for text), the
+    key as the first cell's title, every text escaped; a repeated axis value is formatted
+    once and shown in every row that has it."""
+    pts = pd.DataFrame(
+        {
+            "point": [0, 1, 2],
+            "point_key": ['k<0>"', None, "k2"],
+            "pe_array.n_pes": [64, 64, 128],
+            "preset": ['a"<b>&', 'a"<b>&', "c"],
+            "status": ["ok", "ok", "error"],
+            "error": [None, None, "bad & <worse>"],
+            "total_time_s": [2e-6, 1e-6, np.nan],
+            "total_energy_pj": [1.0, 3.0, np.nan],
+        }
+    )
+    axes, metrics = ["pe_array.n_pes", "preset"], ["total_time_s", "total_energy_pj"]
+    html = render_sweep_report(pts, axes=axes, metrics=metrics, title="t")
+    body = re.search(r"<tbody>\n(.*?)</tbody>", html, re.S)
+    assert body
+    rows = body.group(1).split("\n")
+    assert rows[-1] == "" and len(rows) == 4  # one line per point, each ending in a newline
+    first = '<tr class="ok front"><td class="num" data-v="0.0" title="k&lt;0&gt;&#34;">0</td>'
+    assert rows[0].startswith(first)
+    axis_cells = '<td class="num" data-v="64.0">64</td><td class="num">a&#34;&lt;b&gt;&amp;</td>'
+    assert axis_cells in rows[0] and axis_cells in rows[1]
+    assert rows[1].count('data-v="64.0">64</td>') == 1 and "title=" not in rows[1]
+    assert '<td class="num" data-v="128.0">128</td><td class="num">c</td>' in rows[2]
+    assert rows[2].startswith('<tr class="error">') and rows[2].endswith(
+        '<td class="msg">bad &amp; &lt;worse&gt;</td></tr>'
+    )
