@@ -61,7 +61,7 @@ class _Table:
     @property
     def body(self) -> Markup:
         """The rows as ``<tr>`` lines, escaped as the template escapes. Built here rather than
-        in a template loop: 1,000 points of ten cells took the loop 0.26 s, this 0.03 s."""
+        in a template loop over every cell (about 0.03 s more per 1,000 points of ten cells)."""
         starts = [
             '<td class="num"' if c.numeric else f'<td class="{escape(c.css)}"' if c.css else "<td"
             for c in self.columns
@@ -120,14 +120,13 @@ def _number_key(value: Any) -> str | None:
     return repr(v) if np.isfinite(v) else ""
 
 
-def _axis_cell(seen: dict[Any, _Cell], value: Any) -> _Cell:
-    """The cell of an axis value, formatted once per distinct (hashable) value."""
-    try:
-        cell = seen.get((type(value), value))
-    except TypeError:  # unhashable: formatted every time
-        return _Cell(fmt_value(value), _number_key(value))
+def _axis_cell(seen: dict[tuple[type, str], _Cell], value: Any) -> _Cell:
+    """The cell of an axis value, formatted once per distinct value (by type and repr, so
+    that 0.0 and -0.0, or 1 and 1.0, keep their own text)."""
+    key = (type(value), repr(value))
+    cell = seen.get(key)
     if cell is None:
-        cell = seen[(type(value), value)] = _Cell(fmt_value(value), _number_key(value))
+        cell = seen[key] = _Cell(fmt_value(value), _number_key(value))
     return cell
 
 
@@ -155,7 +154,7 @@ def _points_table(
     numbers = {m: pd.to_numeric(points[m], errors="coerce").to_numpy(dtype=float) for m in metrics}
     good_rows = ok.reindex(points.index, fill_value=False).to_numpy(dtype=bool)
     records = points.to_dict(orient="records")
-    axis_cells: list[dict[Any, _Cell]] = [{} for _ in axes]  # an axis has few distinct values
+    axis_cells: list[dict[tuple[type, str], _Cell]] = [{} for _ in axes]  # few values each
     for pos, (idx, rec) in enumerate(zip(points.index, records, strict=True)):
         good = bool(good_rows[pos])
         number = rec.get("point", idx)

@@ -191,3 +191,27 @@ def test_table_row_markup_exact() -> None:
     assert rows[2].startswith('<tr class="error">') and rows[2].endswith(
         '<td class="msg">bad &amp; &lt;worse&gt;</td></tr>'
     )
+
+
+def test_axis_cells_keep_each_values_own_sort_key() -> None:
+    """0.0 and -0.0 print alike but sort by their own keys; 1 and 1.0 print differently."""
+    pts = pd.DataFrame(
+        {
+            "point": [0, 1, 2, 3],
+            "point_key": ["a", "b", "c", "d"],
+            "x.scale": [0.0, -0.0, 0.0, -0.0],
+            "x.mixed": pd.Series([1, 1.0, 1, 1.0], dtype=object),
+            "status": ["ok"] * 4,
+            "error": [None] * 4,
+            "total_time_s": [1e-6, 2e-6, 3e-6, 4e-6],
+            "total_energy_pj": [4.0, 3.0, 2.0, 1.0],
+        }
+    )
+    axes, metrics = ["x.scale", "x.mixed"], ["total_time_s", "total_energy_pj"]
+    html = render_sweep_report(pts, axes=axes, metrics=metrics, title="t")
+    body = re.search(r"<tbody>\n(.*?)</tbody>", html, re.S)
+    assert body
+    rows = body.group(1).split("\n")[:4]
+    expected = [('data-v="0.0">0<', ">1<"), ('data-v="-0.0">0<', ">1.00<")] * 2
+    for row, (scale, mixed) in zip(rows, expected, strict=True):
+        assert scale in row and f'data-v="1.0"{mixed}' in row, row
