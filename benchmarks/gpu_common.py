@@ -40,6 +40,18 @@ def conv_shape(
     return ConvShape(net, layer, n, c, k, hw, hw, r, r, stride, pad, 1, q, q)
 
 
+def conv_shapes_of(folder: Path) -> list[ConvShape]:
+    """The convs of a measurement folder's ``conv_*.csv`` files, in file order, to time them
+    again (at other settings, or on another card)."""
+    out: list[ConvShape] = []
+    for path in sorted(folder.glob("conv_*.csv")):
+        for r in pd.read_csv(path).to_dict(orient="records"):
+            ints = [int(r[c]) for c in ("batch", "c", "k", "h", "w", "r", "s", "stride", "pad",
+                                        "groups", "p", "q")]  # fmt: skip
+            out.append(ConvShape(str(r["net"]), str(r["layer"]), *ints, str(r["precision"])))
+    return out
+
+
 def torchvision_net(torch: Any, name: str) -> Any:
     """torchvision network ``name`` on the GPU as the scripts time it: fp16, channels-last,
     eval."""
@@ -69,17 +81,22 @@ def timed_with_kernels(
     rows: Callable[[Any, Any], pd.DataFrame],
     op: Callable[[Any, Any], Any],
     head: Callable[[Any], dict],
+    setup: Callable[[Any], dict] | None = None,
 ) -> None:
     """Time each of ``items`` the probe's way (``rows(backend, item)``, a measurement CSV
     ``names[0]`` with an empty-readings ``device_memory_energy.json``) and, on the torch
     backend, list its kernels (``op(backend, item)`` under CUPTI, ``names[1]``, each row led by
-    ``head(item)``), writing both after every item and stopping when ``budget_s`` is spent."""
+    ``head(item)``), writing both after every item and stopping when ``budget_s`` is spent.
+    ``setup(backend)`` runs before the first item; what it returns is recorded in the JSON's
+    ``settings``."""
     from archsim.measure.loader import load_backend
 
     t0 = time.monotonic()
     b = load_backend(backend_name)
     out.mkdir(parents=True, exist_ok=True)
     doc = {"device": b.device_info(), "memory_eager": {}, "energy": {}}
+    if setup is not None:
+        doc["settings"] = setup(b)
     (out / "device_memory_energy.json").write_text(json.dumps(doc, indent=1) + "\n")
     frames, kern = [], []
     for i, item in enumerate(items):

@@ -9,6 +9,13 @@ timed as ``archsim probe gpu`` times a conv (``conv_random.csv``, a measurement 
 Usage (on the GPU machine; ``--backend fake`` runs the timing part here)::
 
     python benchmarks/gpu_conv_random.py -o DIR [--count 120] [--seed 2027]
+    python benchmarks/gpu_conv_random.py -o DIR --from-folder FOLDER --benchmark-limit 0
+
+``--from-folder`` times a measurement folder's convs again instead (every ``conv_*.csv`` in it,
+e.g. ``benchmarks/measured/h100_2026-11-27/random_convs``); ``--benchmark-limit N`` sets
+``torch.backends.cudnn.benchmark_limit`` first (PyTorch times only the heuristic's first N cuDNN
+engines, 10 by default; 0: all of them), to tell which of the model's misses are cuDNN not
+trying its fastest engine. Both are recorded in the JSON's ``settings``.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import random
 import sys
 from pathlib import Path
 
-from gpu_common import conv_shape, log, timed_with_kernels
+from gpu_common import conv_shape, conv_shapes_of, log, timed_with_kernels
 
 from archsim.measure.backend import ConvShape
 from archsim.measure.probe import conv_rows
@@ -51,16 +58,35 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=2027)
     ap.add_argument("--backend", default="torch", choices=["torch", "fake"])
     ap.add_argument("--budget-s", type=float, default=170.0)
+    ap.add_argument("--from-folder", type=Path, help="time this folder's conv_*.csv convs")
+    ap.add_argument("--benchmark-limit", type=int, help="torch.backends.cudnn.benchmark_limit")
     args = ap.parse_args()
+    if args.benchmark_limit is not None and args.benchmark_limit < 0:
+        ap.error(f"--benchmark-limit: {args.benchmark_limit}; allowed: 0 (every engine) or more")
+    if args.from_folder is not None:
+        shapes = conv_shapes_of(args.from_folder)
+        if not shapes:
+            ap.error(f"--from-folder: {args.from_folder} has no conv_*.csv rows")
+    else:
+        shapes = random_convs(args.count, args.seed)
+
+    def setup(b: object) -> dict:
+        torch = getattr(b, "torch", None)  # the fake backend has no cuDNN to set
+        if torch is not None and args.benchmark_limit is not None:
+            torch.backends.cudnn.benchmark_limit = args.benchmark_limit
+        limit = None if torch is None else torch.backends.cudnn.benchmark_limit
+        return {"from_folder": str(args.from_folder or ""), "cudnn_benchmark_limit": limit}
+
     timed_with_kernels(
         args.backend,
         Path(args.out),
-        random_convs(args.count, args.seed),
+        shapes,
         args.budget_s,
         ("conv_random.csv", "kernels_random.csv"),
         rows=lambda b, c: conv_rows(b, [c], log),
         op=lambda b, c: b.conv(c),
         head=lambda c: {"layer": c.layer},
+        setup=setup,
     )
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -347,3 +348,33 @@ def test_quick_probe_writes_a_burst_trace_that_validate_summarises(
     main(["validate", "tensor_core", "--measured", str(fake_folder), "--hardware", "h100", "-q"])
     out = capsys.readouterr().out
     assert "bursts from idle" in out and "gemm_fp16_1536: 1755 -> 1755 MHz, " in out
+
+
+def test_conv_script_times_a_folders_convs_again(tmp_path: Path) -> None:
+    """`benchmarks/gpu_conv_random.py --from-folder` re-times a measured folder's convs, the
+    same geometry in the same order, into a folder `compare` reads; the settings are recorded."""
+    root = Path(__file__).parents[2]
+    src = root / "benchmarks/measured/h100_2026-11-27/random_convs"
+    out = tmp_path / "again"
+    cmd = [sys.executable, "gpu_conv_random.py", "-o", str(out), "--backend", "fake",
+           "--from-folder", str(src), "--benchmark-limit", "0"]  # fmt: skip
+    done = subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    geometry = ["net", "layer", "batch", "precision", "c", "k", "h", "w", "r", "s", "stride",
+                "pad", "groups", "p", "q"]  # fmt: skip
+    before = pd.read_csv(src / "conv_random.csv")[geometry]
+    after = pd.read_csv(out / "conv_random.csv")
+    assert len(after) == len(before) == 150 and after[geometry].equals(before)
+    assert (after["time_s"] > 0).all()
+    doc = json.loads((out / "device_memory_energy.json").read_text())
+    assert doc["settings"] == {"from_folder": str(src), "cudnn_benchmark_limit": None}  # fake
+    assert len(read_folder(out).conv["conv_random.csv"]) == 150
+
+
+def test_conv_script_refuses_a_negative_benchmark_limit(tmp_path: Path) -> None:
+    root = Path(__file__).parents[2]
+    cmd = [sys.executable, "gpu_conv_random.py", "-o", str(tmp_path / "x"), "--backend", "fake",
+           "--benchmark-limit", "-1"]  # fmt: skip
+    done = subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
+    assert done.returncode == 2 and "allowed: 0 (every engine) or more" in done.stderr
+    assert not (tmp_path / "x").exists()
