@@ -41,11 +41,14 @@ def conv_shape(
 
 
 def conv_shapes_of(folder: Path) -> list[ConvShape]:
-    """The convs of a measurement folder's ``conv_*.csv`` files, in file order, to time them
-    again (at other settings, or on another card)."""
+    """The convs of a measurement folder's ``conv_*.csv`` files (read and checked as
+    ``archsim validate --measured`` reads them), in file order, to time them again (at other
+    settings, or on another card)."""
+    from archsim.measure.folder import read_folder
+
     out: list[ConvShape] = []
-    for path in sorted(folder.glob("conv_*.csv")):
-        for r in pd.read_csv(path).to_dict(orient="records"):
+    for frame in read_folder(folder).conv.values():
+        for r in frame.to_dict(orient="records"):
             ints = [int(r[c]) for c in ("batch", "c", "k", "h", "w", "r", "s", "stride", "pad",
                                         "groups", "p", "q")]  # fmt: skip
             out.append(ConvShape(str(r["net"]), str(r["layer"]), *ints, str(r["precision"])))
