@@ -30,6 +30,7 @@ from typing import Any
 __all__ = [
     "IMPORT_TIME_VARIABLES",
     "PRELOAD",
+    "WARMED_PRELOAD",
     "join_pool_thread",
     "join_pool_threads",
     "mp_context",
@@ -58,7 +59,7 @@ def _environ() -> dict[str, str]:
     return env
 
 
-def mp_context(fork_self: bool = False, warm: Callable[[], None] | None = None) -> Any:
+def mp_context(fork_self: bool = False, warm: Callable[[], bool] | None = None) -> Any:
     """How workers start: forked by multiprocessing's ``forkserver``, which has imported
     ``explore.preload`` (the simulator and numba) once for all of them, where
     the platform has it and this process's environment is still the one the server started
@@ -91,8 +92,13 @@ def mp_context(fork_self: bool = False, warm: Callable[[], None] | None = None) 
 #: what the fork server imports before it forks any worker
 PRELOAD = ["archsim.explore.preload"]
 
+#: what it imports instead after a warm-up that built the sweep's layers (``explore.warm``),
+#: which imported the sweep's model: the workers' entry points only. The other models' modules
+#: (0.1 s, between the warm-up and the first fork) are left to a worker that needs one.
+WARMED_PRELOAD = ["archsim.explore.executor", "archsim.simulate"]
 
-def _fork_server(server: Any, warm: Callable[[], None] | None = None) -> None:
+
+def _fork_server(server: Any, warm: Callable[[], bool] | None = None) -> None:
     """``ForkServer.ensure_running``, but with the server forked from this process rather than
     started as a new interpreter: it starts with what this process has imported (the CLI's
     pydantic configs, numpy: about 0.5 s of its 1.9 s of imports), which it would import
@@ -100,7 +106,8 @@ def _fork_server(server: Any, warm: Callable[[], None] | None = None) -> None:
     space, and copied as the workers touch it): ``archsim sweep`` does it as it starts.
     multiprocessing's own ``forkserver.main`` then serves the fork requests, after ``warm()``
     when given (``explore.warm``: what every worker would build alone, built once here and
-    shared by the forks; anything it raises is ignored, the sweep reports its own errors).
+    shared by the forks; anything it raises is ignored, the sweep reports its own errors;
+    when it built something, the server preloads ``WARMED_PRELOAD``, not ``PRELOAD``).
     Nothing is done when this process runs threads of its own (a fork copies only the calling
     one)."""
     from multiprocessing import connection, forkserver, resource_tracker, util
@@ -130,10 +137,12 @@ def _fork_server(server: Any, warm: Callable[[], None] | None = None) -> None:
                 os.close(alive_w)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)  # how stop_workers ends it
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                preload = PRELOAD
                 if warm is not None:
                     with contextlib.suppress(Exception):
-                        warm()
-                forkserver.main(listener.fileno(), alive_r, PRELOAD)
+                        if warm():
+                            preload = WARMED_PRELOAD
+                forkserver.main(listener.fileno(), alive_r, preload)
             except SystemExit:
                 pass
             except BaseException:  # noqa: BLE001 - the parent's requests then fail

@@ -110,3 +110,27 @@ def test_the_cli_forks_the_server_from_itself_a_program_does_not(early):
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["forked" if early else "spawned", "stopped", "None"]
+
+
+def test_a_warmed_server_preloads_only_the_sweeps_model(tmp_path):
+    # after building an EIE sweep's layers, the server forks workers that have the EIE model
+    # (imported by the warm-up) and the workers' entry points, not the other models
+    spec = _spec(tmp_path)
+    code = (
+        "import sys\n"
+        "from archsim.explore import executor, workers\n"
+        f"executor.start_workers_early(2, {str(spec)!r})\n"
+        "pool = executor._new_pool(1)\n"
+        "names = ['archsim.accelerators.eie', 'archsim.explore.executor', 'archsim.simulate',"
+        " 'archsim.accelerators.scnn', 'archsim.explore.preload']\n"
+        "found = pool.submit(eval, f'[n in __import__(\"sys\").modules for n in {names}]')\n"
+        "print(*found.result(timeout=100))\n"
+        "pool.shutdown()\n"
+        "workers.stop_workers()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["True", "True", "True", "False", "False"], res.stdout

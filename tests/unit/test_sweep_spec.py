@@ -187,6 +187,34 @@ def test_point_key_depends_on_hardware_workload_seed():
     assert k != point_key(hw.with_overrides({"activation_fifo.depth": 3}), wl, 0)
 
 
+def _whole_payload_key(hw, wl, seed: int) -> str:
+    """The key as stores have always been keyed: one ``json.dumps`` of the whole payload."""
+    import hashlib
+
+    from archsim.simulate import archsim_version, model_fingerprint
+
+    data = wl.model_dump(mode="json")
+    if any(getattr(layer, "data", None) is not None for layer in wl.layers):
+        data["_data_dir"] = str(Path(wl.base_dir).resolve())
+    payload = {"hardware": hw.model_dump(mode="json"), "workload": data, "seed": seed,
+               "archsim": archsim_version(), "model": model_fingerprint()}  # fmt: skip
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_point_keys_are_the_keys_stores_already_hold(tmp_path, alex8_workload):
+    # the plan makes each workload's text once; a store written before must still resume
+    spec = write_spec(tmp_path, "seeds: [0, 3]\naxes:\n  pe_array.num_pes: [2, 4]\n")
+    plan = plan_sweep(spec)
+    assert len(plan.points) == 4
+    for p in plan.points:
+        assert p.key == _whole_payload_key(p.hardware, p.workload, p.seed)
+        assert p.key == point_key(p.hardware, p.workload, p.seed)
+    wl = archsim.load_workload(alex8_workload)  # a layer read from a data folder
+    hw = archsim.load_hardware("eie")
+    assert point_key(hw, wl, 7) == _whole_payload_key(hw, wl, 7)
+
+
 def test_model_fingerprint_follows_the_model_code_not_the_reports(tmp_path):
     """A changed model must not resume points stored by the old one; a changed report may."""
     import shutil
