@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import zlib
 
 import numpy as np
@@ -23,6 +24,24 @@ def layer_rng(seed: int, layer_name: str) -> np.random.Generator:
 _TINY_DENSITY = 1e-9
 
 
+#: NumPy's ``Generator.geometric`` draws ``ceil(-E / log1p(-p))`` from one standard exponential
+#: E (ziggurat) per value below this ``p``, and searches a uniform from it up
+#: (``random_geometric`` in numpy/random/src/distributions/distributions.c)
+_INVERSION_BELOW = 0.333333333333333333333333
+
+
+def _geometric_by_inversion(rng: np.random.Generator, p: float, n: int) -> np.ndarray:
+    """``rng.geometric(p, size=n)`` for ``_TINY_DENSITY <= p < _INVERSION_BELOW``, bit for bit
+    and from the same stream, as whole-array operations: the exponentials drawn at once and the
+    logarithm taken once, where NumPy takes it for each value (half of a layer's build time).
+    ``math.log1p`` is the C library's ``log1p``, as NumPy's ``npy_log1p``; negating a quotient
+    is exact. At these ``p`` no gap reaches int64's limit (E < 800, so < 8e11)."""
+    gaps = rng.standard_exponential(n)
+    gaps /= -math.log1p(-p)
+    np.ceil(gaps, out=gaps)
+    return gaps.astype(np.int64)
+
+
 def _bernoulli_positions(rng: np.random.Generator, total: int, density: float) -> np.ndarray:
     """Sorted positions in [0, total) each kept independently with probability ``density``.
 
@@ -37,7 +56,10 @@ def _bernoulli_positions(rng: np.random.Generator, total: int, density: float) -
     last = -1
     while True:
         n = int(mean + 6.0 * np.sqrt(mean) + 16)
-        pos = rng.geometric(density, size=n).astype(np.int64, copy=False)
+        if _TINY_DENSITY <= density < _INVERSION_BELOW:
+            pos = _geometric_by_inversion(rng, density, n)
+        else:
+            pos = rng.geometric(density, size=n).astype(np.int64, copy=False)
         if density < _TINY_DENSITY:  # gaps beyond ``total`` (or int64) end the draw alike
             np.minimum(pos, total + 1, out=pos)
         np.cumsum(pos, out=pos)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from archsim.workload import layer_rng, quantize_to_codebook, synthetic_matvec
-from archsim.workload.materialize import _bernoulli_positions
+from archsim.workload.materialize import _bernoulli_positions, _geometric_by_inversion
 
 
 @pytest.mark.parametrize("entries", [2, 4, 16, 64, 256])
@@ -20,6 +20,31 @@ def test_codes_name_the_nearest_centroid(entries):
     assert np.array_equal(codes, below + 1)
     nearest = np.abs(values[:, None] - centroids[None, :]).argmin(axis=1) + 1
     assert np.mean(codes == nearest) > 0.9999, "codes disagree with |v - c| argmin"
+
+
+@pytest.mark.parametrize("p", [1e-9, 3.7e-6, 0.001, 0.04, 0.09, 0.25, 0.3333333333333333 - 1e-16])
+@pytest.mark.parametrize("seed", [0, 7])
+def test_geometric_gaps_are_numpys_bit_for_bit(p, seed):
+    # whole-array inversion in place of NumPy's per-value draw: the same gaps from the same
+    # stream, and the generator left where NumPy leaves it
+    ours_rng, numpy_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+    ours = _geometric_by_inversion(ours_rng, p, 100_000)
+    assert ours.dtype == np.int64
+    assert np.array_equal(ours, numpy_rng.geometric(p, size=100_000))
+    assert ours_rng.integers(1 << 62) == numpy_rng.integers(1 << 62)
+
+
+@pytest.mark.parametrize("density", [1e-10, 0.01, 0.2, 1 / 3, 0.6])
+def test_positions_are_those_of_numpys_geometric_gaps(density):
+    # the kept positions as drawn before the inversion (rng.geometric, cut at the total)
+    total = 2_000_003 if density > 1e-6 else 1 << 40
+    rng = layer_rng(3, "gaps")
+    mean = total * density
+    gaps = rng.geometric(density, size=int(mean + 6.0 * np.sqrt(mean) + 16))
+    gaps = np.minimum(gaps, total + 1).cumsum() - 1
+    expected = gaps[gaps < total]
+    assert gaps[-1] >= total  # one chunk of draws reaches the total at these sizes
+    assert np.array_equal(_bernoulli_positions(layer_rng(3, "gaps"), total, density), expected)
 
 
 @pytest.mark.parametrize(("rows", "cols", "density"), [(97, 53, 0.08), (5, 400, 0.5), (64, 1, 1.0)])
