@@ -11,9 +11,17 @@ is timed as ``archsim probe gpu`` times a GEMM (``gemm_random.csv``, a measureme
 ``--unaligned`` draws only shapes with a dimension off a multiple of 8 (fp16, bf16, tf32),
 the kernels cuBLAS falls back to there, and a few unaligned squares.
 
+``--gemms-of-1x1 FOLDER`` times, instead, the GEMM of every plain 1x1 conv (stride 1, no
+padding, one group) in a measurement folder's ``conv_*.csv`` as cuBLAS runs it: m = batch x h x
+w, n = filters, k = channels, A the channels-last activations (m x k), B the filters (n x k),
+each shape once. Set beside the convs' own times it tells which 1x1 convs cuDNN ran slower than
+cuBLAS runs the same GEMM (its engine list), and whether the GPU model's GEMM library, which is
+35-40 % faster than most of the measured batch-1 1x1 convs, is right for those shapes.
+
 Usage (on the GPU machine; ``--backend fake`` runs the timing part here)::
 
     python benchmarks/gpu_gemm_random.py -o DIR [--seed 2031] [--budget-s 150] [--unaligned]
+    python benchmarks/gpu_gemm_random.py -o DIR --gemms-of-1x1 benchmarks/measured/h100_2026-11-27
 """
 
 from __future__ import annotations
@@ -24,9 +32,10 @@ import random
 import sys
 from pathlib import Path
 
-from gpu_common import log, timed_with_kernels
+from gpu_common import conv_shapes_of, log, timed_with_kernels
 
 from archsim.measure.backend import GemmShape
+from archsim.measure.folder import MeasurementError
 from archsim.measure.plan import LAYOUTS
 from archsim.measure.probe import gemm_rows
 
@@ -89,6 +98,16 @@ def random_gemms(seed: int) -> list[GemmShape]:
     return out
 
 
+def gemms_of_1x1(folder: Path) -> list[GemmShape]:
+    """The GEMM of each plain 1x1 conv of ``folder`` (see the module's docstring), in file
+    order, each shape once."""
+    out: dict[GemmShape, None] = {}
+    for c in conv_shapes_of(folder):
+        if (c.r, c.s, c.stride, c.pad, c.groups) == (1, 1, 1, 0, 1):
+            out[GemmShape(c.n * c.h * c.w, c.k, c.c, "m x k", "n x k", c.precision)] = None
+    return list(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", required=True)
@@ -97,8 +116,18 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=150.0)
     ap.add_argument("--unaligned", action="store_true",
                     help="only shapes off the 16-byte rule (fp16, bf16, tf32)")  # fmt: skip
+    ap.add_argument("--gemms-of-1x1", type=Path, metavar="FOLDER",
+                    help="time the GEMMs of FOLDER's plain 1x1 convs instead")  # fmt: skip
     args = ap.parse_args()
-    shapes = unaligned_gemms(args.seed) if args.unaligned else random_gemms(args.seed)
+    if args.gemms_of_1x1 is not None:
+        try:
+            shapes = gemms_of_1x1(args.gemms_of_1x1)
+        except MeasurementError as exc:
+            ap.error(f"--gemms-of-1x1: {exc}")
+        if not shapes:
+            ap.error(f"--gemms-of-1x1: {args.gemms_of_1x1} has no plain 1x1 convs")
+    else:
+        shapes = unaligned_gemms(args.seed) if args.unaligned else random_gemms(args.seed)
     timed_with_kernels(
         args.backend, Path(args.out), shapes, args.budget_s,
         ("gemm_random.csv", "kernels_gemm_random.csv"),

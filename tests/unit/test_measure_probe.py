@@ -378,3 +378,30 @@ def test_conv_script_refuses_a_negative_benchmark_limit(tmp_path: Path) -> None:
     done = subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
     assert done.returncode == 2 and "allowed: 0 (every engine) or more" in done.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_gemm_script_times_the_gemms_of_a_folders_1x1_convs(tmp_path: Path) -> None:
+    """`benchmarks/gpu_gemm_random.py --gemms-of-1x1`: each plain 1x1 conv of the folder as the
+    GEMM cuBLAS would run (m = batch x h x w, n = filters, k = channels; A m x k, B n x k), each
+    shape once; a folder without such convs is one argparse line."""
+    root = Path(__file__).parents[2]
+    src = root / "benchmarks/measured/h100_2026-11-27/batches_64_128"
+    out = tmp_path / "gemms"
+    cmd = [sys.executable, "gpu_gemm_random.py", "-o", str(out), "--backend", "fake",
+           "--gemms-of-1x1", str(src)]  # fmt: skip
+    done = subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    convs = pd.concat(read_folder(src).conv.values())
+    plain = convs[(convs.r == 1) & (convs.s == 1) & (convs.stride == 1) & (convs.pad == 0)]
+    plain = plain[plain.groups == 1]
+    want = {(b * h * w, k, c) for b, h, w, k, c in plain[["batch", "h", "w", "k", "c"]].values}
+    got = pd.read_csv(out / "gemm_random.csv")
+    assert len(got) == len(want) > 20
+    assert set(zip(got.m, got.n, got.k, strict=True)) == want
+    assert (got.a_stored == "m x k").all() and (got.b_stored == "n x k").all()
+    assert (got.precision == "fp16").all() and (got.time_s > 0).all()
+    cmd[3] = str(tmp_path / "none")
+    cmd[-1] = str(root / "benchmarks/measured/h100_2026-11-27/random_gemms_2031")
+    done = subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
+    assert done.returncode == 2 and "has no plain 1x1 convs" in done.stderr
+    assert not (tmp_path / "none").exists()
