@@ -55,6 +55,20 @@ def conv_shapes_of(folder: Path) -> list[ConvShape]:
     return out
 
 
+def shapes_from_folder(ap: Any, option: str, folder: Path, read: Any, none: str) -> list[Any]:
+    """``read(folder)``'s shapes for a script's ``option``; a folder the reader refuses, or one
+    without any (``none`` says what it lacks), ends the script as an argparse error (exit 2)."""
+    from archsim.measure.folder import MeasurementError
+
+    try:
+        shapes = read(folder)
+    except MeasurementError as exc:
+        ap.error(f"{option}: {exc}")
+    if not shapes:
+        ap.error(f"{option}: {folder} has no {none}")
+    return shapes
+
+
 def torchvision_net(torch: Any, name: str) -> Any:
     """torchvision network ``name`` on the GPU as the scripts time it: fp16, channels-last,
     eval."""

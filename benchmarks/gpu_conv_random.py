@@ -25,10 +25,9 @@ import random
 import sys
 from pathlib import Path
 
-from gpu_common import conv_shape, conv_shapes_of, log, timed_with_kernels
+from gpu_common import conv_shape, conv_shapes_of, log, shapes_from_folder, timed_with_kernels
 
 from archsim.measure.backend import ConvShape
-from archsim.measure.folder import MeasurementError
 from archsim.measure.probe import conv_rows
 
 
@@ -65,12 +64,9 @@ def main() -> int:
     if args.benchmark_limit is not None and args.benchmark_limit < 0:
         ap.error(f"--benchmark-limit: {args.benchmark_limit}; allowed: 0 (every engine) or more")
     if args.from_folder is not None:
-        try:
-            shapes = conv_shapes_of(args.from_folder)
-        except MeasurementError as exc:
-            ap.error(f"--from-folder: {exc}")
-        if not shapes:
-            ap.error(f"--from-folder: {args.from_folder} has no conv_*.csv rows")
+        shapes = shapes_from_folder(
+            ap, "--from-folder", args.from_folder, conv_shapes_of, "conv_*.csv rows"
+        )
     else:
         shapes = random_convs(args.count, args.seed)
 

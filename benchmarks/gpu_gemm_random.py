@@ -32,10 +32,9 @@ import random
 import sys
 from pathlib import Path
 
-from gpu_common import conv_shapes_of, log, timed_with_kernels
+from gpu_common import conv_shapes_of, log, shapes_from_folder, timed_with_kernels
 
 from archsim.measure.backend import GemmShape
-from archsim.measure.folder import MeasurementError
 from archsim.measure.plan import LAYOUTS
 from archsim.measure.probe import gemm_rows
 
@@ -120,12 +119,9 @@ def main() -> int:
                     help="time the GEMMs of FOLDER's plain 1x1 convs instead")  # fmt: skip
     args = ap.parse_args()
     if args.gemms_of_1x1 is not None:
-        try:
-            shapes = gemms_of_1x1(args.gemms_of_1x1)
-        except MeasurementError as exc:
-            ap.error(f"--gemms-of-1x1: {exc}")
-        if not shapes:
-            ap.error(f"--gemms-of-1x1: {args.gemms_of_1x1} has no plain 1x1 convs")
+        shapes = shapes_from_folder(
+            ap, "--gemms-of-1x1", args.gemms_of_1x1, gemms_of_1x1, "plain 1x1 convs"
+        )
     else:
         shapes = unaligned_gemms(args.seed) if args.unaligned else random_gemms(args.seed)
     timed_with_kernels(

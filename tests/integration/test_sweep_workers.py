@@ -46,6 +46,16 @@ def _spec(folder: Path) -> Path:
     return folder / "spec.yaml"
 
 
+def _python(code: str) -> list[str]:
+    """The words ``code`` prints, run by a new interpreter on this checkout (which must exit 0)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout.split()
+
+
 def _preloaded_only(tasks, new_group=False):  # run_chunk's stand-in, in the worker
     """Refuse to run unless the worker was forked with the simulator already loaded and sees
     the caller's environment as it was when the sweep started."""
@@ -104,12 +114,7 @@ def test_the_cli_forks_the_server_from_itself_a_program_does_not(early):
         "workers.stop_workers()\n"
         "print('stopped', forkserver._forkserver._forkserver_pid)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    res = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["forked" if early else "spawned", "stopped", "None"]
+    assert _python(code) == ["forked" if early else "spawned", "stopped", "None"]
 
 
 def test_a_warmed_server_preloads_only_the_sweeps_model(tmp_path):
@@ -128,9 +133,4 @@ def test_a_warmed_server_preloads_only_the_sweeps_model(tmp_path):
         "pool.shutdown()\n"
         "workers.stop_workers()\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    res = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["True", "True", "True", "False", "False"], res.stdout
+    assert _python(code) == ["True", "True", "True", "False", "False"]
