@@ -15,8 +15,8 @@ the kernels cuBLAS falls back to there, and a few unaligned squares.
 padding, one group) in a measurement folder's ``conv_*.csv`` as cuBLAS runs it: m = batch x h x
 w, n = filters, k = channels, A the channels-last activations (m x k), B the filters (n x k),
 each shape once. Set beside the convs' own times it tells which 1x1 convs cuDNN ran slower than
-cuBLAS runs the same GEMM (its engine list), and whether the GPU model's GEMM library, which is
-35-40 % faster than most of the measured batch-1 1x1 convs, is right for those shapes.
+cuBLAS runs the same GEMM (its engine list), and whether the GPU model's GEMM library, 32 %
+faster (median) than the measured batch-1 1x1 convs, is right for those shapes.
 
 Usage (on the GPU machine; ``--backend fake`` runs the timing part here)::
 

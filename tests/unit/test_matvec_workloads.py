@@ -22,7 +22,7 @@ def test_codes_name_the_nearest_centroid(entries):
     assert np.mean(codes == nearest) > 0.9999, "codes disagree with |v - c| argmin"
 
 
-@pytest.mark.parametrize("p", [1e-9, 3.7e-6, 0.001, 0.04, 0.09, 0.25, 0.3333333333333333 - 1e-16])
+@pytest.mark.parametrize("p", [1e-9, 3.7e-6, 0.001, 0.04, 0.09, 0.25, np.nextafter(1 / 3, 0)])
 @pytest.mark.parametrize("seed", [0, 7])
 def test_geometric_gaps_are_numpys_bit_for_bit(p, seed):
     # whole-array inversion in place of NumPy's per-value draw: the same gaps from the same

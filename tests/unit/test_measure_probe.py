@@ -350,15 +350,21 @@ def test_quick_probe_writes_a_burst_trace_that_validate_summarises(
     assert "bursts from idle" in out and "gemm_fp16_1536: 1755 -> 1755 MHz, " in out
 
 
+def _script(name: str, *args: str) -> subprocess.CompletedProcess:
+    """``benchmarks/<name> args`` run from the benchmarks folder, as the scripts are run."""
+    root = Path(__file__).parents[2]
+    cmd = [sys.executable, name, *args]
+    return subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
+
+
 def test_conv_script_times_a_folders_convs_again(tmp_path: Path) -> None:
     """`benchmarks/gpu_conv_random.py --from-folder` re-times a measured folder's convs, the
     same geometry in the same order, into a folder `compare` reads; the settings are recorded."""
     root = Path(__file__).parents[2]
     src = root / "benchmarks/measured/h100_2026-11-27/random_convs"
     out = tmp_path / "again"
-    cmd = [sys.executable, "gpu_conv_random.py", "-o", str(out), "--backend", "fake",
-           "--from-folder", str(src), "--benchmark-limit", "0"]  # fmt: skip
-    done = subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
+    done = _script("gpu_conv_random.py", "-o", str(out), "--backend", "fake",
+                   "--from-folder", str(src), "--benchmark-limit", "0")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     geometry = ["net", "layer", "batch", "precision", "c", "k", "h", "w", "r", "s", "stride",
                 "pad", "groups", "p", "q"]  # fmt: skip
@@ -372,10 +378,8 @@ def test_conv_script_times_a_folders_convs_again(tmp_path: Path) -> None:
 
 
 def test_conv_script_refuses_a_negative_benchmark_limit(tmp_path: Path) -> None:
-    root = Path(__file__).parents[2]
-    cmd = [sys.executable, "gpu_conv_random.py", "-o", str(tmp_path / "x"), "--backend", "fake",
-           "--benchmark-limit", "-1"]  # fmt: skip
-    done = subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
+    done = _script("gpu_conv_random.py", "-o", str(tmp_path / "x"), "--backend", "fake",
+                   "--benchmark-limit", "-1")  # fmt: skip
     assert done.returncode == 2 and "allowed: 0 (every engine) or more" in done.stderr
     assert not (tmp_path / "x").exists()
 
@@ -387,9 +391,8 @@ def test_gemm_script_times_the_gemms_of_a_folders_1x1_convs(tmp_path: Path) -> N
     root = Path(__file__).parents[2]
     src = root / "benchmarks/measured/h100_2026-11-27/batches_64_128"
     out = tmp_path / "gemms"
-    cmd = [sys.executable, "gpu_gemm_random.py", "-o", str(out), "--backend", "fake",
-           "--gemms-of-1x1", str(src)]  # fmt: skip
-    done = subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
+    done = _script("gpu_gemm_random.py", "-o", str(out), "--backend", "fake", "--gemms-of-1x1",
+                   str(src))  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     convs = pd.concat(read_folder(src).conv.values())
     plain = convs[(convs.r == 1) & (convs.s == 1) & (convs.stride == 1) & (convs.pad == 0)]
@@ -400,8 +403,7 @@ def test_gemm_script_times_the_gemms_of_a_folders_1x1_convs(tmp_path: Path) -> N
     assert set(zip(got.m, got.n, got.k, strict=True)) == want
     assert (got.a_stored == "m x k").all() and (got.b_stored == "n x k").all()
     assert (got.precision == "fp16").all() and (got.time_s > 0).all()
-    cmd[3] = str(tmp_path / "none")
-    cmd[-1] = str(root / "benchmarks/measured/h100_2026-11-27/random_gemms_2031")
-    done = subprocess.run(cmd, cwd=root / "benchmarks", capture_output=True, text=True)
+    done = _script("gpu_gemm_random.py", "-o", str(tmp_path / "none"), "--backend", "fake",
+                   "--gemms-of-1x1", str(src.parent / "random_gemms_2031"))  # fmt: skip
     assert done.returncode == 2 and "has no plain 1x1 convs" in done.stderr
     assert not (tmp_path / "none").exists()
