@@ -36,6 +36,9 @@ def number_type(tp: Any) -> bool:
         return number_type(get_args(tp)[0])
     if tp in (int, float):
         return True
+    if get_origin(tp) is Literal:  # a choice of numbers (True == 1 would match the choice 1)
+        choices = get_args(tp)
+        return bool(choices) and all(type(c) in (int, float) for c in choices)
     if get_origin(tp) in (Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
         return bool(args) and all(number_type(a) for a in args)
@@ -62,9 +65,12 @@ _NUMBER_SHAPES: dict[Any, str | None] = {}  # annotation -> "number"/"items"/"va
 
 def _shape_of(tp: Any) -> str | None:
     origin, args = get_origin(tp), get_args(tp)
-    elems = [a for a in args if a is not Ellipsis]
     if number_type(tp):
         return "number"
+    if origin in (Union, types.UnionType):  # an optional list or dict of numbers
+        shapes = {_shape_of(a) for a in args if a is not type(None)}
+        return shapes.pop() if len(shapes) == 1 else None
+    elems = [a for a in args if a is not Ellipsis]
     if origin in (list, tuple) and elems and all(number_type(a) for a in elems):
         return "items"
     if origin is dict and len(args) == 2 and number_type(args[1]):
@@ -335,6 +341,12 @@ def _walk(model_cls: Any, loc: Sequence[Any]) -> tuple[list[str], Any]:
                 None,
             )
             continue
+        if isinstance(key, str) and not members and get_origin(tp) in (Union, types.UnionType):
+            # the member pydantic tried (``workload.str``, ``workload.list[str]``): not shown
+            member = next((a for a in get_args(tp) if key in (str(a), a.__name__)), _MISSING)
+            if member is not _MISSING:
+                tp = member
+                continue
         parts.append(str(key))
         if isinstance(key, int):
             args = get_args(tp) if tp is not None else ()
@@ -454,6 +466,13 @@ def validation_to_config_error(
     errors = exc.errors()
     err = min(errors, key=lambda e: _PRIORITY.get(e.get("type", ""), 2))
     loc = tuple(err.get("loc", ()))
+    if isinstance(err.get("input"), list | dict):  # ``str | list[str]`` given a list: the
+        # list member's own error (``workload.1``) says more than "not a string"
+        inner = [e for e in errors if len(e.get("loc", ())) > len(loc)
+                 and tuple(e["loc"][: len(loc) - 1]) == loc[:-1]]  # fmt: skip
+        if inner:
+            err = inner[0]
+            loc = tuple(err["loc"])
     parts, tp = _walk(model_cls, loc)
     path = ".".join(parts)
     kind = err.get("type", "")

@@ -152,6 +152,41 @@ def test_kernel_menus_are_bounded(tmp_path: Path, capsys: Any) -> None:
              "should have at most 64 items after validation, not 66", tmp_path / "out")  # fmt: skip
 
 
+def test_true_is_not_the_choice_1(tmp_path: Path, capsys: Any) -> None:
+    """``fill_access_widths: [true, 2, 8]`` was accepted as a width of 1 byte: True == 1 matches
+    a choice of numbers, and the list was optional (``list[Literal[1, 2, ...]] | None``)."""
+    import yaml
+
+    from archsim.config.io import preset_dirs
+
+    hw = yaml.safe_load((preset_dirs("hardware")[0] / "h100.yaml").read_text())
+    fam = next(f for f in hw["library"]["families"] if f.get("fill_access_widths"))
+    fam["fill_access_widths"][0] = True
+    index = hw["library"]["families"].index(fam)
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(hw))
+    _refused(capsys, ["run", str(path), "deepbench_gemm"], f"h.yaml: library.families.{index}."
+             "fill_access_widths: True is not a number", tmp_path / "out")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("workload", "needle"),
+    [("-3", "s.yaml: workload: Input should be a valid string (got -3)"),
+     ("[eie_benchmarks, 3]", "s.yaml: workload.1: Input should be a valid string (got 3)")],
+)  # fmt: skip
+def test_a_sweeps_workload_names_the_field_not_pydantics_member(
+    tmp_path: Path, capsys: Any, workload: str, needle: str
+) -> None:
+    """``workload: str | list[str]`` said ``workload.str: ...`` (the union member pydantic
+    tried), and for a list with a number in it, not which item was wrong."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        f"schema_version: 1\nname: s\nhardware: eie\nworkload: {workload}\nseeds: [0]\n"
+        "mode: grid\naxes:\n  pe_array.num_pes: [16]\n"
+    )
+    _refused(capsys, ["sweep", str(spec)], needle, tmp_path / "out")
+
+
 def _npy_header(path: Path, shape: tuple[int, ...]) -> None:
     """A .npy file whose header claims ``shape`` (float32) over 64 bytes of data."""
     from numpy.lib import format as npy_format
