@@ -19,7 +19,8 @@ protocol) pair, and the fastest pair is chosen, as NCCL does.
   chunk (``1/n``, in); the head's store sends that chunk (``1/n``, out) and the multicast brings
   every head's result to every GPU (the buffer, in). So each GPU's links carry ``(n+1)/n`` of
   the buffer each way and algbw = the links' bandwidth x ``nvls_efficiency`` x
-  ``(channels-1)/channels`` x ``n/(n+1)``; latency is NCCL's NVLS hop latency.
+  ``(channels-1)/channels`` x ``n/(n+1)`` (so with one channel, as in NCCL, NVLS is never
+  chosen); latency is NCCL's NVLS hop latency.
   The kernel pipelines chunks through ``nvls_pipeline_stages`` warp groups (scatter, reduce and
   multicast, gather); filling and draining that pipeline costs ``stages - 1`` loops of
   ``GPUs x channels x chunk`` bytes (chunk chosen by size as ``enqueue.cc`` does), which NCCL's
@@ -199,7 +200,9 @@ def _candidates(cfg: SystemConfig, f: _Fabric, op: str) -> list[tuple[str, int]]
     out = [("ring", p) for p in protos]
     if op == "all_reduce":
         out += [("tree", p) for p in protos]
-        nvls = cfg.topology.nvswitch_reduction and cfg.nccl.nvls_efficiency > 0
+        # NCCL's NVLS bandwidth has a (channels - 1) / channels factor: one channel moves nothing
+        nvls = (cfg.topology.nvswitch_reduction and cfg.nccl.nvls_efficiency > 0
+                and cfg.nccl.nvls_channels > 1)  # fmt: skip
         if nvls and f.nodes == 1 and f.ranks > 1:
             out.append(("nvls", 2))
     return out

@@ -186,6 +186,12 @@ def test_bad_collective_requests() -> None:
         collective_time(load_system("dgx_a100"), "all_reduce", 1024, "nvls")
     with pytest.raises(ArchsimError, match="not a byte count"):
         size_range("8:lots")
+    # one NVLS channel: NCCL's (channels - 1) / channels leaves it no bandwidth, so NVLS is not
+    # a choice (it divided by zero); rings carry the large sizes instead
+    one = h100.with_overrides({"nccl.nvls_channels": 1})
+    assert collective_time(one, "all_reduce", 1 << 30).algorithm == "ring"
+    with pytest.raises(SimulationError, match="cannot use algorithm=nvls"):
+        collective_time(one, "all_reduce", 1 << 30, "nvls")
 
 
 def _tiny_workload(tmp_path):
