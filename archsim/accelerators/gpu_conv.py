@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from archsim.accelerators.base import LayerOutcome
+from archsim.accelerators.base import LayerOutcome, functional_fits
 from archsim.config.gpu import GpuConfig, KernelFamily, ThreadBlockTile
 from archsim.config.workload import ConvLayer
 from archsim.datapath.conv_algorithms import implicit_gemm_conv, winograd_conv
@@ -46,9 +46,6 @@ from archsim.errors import SimulationError
 from archsim.units import seconds_to_cycles
 from archsim.workload.conv import materialize_conv, reference_conv
 from archsim.workload.gemm import ELEMENT_BYTES, GemmProblem, lower_to_gemm
-
-#: layers up to this many dense MACs are also computed functionally by their chosen algorithm
-FUNCTIONAL_MAX_MACS = 1 << 24
 
 __all__ = [
     "ConvCandidate",
@@ -580,7 +577,9 @@ def conv_outcome(
         tc_tflops=tflops,
         tc_conv_functional_max_error=float("nan"),
     )
-    if layer.macs_dense <= FUNCTIONAL_MAX_MACS:
+    cg = layer.c // layer.groups
+    elements = layer.n * (layer.c * layer.h * layer.w + layer.k * layer.out_h * layer.out_w)
+    if functional_fits(layer.macs_dense, elements + layer.k * cg * layer.r * layer.s):
         err = functional_error(layer, choice.candidate.algorithm, seed)
         extras["tc_conv_functional_max_error"] = err
     if "tc_peak_tflops" in extras:

@@ -79,6 +79,12 @@ def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
     word_bits = cfg.arithmetic.data_bits + cfg.index_bits
     nz = (act_q != 0).sum(axis=0)  # non-zeros per pixel over channels: once, not per try
     tx = ty = 1
+    # a tile holds at least one pixel and one output position: when even those overflow IARAM
+    # or OARAM no super-tiling fits, so go straight to the 1x1 tiles (the same error, without
+    # trying every split on the way: a 10-byte OARAM took minutes on AlexNet)
+    pixel_in = int(nz.max(initial=0)) * word_bits / 8 > cfg.iaram.size_bytes
+    if pixel_in or kg * density * word_bits / 8 > cfg.oaram.size_bytes:
+        tx, ty = max(conv.w, 1), max(conv.h, 1)
     while True:
         rw, rh = -(-conv.w // tx), -(-conv.h // ty)
         window = tile_w = tile_h = 1

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from archsim.accelerators.base import LayerOutcome
+from archsim.accelerators.base import FUNCTIONAL_MAX_MACS, LayerOutcome, functional_fits
 from archsim.accelerators.gpu_plan import (
     KernelPlan,
     accumulation_chunk_k,
@@ -78,8 +78,6 @@ __all__ = [
     "run_plan",
 ]
 
-#: layers up to this many MACs (per GEMM) are also computed functionally and checked
-FUNCTIONAL_MAX_MACS = 1 << 24
 _TENSOR_BUSY = SM_FIELDS.index("tensor_busy_cycles")
 
 
@@ -474,7 +472,8 @@ def _outcome(
         peak_macs = cfg.sms * rate
         peak_tflops = 2 * peak_macs * clock / 1e12
     err, bound = float("nan"), float("nan")
-    if prob.m * prob.n * prob.k <= FUNCTIONAL_MAX_MACS:
+    elements = prob.m * prob.k + prob.k * prob.n + prob.m * prob.n
+    if functional_fits(prob.m * prob.n * prob.k, elements):
         err, bound = _functional_memo(cfg, prob, p, seed)
     tflops = 2 * prob.macs / time_s / 1e12
     extras = {

@@ -662,6 +662,27 @@ def test_scnn_tile_that_cannot_fit_is_one_line(tmp_path: Path, capsys) -> None:
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("field", "needle"),
+    [("oaram.size_bytes=10", "IARAM ok, OARAM overflow"),
+     ("iaram.size_bytes=1", "IARAM overflow, OARAM ok")],
+)  # fmt: skip
+def test_scnn_buffers_too_small_for_one_pixel(
+    tmp_path: Path, field: str, needle: str, capsys
+) -> None:
+    """When one pixel's or one output position's compressed data overflows IARAM or OARAM, no
+    super-tiling fits; the planner tried every split first (AlexNet with a 1-byte IARAM: 236 s
+    before its one-line error, now the same error at once)."""
+    out = tmp_path / "o"
+    assert main(["run", "scnn", "alexnet", "--set", field, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "archsim: error: layer 'conv1': a 1x1 input tile still does not fit (Kc=8, "
+        f"{needle}); allowed: larger accumulator/IARAM/OARAM"
+    ]
+    assert not out.exists()
+
+
 def test_scnn_crossbar_shape_must_match(tmp_path: Path, capsys) -> None:
     code = main(["run", "scnn", "alexnet", "-o", str(tmp_path / "o"), "--set", "crossbar.inputs=8"])
     err = capsys.readouterr().err.strip().splitlines()

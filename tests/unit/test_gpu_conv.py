@@ -416,3 +416,24 @@ def test_fp32_conv_on_h100_runs_on_the_cuda_cores() -> None:
     fp16 = archsim.simulate("h100", wl.model_copy(update={"layers": [spec.model_copy(
         update={"precision": "fp16"})]})).layers[0]  # fmt: skip
     assert lay.time_s > 2 * fp16.time_s  # CUDA cores (67 TFLOPS fp32); 15.3 vs 5.8 us here
+
+
+def test_the_functional_check_is_bounded_by_the_tensors_too() -> None:
+    """A 1x1 stride-2 conv of 2 channels over 256 x 224 x 224 inputs has 12.8 M MACs (under the
+    MAC cap) but 25.7 M input elements: its functional check took 6 s of a 6.4 s run. Past
+    FUNCTIONAL_MAX_ELEMENTS neither it nor its GEMM is computed; a smaller batch still is."""
+    from archsim.accelerators.base import FUNCTIONAL_MAX_ELEMENTS, FUNCTIONAL_MAX_MACS
+
+    def run(n: int) -> dict[str, object]:
+        layer = {"name": "x", "kind": "conv", "n": n, "c": 2, "k": 2, "h": 224, "w": 224,
+                 "r": 1, "s": 1, "stride": 2}  # fmt: skip
+        wl = WorkloadSpec(schema_version=1, name="f", source="test", layers=[layer])
+        return archsim.simulate(H100, wl).layers[0].extras
+
+    big, small = run(256), run(8)
+    assert 256 * 112 * 112 * 4 <= FUNCTIONAL_MAX_MACS < 256 * 2 * 224 * 224
+    assert 256 * 2 * 224 * 224 > FUNCTIONAL_MAX_ELEMENTS > 8 * (2 * 224 * 224 + 2 * 112 * 112)
+    assert math.isnan(big["tc_conv_functional_max_error"])
+    assert math.isnan(big["tc_functional_max_error"])
+    assert small["tc_conv_functional_max_error"] == pytest.approx(0.0, abs=1e-9)
+    assert math.isfinite(small["tc_functional_max_error"])
