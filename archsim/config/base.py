@@ -343,7 +343,8 @@ def _walk(model_cls: Any, loc: Sequence[Any]) -> tuple[list[str], Any]:
             continue
         if isinstance(key, str) and not members and get_origin(tp) in (Union, types.UnionType):
             # the member pydantic tried (``workload.str``, ``workload.list[str]``): not shown
-            member = next((a for a in get_args(tp) if key in (str(a), a.__name__)), _MISSING)
+            member = next((a for a in get_args(tp) if key in (str(a), getattr(a, "__name__", ""))),
+                          _MISSING)  # fmt: skip
             if member is not _MISSING:
                 tp = member
                 continue
@@ -466,8 +467,8 @@ def validation_to_config_error(
     errors = exc.errors()
     err = min(errors, key=lambda e: _PRIORITY.get(e.get("type", ""), 2))
     loc = tuple(err.get("loc", ()))
-    if isinstance(err.get("input"), list | dict):  # ``str | list[str]`` given a list: the
-        # list member's own error (``workload.1``) says more than "not a string"
+    if loc and isinstance(err.get("input"), list | dict):  # ``str | list[str]`` given a list:
+        # the list member's own error (``workload.1``) says more than "not a string"
         inner = [e for e in errors if len(e.get("loc", ())) > len(loc)
                  and tuple(e["loc"][: len(loc) - 1]) == loc[:-1]]  # fmt: skip
         if inner:
