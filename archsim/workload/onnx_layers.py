@@ -120,6 +120,8 @@ def _conv(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
         return "shapes unknown after shape inference"
     if len(x) != 4:
         return f"{len(x) - 2}-D convolution; allowed: 2-D (NCHW)"
+    if len(wshape) != 4:  # shape inference lets a 2-D conv's weight have another rank
+        return f"weight of rank {len(wshape)}; allowed: rank 4 (K, C / groups, R, S)"
     a = _attrs(node)
     n, c, h, w_in = x
     k, cg, r, s = wshape

@@ -317,3 +317,22 @@ def test_compress_and_import_check_the_graph(
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and needle in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def test_a_2d_conv_with_a_rank_5_weight_is_one_line(tmp_path: Path, capsys) -> None:
+    """Shape inference accepts a 2-D Conv whose weight has rank 5; the importer unpacked it as
+    (K, C, R, S) and traced back (found by fuzzing the importer)."""
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3, 3, 3, 1], [0.5] * 108)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3])
+    g = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w],
+    )  # fmt: skip
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "bad.onnx"))
+    out = tmp_path / "wl.yaml"
+    assert main(["import", "onnx", str(tmp_path / "bad.onnx"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("archsim: error: ") and "bad.onnx" in err[0], err
+    assert not out.exists()
