@@ -14,6 +14,20 @@ H100_DIR = SHARED / "data" / "h100"
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
+MAX_TEST_WORKERS = 4
+"""Cap on `-n auto` (pyproject's addopts): each worker is a whole Python process with numba and
+its own built layers, so a many-core machine does not start dozens of them."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for `-n auto`: the CPUs this process may run on, at most ``MAX_TEST_WORKERS``."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_TEST_WORKERS, cpus))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--regen-golden", action="store_true", help="rewrite golden files instead of comparing"
