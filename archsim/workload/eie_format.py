@@ -95,6 +95,9 @@ def _pe_files(folder: Path, stem: str) -> list[Path]:
     return [found[k] for k in range(n)]
 
 
+#: codebook entries a layer can index (``QuantizedMatVec.codes`` is uint8)
+_MOST_CODES = 256
+
 #: bytes a model holds per output row of a layer (codes, reference and bound in float64, the
 #: fixed-point output): the most rows a folder may address follows from the memory limit
 _BYTES_PER_ROW = 64
@@ -121,6 +124,11 @@ def read_eie_dir(
     codebook = _finite(_read(folder / "arithm.dat", np.float32), folder / "arithm.dat")
     if codebook[0] != 0.0:
         raise WorkloadError(f"{folder / 'arithm.dat'}: codebook entry 0 must be 0.0 (padding)")
+    if codebook.size > _MOST_CODES:
+        raise WorkloadError(
+            f"{folder / 'arithm.dat'}: codebook has {codebook.size} entries; allowed: at most "
+            f"{_MOST_CODES} (a layer's codes are 8-bit)"
+        )
     ptr_files, spm_files = _pe_files(folder, "ptr"), _pe_files(folder, "spm")
     if len(ptr_files) != len(spm_files):
         raise WorkloadError(

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from archsim.datapath.eie_encode import encode_eie
+from archsim.errors import WorkloadError
 from archsim.workload import read_eie_dir, synthetic_matvec, write_eie_dir
 
 
@@ -118,3 +119,18 @@ def test_rows_of_the_pointer_table_without_the_table(n, bits, bias):
     for bad in ([3, 3], [2, 1], [-1], [last + 1]):
         with pytest.raises(ValueError, match="pointer rows"):
             encode_eie_rows(*weights, np.array(bad))
+
+
+def test_a_codebook_past_8_bit_codes_is_refused(tmp_path):
+    # codes are held as uint8: a 300-entry codebook's code 299 used to wrap to 43 silently
+    layer = synthetic_matvec("cb", 40, 24, 0.2, 0.5, False, seed=3)
+    write_eie_dir(tmp_path, layer, _encode(layer, 2))
+    codebook = np.zeros(300, "<f4")
+    codebook[1:] = np.linspace(-1.0, 1.0, 299)
+    codebook.tofile(tmp_path / "arithm.dat")
+    with pytest.raises(
+        WorkloadError, match=r"arithm.dat: codebook has 300 entries; allowed: at most 256"
+    ):
+        read_eie_dir(tmp_path, "cb")
+    codebook[:256].tofile(tmp_path / "arithm.dat")
+    assert read_eie_dir(tmp_path, "cb").codebook.size == 256
