@@ -41,11 +41,11 @@ from archsim.datapath.eie_prepare import (
 from archsim.datapath.reference import EieReferenceResult, eie_reference
 from archsim.engine.context import Dram, SimContext, Sram
 from archsim.engine.pipeline import double_buffered_pipeline
-from archsim.errors import SimulationError
+from archsim.errors import SimulationError, WorkloadError
 from archsim.memo import enabled as memo_enabled
 from archsim.memo import holds as memo_holds
 from archsim.memo import memoized
-from archsim.workload.eie_format import data_signature
+from archsim.workload.eie_format import NEGATIVE_ACTIVATIONS, data_signature
 from archsim.workload.matvec import materialize_matvec
 from archsim.workload.sparse import QuantizedMatVec
 
@@ -167,6 +167,11 @@ def _prepared_to_keep(
 def _prepare(
     config: EieConfig, layer: QuantizedMatVec, keep: bool, narrow: bool = True
 ) -> EiePrepared:
+    if layer.activations.size and float(layer.activations.min()) < 0:
+        raise WorkloadError(
+            f"layer {layer.name}: activation {float(layer.activations.min())} is negative; "
+            + NEGATIVE_ACTIVATIONS
+        )
     n = config.pe_array.num_pes
     bound = float(layer_sums(layer)[1].max(initial=0.0))
     fp = choose_fixed_point(

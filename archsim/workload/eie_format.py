@@ -18,7 +18,13 @@ import numpy as np
 from archsim.errors import WorkloadError
 from archsim.workload.sparse import QuantizedMatVec
 
-__all__ = ["read_eie_dir", "write_eie_dir", "data_signature", "EieShapeError"]
+__all__ = [
+    "read_eie_dir",
+    "write_eie_dir",
+    "data_signature",
+    "EieShapeError",
+    "NEGATIVE_ACTIVATIONS",
+]
 
 
 class EieShapeError(WorkloadError):
@@ -80,6 +86,24 @@ def _finite(values: np.ndarray, path: Path) -> np.ndarray:
     return values
 
 
+#: why EIE's activations are >= 0: what every message refusing a negative one says
+NEGATIVE_ACTIVATIONS = (
+    "allowed: activations >= 0 (EIE broadcasts only activations > 0, as the authors' "
+    "simulator does (nzfetch.cpp): its inputs are a ReLU's outputs)"
+)
+
+
+def _non_negative(values: np.ndarray, path: Path) -> np.ndarray:
+    """``values`` unchanged; a negative one is a ``WorkloadError`` naming ``path``."""
+    bad = np.flatnonzero(values < 0)
+    if bad.size:
+        raise WorkloadError(
+            f"{path}: value {values[bad[0]]} at index {bad[0]} ({bad.size} such) is negative; "
+            + NEGATIVE_ACTIVATIONS
+        )
+    return values
+
+
 def _pe_files(folder: Path, stem: str) -> list[Path]:
     sub = folder / stem
     if not sub.is_dir():
@@ -120,7 +144,9 @@ def read_eie_dir(
     folder = Path(folder)
     if not folder.is_dir():
         raise WorkloadError(f"{folder}: data folder not found")
-    act = _finite(_read(folder / "act.dat", np.float32), folder / "act.dat")
+    act = _non_negative(
+        _finite(_read(folder / "act.dat", np.float32), folder / "act.dat"), folder / "act.dat"
+    )
     codebook = _finite(_read(folder / "arithm.dat", np.float32), folder / "arithm.dat")
     if codebook[0] != 0.0:
         raise WorkloadError(f"{folder / 'arithm.dat'}: codebook entry 0 must be 0.0 (padding)")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from archsim import load_hardware
+from archsim.accelerators.eie import run_eie_layer
 from archsim.datapath.eie_encode import encode_eie
 from archsim.errors import WorkloadError
 from archsim.workload import read_eie_dir, synthetic_matvec, write_eie_dir
@@ -134,3 +138,25 @@ def test_a_codebook_past_8_bit_codes_is_refused(tmp_path):
         read_eie_dir(tmp_path, "cb")
     codebook[:256].tofile(tmp_path / "arithm.dat")
     assert read_eie_dir(tmp_path, "cb").codebook.size == 256
+
+
+def test_negative_activations_are_refused_where_eie_would_skip_them(tmp_path):
+    # EIE (and the authors' nzfetch.cpp) broadcasts only activations > 0: a negative one was
+    # dropped from the product while the NumPy reference kept it (max error 14.6 against a
+    # bound of 0.63 on Alex-8 negated), and nothing said so
+    layer = synthetic_matvec("neg", 40, 24, 0.2, 0.5, False, seed=4)
+    write_eie_dir(tmp_path, layer, _encode(layer, 2))
+    act = layer.activations.astype("<f4")
+    act[5] = -0.25
+    act.tofile(tmp_path / "act.dat")
+    with pytest.raises(
+        WorkloadError,
+        match=r"act.dat: value -0.25 at index 5 \(1 such\) is negative; allowed: activations >= 0",
+    ):
+        read_eie_dir(tmp_path, "neg")
+    negated = dataclasses.replace(layer, activations=-layer.activations)
+    with pytest.raises(WorkloadError, match=r"layer neg: activation -\d.* is negative; allowed"):
+        run_eie_layer(load_hardware("tiny_eie"), negated)
+    act[5] = -0.0  # a negative zero is a zero
+    act.tofile(tmp_path / "act.dat")
+    assert read_eie_dir(tmp_path, "neg").activations[5] == 0.0
