@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from archsim.config.base import ArchsimModel
 from archsim.config.io import load_hardware, load_workload
@@ -106,6 +108,32 @@ def _check_representable(
         )
 
 
+#: each model's functional check: (largest |output - NumPy reference| column, its bound column;
+#: None where the output must be exact)
+FUNCTIONAL_CHECKS: tuple[tuple[str, str | None], ...] = (
+    ("eie_functional_max_error", "eie_functional_error_bound"),
+    ("dcnn_functional_max_error", "dcnn_functional_error_bound"),
+    ("systolic_functional_max_error", None),
+    ("tc_functional_max_error", "tc_functional_error_bound"),
+)
+
+
+def _functional_warnings(layer: str, extras: Mapping[str, Any]) -> list[str]:
+    """A warning for each functional check of ``extras`` whose error passes its bound: the
+    datapath computed something other than the layer (a check not run is NaN or absent)."""
+    out = []
+    for err_key, bound_key in FUNCTIONAL_CHECKS:
+        err = extras.get(err_key)
+        bound = 0.0 if bound_key is None else extras.get(bound_key)
+        if err is None or bound is None or not err > bound:  # NaN: not checked
+            continue
+        out.append(
+            f"layer {layer}: functional check failed: {err_key} {err:.6g} exceeds "
+            f"{bound_key or 'exact agreement'} {bound:.6g}: a simulator bug, please report it"
+        )
+    return out
+
+
 def simulate(
     hardware: ArchsimModel | str | Path,
     workload: WorkloadSpec | str | Path,
@@ -192,6 +220,7 @@ def simulate(
             )
         )
         warnings.extend(o.warnings)
+        warnings.extend(_functional_warnings(o.layer, o.extras))
     meta = {
         **origin,
         "deterministic": "results depend only on (hardware, workload, seed)",

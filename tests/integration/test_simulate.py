@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -186,3 +188,40 @@ def test_results_json_is_standard_json_where_a_value_was_not_computed(tmp_path):
     assert extras["tc_functional_max_error"] is None
     assert extras["tc_functional_error_bound"] is None
     assert extras["tc_tflops"] > 0
+
+
+def test_a_functional_check_past_its_bound_is_a_warning(monkeypatch):
+    simulate_module = importlib.import_module(
+        "archsim.simulate"
+    )  # `archsim.simulate` is the function
+
+    fine = {
+        "eie_functional_max_error": 0.01,
+        "eie_functional_error_bound": 0.02,
+        "systolic_functional_max_error": 0.0,
+        "tc_functional_max_error": float("nan"),  # not checked (too large)
+        "tc_functional_error_bound": 1.0,
+    }
+    assert simulate_module._functional_warnings("a", fine) == []
+    assert simulate_module._functional_warnings("c", {"systolic_functional_max_error": 2.0}) == [
+        "layer c: functional check failed: systolic_functional_max_error 2 exceeds exact "
+        "agreement 0: a simulator bug, please report it"
+    ]
+    hw = archsim.load_hardware("tiny_eie")
+    assert not [w for w in archsim.simulate(hw, SMALL, seed=1).warnings if "functional" in w]
+    # a datapath that drops work: the run says so instead of passing silently
+    eie_module = importlib.import_module("archsim.accelerators.eie")
+    real = eie_module.simulate_eie
+
+    def off_by_one(hw, wl, seed, **kw):
+        outcomes, ctx = real(hw, wl, seed, **kw)
+        bad = outcomes[0].extras | {"eie_functional_max_error": 1.5}
+        return [replace(outcomes[0], extras=bad), *outcomes[1:]], ctx
+
+    monkeypatch.setattr(eie_module, "simulate_eie", off_by_one)
+    warned = archsim.simulate(hw, SMALL, seed=1).warnings
+    bound = real(hw, SMALL, 1)[0][0].extras["eie_functional_error_bound"]
+    assert [w for w in warned if "functional" in w] == [
+        "layer a: functional check failed: eie_functional_max_error 1.5 exceeds "
+        f"eie_functional_error_bound {bound:.6g}: a simulator bug, please report it"
+    ]
