@@ -375,12 +375,16 @@ def _smi_mhz(key: str, entry: dict[str, Any]) -> float:
             f"{where}: a {type(snaps).__name__}; allowed: a list of nvidia-smi snapshots "
             "(objects), as `archsim probe gpu` writes"
         )
+    if "clocks.sm" not in snaps[0]:
+        return math.nan
+    raw = snaps[0]["clocks.sm"]
     try:
-        return float(snaps[0].get("clocks.sm", "nan"))
+        mhz = float(raw)
     except (TypeError, ValueError):
-        raise ArchsimError(
-            f"{where}.0.clocks.sm: {snaps[0].get('clocks.sm')!r}; allowed: a number (MHz)"
-        ) from None
+        mhz = math.nan
+    if isinstance(raw, bool) or not (math.isfinite(mhz) and mhz > 0):
+        raise ArchsimError(f"{where}.0.clocks.sm: {raw!r}; allowed: a number > 0 (MHz)")
+    return mhz
 
 
 def _energy_rows(hw: Any, energy: dict[str, Any]) -> pd.DataFrame:

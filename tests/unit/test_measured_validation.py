@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import typing
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 import archsim
 from archsim.cli import main
 from archsim.config.workload import GemmLayer, WorkloadSpec
-from archsim.measure.folder import read_folder, write_folder
+from archsim.measure.folder import DEVICE_FILE, read_folder, write_folder
 from archsim.validation import calibrate
 from archsim.validation.calibrate import FIELDS, fit, write_yaml
 from archsim.validation.measured import compare, measured_rows, spearman
@@ -225,6 +226,29 @@ def test_cli_bad_input_is_one_line_exit_2(folder, tmp_path, capsys, argv, needle
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
     assert not (tmp_path / "x.yaml").exists()
+
+
+@pytest.mark.parametrize("mhz", [-3, 0, float("nan"), float("inf"), True, "fast", None])
+def test_a_snapshot_clock_that_is_not_a_positive_number_is_one_line(tmp_path, capsys, mhz):
+    # a negative or NaN mid-run SM clock was taken as measured (-3 MHz) or as no reading
+    gpu = write_folder(tmp_path / "gpu", {"gemm_square.csv": _gemm_frame(GEMMS[:1])}, DEVICE)
+    doc = json.loads((gpu / DEVICE_FILE).read_text())
+    doc["energy"]["gemm_fp16_2048"]["smi_mid"][0]["clocks.sm"] = mhz
+    (gpu / DEVICE_FILE).write_text(json.dumps(doc))  # NaN and Infinity as Python writes them
+    argv = [
+        "validate",
+        "tensor_core",
+        "--measured",
+        str(gpu),
+        "-q",
+        "--html",
+        str(tmp_path / "r.html"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"energy.gemm_fp16_2048.smi_mid.0.clocks.sm: {mhz!r}; allowed: a number > 0 (MHz)" in err
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_golden_section_finds_a_bracketed_minimum() -> None:
