@@ -366,7 +366,9 @@ _UNMODELLED = (
     ("layout", "IfmapSRAMBankPort", None, "SRAM ports are not modelled"),
     ("layout", "FilterSRAMBankPort", None, "SRAM ports are not modelled"),
     (_ARCH, "MemoryBanks", "1", "DRAM is modelled as one bank"),
-)
+    ("run_presets", "UseRamulatorTrace", "false",
+     "no Ramulator trace is read; DRAM stalls follow the interface bandwidth"),
+)  # fmt: skip
 
 
 def scalesim_unmodelled(cfg: str | Path) -> list[str]:

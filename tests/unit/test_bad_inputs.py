@@ -334,6 +334,7 @@ def test_scalesim_v3_settings_not_modelled_are_named(tmp_path: Path, capsys: Any
     cfg = cfg.replace("SparsitySupport : false", "SparsitySupport : true")
     cfg = cfg.replace("IfmapSRAMBankNum: 1", "IfmapSRAMBankNum: 4")
     cfg = cfg.replace("MemoryBanks:   1", "MemoryBanks:   2")
+    cfg = cfg.replace("UseRamulatorTrace: False", "UseRamulatorTrace: True")  # was silent
     (tmp_path / "a.cfg").write_text(cfg, encoding="utf-8")
     topology = str(fixtures / "gemm256_os_32x32_user.csv")
     out = tmp_path / "out"
@@ -345,6 +346,7 @@ def test_scalesim_v3_settings_not_modelled_are_named(tmp_path: Path, capsys: Any
         "BlockSize",
         "IfmapSRAMBankNum",
         "MemoryBanks",
+        "UseRamulatorTrace",
     ], err
     assert all(e.startswith("archsim: warning: ") and "is not modelled; " in e for e in err)
     assert (out / "COMPUTE_REPORT.csv").is_file()
