@@ -108,6 +108,16 @@ def _check_representable(
         )
 
 
+#: accelerators whose models read a layer's ``data:`` folder (real tensors)
+READS_DATA = frozenset({"eie", "scnn", "dcnn"})
+
+
+def _listed(names: list[str], most: int = 3) -> str:
+    """``layer a, layer b, layer c and 4 more``."""
+    shown = ", ".join(f"layer {n}" for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 #: each model's functional check: (largest |output - NumPy reference| column, its bound column;
 #: None where the output must be exact)
 FUNCTIONAL_CHECKS: tuple[tuple[str, str | None], ...] = (
@@ -183,7 +193,8 @@ def simulate(
         )
     origin = provenance(hw, wl)  # before progress reporting wraps the layer list
     # layers whose real tensors (a data: folder) the sparse engines simulate; others: seeded
-    real_tensors = [spec.name for spec in wl.layers if getattr(spec, "data", None) is not None]
+    with_data = [spec.name for spec in wl.layers if getattr(spec, "data", None) is not None]
+    real_tensors = with_data if acc in READS_DATA else []
     if progress is not None:  # reports each layer as the simulator walks the list
         wl = wl.model_copy(update={"layers": ReportingLayers(wl.layers, progress)})
     prices: PriceList = PRICE_LISTS[acc](hw)
@@ -193,6 +204,12 @@ def simulate(
     clock = hw.clock.frequency_hz  # type: ignore[attr-defined]
     layers = []
     warnings: list[str] = []
+    if with_data and not real_tensors:
+        warnings.append(
+            f"{_listed(with_data)}: data: folder not read; {acc} times a layer from its shape "
+            "and checks its datapath on seeded operands (only eie, scnn and dcnn read real "
+            "tensors)"
+        )
     for o in outcomes:
         t = cycles_to_seconds(o.cycles, clock)
         by_comp = price_counts(prices, o.counts, t, o.action_scale)

@@ -173,6 +173,16 @@ def _resolve(name_or_path: str | Path, kind: str) -> Path:
 #: Most values a YAML document may hold once its aliases are expanded (a config has hundreds).
 MAX_YAML_VALUES = 1_000_000
 
+#: Deepest nesting of mappings and lists a YAML document may have (the presets reach 5). Checked
+#: after parsing, so the limit does not depend on the libyaml build (1,000 levels since 0.2.5,
+#: none before) or on the interpreter's recursion limit (a pytest-xdist worker's is higher).
+MAX_YAML_DEPTH = 64
+NESTED_TOO_DEEPLY = f"nested too deeply; allowed: at most {MAX_YAML_DEPTH} levels"
+
+
+class _TooDeep(Exception):
+    """A YAML document nested deeper than ``MAX_YAML_DEPTH``."""
+
 
 #: libyaml's parser where PyYAML has it (5-7x faster: a 2,000-layer workload 0.41 -> 0.08 s,
 #: the h100 preset 9 -> 2 ms); the construction below is the same Python either way
@@ -228,17 +238,19 @@ class _DuplicateKey(Exception):
 
 
 def _count_values(data: Any, limit: int) -> None:
-    """Raise ``OverflowError`` when ``data`` holds more than ``limit`` values (aliases expanded)."""
-    stack, count = [data], 0
+    """Raise ``OverflowError`` when ``data`` holds more than ``limit`` values (aliases expanded),
+    ``_TooDeep`` when it nests deeper than ``MAX_YAML_DEPTH``."""
+    stack, count = [(data, 0)], 0
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         count += 1
         if count > limit:
             raise OverflowError
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+        if isinstance(node, dict | list):
+            if depth >= MAX_YAML_DEPTH:
+                raise _TooDeep
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
 
 
 def parse_yaml(text: str, source: str) -> Any:
@@ -253,12 +265,10 @@ def parse_yaml(text: str, source: str) -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "syntax error"
         if "nesting depth" in problem:  # libyaml's own limit (1,000 levels)
-            problem = "nested too deeply; allowed: a few dozen levels"
+            problem = NESTED_TOO_DEEPLY
         raise ConfigError(source, "", f"invalid YAML{where}: {problem}") from None
-    except RecursionError:
-        raise ConfigError(
-            source, "", "invalid YAML: nested too deeply; allowed: a few dozen levels"
-        ) from None
+    except (RecursionError, _TooDeep):
+        raise ConfigError(source, "", f"invalid YAML: {NESTED_TOO_DEEPLY}") from None
     except ValueError as exc:  # an integer of thousands of digits (Python's 4,300-digit cap)
         if "integer string conversion" not in str(exc):
             raise

@@ -225,3 +225,26 @@ def test_a_functional_check_past_its_bound_is_a_warning(monkeypatch):
         "layer a: functional check failed: eie_functional_max_error 1.5 exceeds "
         f"eie_functional_error_bound {bound:.6g}: a simulator bug, please report it"
     ]
+
+
+def test_a_data_folder_the_model_does_not_read_is_named(tmp_path):
+    # the GPU and systolic models time layers from their shapes: a data: folder was ignored
+    # without a word (even a missing one) and listed in metadata as real tensors simulated
+    rng = np.random.default_rng(0)
+    (tmp_path / "d").mkdir()
+    np.save(tmp_path / "d" / "weights.npy", rng.standard_normal((8, 4, 3, 3)).astype(np.float32))
+    np.save(tmp_path / "d" / "activations.npy", rng.random((1, 4, 6, 6)).astype(np.float32))
+    conv = {"kind": "conv", "c": 4, "k": 8, "h": 6, "w": 6, "r": 3, "s": 3, "stride": 1, "pad": 1}
+    layers = [{"name": "c1", "data": "d", **conv}, {"name": "c2", "data": "gone", **conv}]
+    spec = {"schema_version": 1, "name": "d", "source": "test", "layers": layers}
+    wl = archsim.WorkloadSpec.model_validate(spec).bind(tmp_path, "test")
+    gpu = archsim.simulate("h100", wl, seed=0)
+    assert gpu.metadata["real_tensor_layers"] == []
+    assert [w for w in gpu.warnings if "data:" in w] == [
+        "layer c1, layer c2: data: folder not read; tensor_core times a layer from its shape and "
+        "checks its datapath on seeded operands (only eie, scnn and dcnn read real tensors)"
+    ]
+    one = archsim.WorkloadSpec.model_validate({**spec, "layers": spec["layers"][:1]})
+    sparse = archsim.simulate("scnn", one.bind(tmp_path, "test"), seed=0)
+    assert sparse.metadata["real_tensor_layers"] == ["c1"]
+    assert not [w for w in sparse.warnings if "data:" in w]

@@ -7,6 +7,7 @@ the real terminal.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import yaml
 
 from archsim.cli import main
 from archsim.config.io import parse_yaml
+from archsim.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = (ROOT / "hw_configs" / "tiny_eie.yaml").read_text(encoding="utf-8")
@@ -1272,3 +1274,22 @@ def test_integers_too_long_to_print(tmp_path: Path, capsys: Any) -> None:
     row = {"kind": "gemm", "m": 10**29, "n": 8, "k": 8}
     with pytest.raises(ConfigError, match="at most 9,223,372,036,854,775,807"):
         _run_group(archsim.load_hardware("h100"), [row], ["r"])
+
+
+def test_yaml_nesting_limit_does_not_depend_on_libyaml_or_the_recursion_limit() -> None:
+    # 2,000 levels used to be refused only by libyaml >= 0.2.5's own limit or a RecursionError;
+    # under PyYAML 6.0's libyaml in a pytest-xdist worker (higher recursion limit) it parsed
+    from archsim.config.io import MAX_YAML_DEPTH
+
+    deepest = MAX_YAML_DEPTH - 1  # lists under the top-level mapping
+    assert parse_yaml("a: " + "[" * deepest + "]" * deepest + "\n", "x.yaml") == {
+        "a": functools.reduce(lambda inner, _: [inner], range(deepest - 1), [])
+    }
+    for text in ("a: " + "[" * (deepest + 1) + "]" * (deepest + 1) + "\n",
+                 "a: " + "{b: " * (deepest + 1) + "1" + "}" * (deepest + 1) + "\n"):  # fmt: skip
+        with pytest.raises(
+            ConfigError,
+            match=rf"^x.yaml: invalid YAML: nested too deeply; allowed: at most {MAX_YAML_DEPTH} "
+            "levels$",
+        ):
+            parse_yaml(text, "x.yaml")
