@@ -395,7 +395,8 @@ def test_gemm_script_times_the_gemms_of_a_folders_1x1_convs(tmp_path: Path) -> N
                    str(src))  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     convs = pd.concat(read_folder(src).conv.values())
-    plain = convs[(convs.r == 1) & (convs.s == 1) & (convs.stride == 1) & (convs.pad == 0)]
+    # convs["pad"]: before pandas 2.2 removed it, `convs.pad` is DataFrame.pad (a fillna)
+    plain = convs[(convs.r == 1) & (convs.s == 1) & (convs.stride == 1) & (convs["pad"] == 0)]
     plain = plain[plain.groups == 1]
     want = {(b * h * w, k, c) for b, h, w, k, c in plain[["batch", "h", "w", "k", "c"]].values}
     got = pd.read_csv(out / "gemm_random.csv")
