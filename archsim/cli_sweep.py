@@ -59,7 +59,7 @@ def add_sweep_parser(sub: Any) -> None:
         "--jobs",
         type=int,
         default=None,
-        help="worker processes (default: the CPUs available)",
+        help="worker processes (default and most: the CPUs available)",
     )
     p.add_argument(
         "--dask",
@@ -252,6 +252,22 @@ def _check_not_another(out: Path, name: str) -> None:
         raise ArchsimError(f"{out}: holds an `archsim run` result (results.json); {allowed}")
 
 
+def _cap_jobs(args: argparse.Namespace) -> None:
+    """More local worker processes than CPUs gain nothing on CPU-bound points and cost 200-300
+    MB each (``-j 99999999999`` started a process per point, 1,000): run one per CPU and say so.
+    A remote Dask cluster's size is its own."""
+    from archsim.explore.executor import default_jobs
+
+    cpus = default_jobs()
+    if args.jobs is not None and args.jobs > cpus and args.dask in (None, "local"):
+        print(
+            f"archsim: warning: -j {args.jobs}: more worker processes than the {cpus} CPUs "
+            f"this process may use; running {cpus}",
+            file=sys.stderr,
+        )
+        args.jobs = cpus
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from archsim.explore import plan_sweep, run_plan, totals
 
@@ -260,6 +276,7 @@ def _sweep(args: argparse.Namespace) -> int:
     plan = plan_sweep(args.spec, max_points=args.max_points)
     if args.jobs is not None and args.jobs < 1:
         raise ArchsimError(f"-j: must be >= 1 (got {args.jobs})")
+    _cap_jobs(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ArchsimError(f"{out}: exists and is not a folder; allowed: a folder")

@@ -247,6 +247,23 @@ def test_bad_job_count(tmp_path, capsys, jobs):
     assert "-j" in capsys.readouterr().err
 
 
+def test_more_jobs_than_cpus_run_one_worker_per_cpu(tmp_path, capsys, monkeypatch):
+    # -j 99999999999 started one process per point (1,000 for the preset EIE sweep) and made
+    # no progress in a minute on 2 CPUs; more workers than CPUs now run as many as the CPUs
+    from archsim.explore import executor
+
+    monkeypatch.setattr(executor, "default_jobs", lambda: 1)
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 3]\n")
+    out = tmp_path / "o"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "99999999999", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        "archsim: warning: -j 99999999999: more worker processes than the 1 CPUs this process "
+        "may use; running 1\n"
+    )
+    assert len(pd.read_csv(out / "points.csv")) == 2
+
+
 def test_memoised_eie_path_is_identical(tmp_path):
     """With the memo on, timing is reused across line widths and line reads across FIFO
     depths; every point must still equal a fresh, memo-free simulate()."""
