@@ -142,7 +142,10 @@ class SweepStore:
                     return ipc.open_file(source).read_all()
             return pq.read_table(f)
         except (OSError, pa.ArrowInvalid) as exc:
-            raise ArchsimError(f"{f}: unreadable sweep store file: {exc}") from None
+            raise ArchsimError(
+                f"{f}: unreadable sweep store file ({one_line(exc, 200)}); allowed: a file "
+                "`archsim sweep` wrote (delete this one to run its points again)"
+            ) from None
 
     def empty(self) -> bool:
         """Whether no point is stored yet (nothing read)."""

@@ -264,6 +264,24 @@ def test_more_jobs_than_cpus_run_one_worker_per_cpu(tmp_path, capsys, monkeypatc
     assert len(pd.read_csv(out / "points.csv")) == 2
 
 
+def test_a_damaged_store_file_says_what_to_do(tmp_path, capsys):
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 3]\n")
+    out = tmp_path / "o"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+    stored = out / "store" / "compacted.parquet"
+    stored.write_bytes(stored.read_bytes()[:100])  # damaged outside archsim
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{stored}: unreadable sweep store file (" in err
+    assert err.endswith(
+        "); allowed: a file `archsim sweep` wrote (delete this one to run its points again)\n"
+    )
+    stored.unlink()  # as the message says
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+    assert len(pd.read_csv(out / "points.csv")) == 2
+
+
 def test_memoised_eie_path_is_identical(tmp_path):
     """With the memo on, timing is reused across line widths and line reads across FIFO
     depths; every point must still equal a fresh, memo-free simulate()."""
