@@ -260,11 +260,12 @@ def _cap_jobs(args: argparse.Namespace) -> None:
 
     cpus = default_jobs()
     if args.jobs is not None and args.jobs > cpus and args.dask in (None, "local"):
-        print(
-            f"archsim: warning: -j {args.jobs}: more worker processes than the {cpus} CPUs "
-            f"this process may use; running {cpus}",
-            file=sys.stderr,
-        )
+        if not args.quiet:
+            print(
+                f"archsim: warning: -j {args.jobs}: more worker processes than the {cpus} "
+                f"CPUs this process may use; running {cpus}",
+                file=sys.stderr,
+            )
         args.jobs = cpus
 
 

@@ -255,13 +255,16 @@ def test_more_jobs_than_cpus_run_one_worker_per_cpu(tmp_path, capsys, monkeypatc
     monkeypatch.setattr(executor, "default_jobs", lambda: 1)
     spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 3]\n")
     out = tmp_path / "o"
-    assert main(["sweep", str(spec), "-o", str(out), "-j", "99999999999", "-q"]) == 0
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "99999999999"]) == 0
     err = capsys.readouterr().err
     assert err == (
         "archsim: warning: -j 99999999999: more worker processes than the 1 CPUs this process "
         "may use; running 1\n"
     )
     assert len(pd.read_csv(out / "points.csv")) == 2
+    # -q: nothing but errors, as `archsim run -q` leaves out its warnings
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "q"), "-j", "7", "-q"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_a_damaged_store_file_says_what_to_do(tmp_path, capsys):
