@@ -577,9 +577,8 @@ def conv_outcome(
         tc_tflops=tflops,
         tc_conv_functional_max_error=float("nan"),
     )
-    cg = layer.c // layer.groups
-    elements = layer.n * (layer.c * layer.h * layer.w + layer.k * layer.out_h * layer.out_w)
-    if functional_fits(layer.macs_dense, elements + layer.k * cg * layer.r * layer.s):
+    shapes = (layer.input_shape, layer.weight_shape, layer.output_shape)
+    if functional_fits(layer.macs_dense, sum(math.prod(shape) for shape in shapes)):
         err = functional_error(layer, choice.candidate.algorithm, seed)
         extras["tc_conv_functional_max_error"] = err
     if "tc_peak_tflops" in extras:

@@ -144,9 +144,8 @@ def read_eie_dir(
     folder = Path(folder)
     if not folder.is_dir():
         raise WorkloadError(f"{folder}: data folder not found")
-    act = _non_negative(
-        _finite(_read(folder / "act.dat", np.float32), folder / "act.dat"), folder / "act.dat"
-    )
+    act_file = folder / "act.dat"
+    act = _non_negative(_finite(_read(act_file, np.float32), act_file), act_file)
     codebook = _finite(_read(folder / "arithm.dat", np.float32), folder / "arithm.dat")
     if codebook[0] != 0.0:
         raise WorkloadError(f"{folder / 'arithm.dat'}: codebook entry 0 must be 0.0 (padding)")
