@@ -219,7 +219,11 @@ def format_layer_table(result: RunResult) -> str:
     area = (
         f"area {s['total_area_mm2']:.2f} mm^2" if s["total_area_mm2"] > 0 else ("area not modelled")
     )
-    lines.append(f"      {s['effective_gops']:.1f} GOP/s, {area}")
+    rate = f"{s['effective_gops']:.1f} GOP/s"
+    if s["dense_gops"] > s["effective_gops"] * (1 + 1e-9):  # sparse operands: name both
+        rate = (f"{s['effective_gops']:.1f} GOP/s on non-zero operands "
+                f"({s['dense_gops']:.1f} dense-equivalent)")  # fmt: skip
+    lines.append(f"      {rate}, {area}")
     return "\n".join(lines)
 
 
@@ -270,6 +274,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from archsim.workload.matvec import LayerDataError
 
     out_dir = check_out_dir(args.out)
+    if (out_dir / "sweep.json").is_file():  # a run's report.html would replace the sweep's
+        raise ConfigError("--out", "", f"{out_dir} holds an `archsim sweep` result (sweep.json); "
+                          "allowed: a new folder, or a folder `archsim run` wrote")  # fmt: skip
     if args.batch is not None and args.batch < 1:  # before an ONNX model is imported at it
         problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
         raise ConfigError("--batch", "", problem)
@@ -320,6 +327,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 hw, wl, seed=args.seed, baseline=baseline, progress=layer_progress(advance)
             )
     except LayerDataError as exc:
+        if exc.field == "batch" and args.batch is not None:  # the option, not the file
+            raise ConfigError(
+                "--batch",
+                "",
+                f"{args.batch}: fc and lstm layers run one input vector at a time "
+                f"on {hw.accelerator}; allowed: --batch 1, or a tensor_core GPU or systolic array",  # type: ignore[attr-defined]
+            ) from None
         index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
         raise WorkloadError(f"{wl.origin}: {field}: {exc.problem}") from None
@@ -413,7 +427,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     allowed = "allowed: a folder written by `archsim run`, `sweep`, `collective` or `train`"
     if not folder.is_dir():
-        raise ArchsimError(f"{folder}: folder not found; {allowed}")
+        what = "a file, not a folder" if folder.exists() else "folder not found"
+        raise ArchsimError(f"{folder}: {what}; {allowed} (the folder that holds results.json)")
     results = folder / "results.json"
     try:
         if not results.exists() and (folder / "sweep.json").exists():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("system", help="system preset or YAML, e.g. dgx_a100")
     t.add_argument("workload", help="workload preset or YAML, e.g. resnet50")
-    t.add_argument("--gpus", default="1,2,4,8", help="GPU counts, comma separated (1,2,4,8)")
+    t.add_argument(
+        "--gpus",
+        help="GPU counts, comma separated (default: 1, 2, 4, ... up to all of the system's "
+        "GPUs, whole nodes past one; with --tensor/--pipeline, multiples of tensor x pipeline)",
+    )
     t.add_argument("--precision", default="amp_fp16",
                    choices=("amp_fp16", "amp_bf16", "tf32", "fp32"))  # fmt: skip
     t.add_argument("--batch", type=int, default=256, help="samples per GPU (256)")
@@ -126,8 +132,10 @@ def cmd_collective(args: argparse.Namespace) -> int:
 
     cfg = _system(args)
     if args.gpus is not None and args.gpus < 2:
-        raise ArchsimError(f"--gpus {args.gpus}: a collective needs 2 GPUs or more")
-    frame = collective(cfg, args.op, args.sizes, args.gpus, args.algo, args.proto)
+        raise ArchsimError(f"--gpus {args.gpus}: a collective needs 2 GPUs or more; allowed: "
+                           f"2 to {cfg.gpus}")  # fmt: skip
+    with _naming_the_file(args.system, cfg):
+        frame = collective(cfg, args.op, args.sizes, args.gpus, args.algo, args.proto)
     out = _out_dir(args.out)
     _atomic(out / "results.csv", frame.to_csv(index=False))
     meta: dict[str, Any] = {"system": cfg.model_dump(mode="json"), "op": args.op}
@@ -237,14 +245,48 @@ def _table(frame) -> str:
     return "\n".join(lines)
 
 
-def _gpu_counts(text: str) -> list[int]:
+def _gpu_counts(text: str | None, cfg: Any, unit: int = 1) -> list[int]:
+    """The GPU counts of ``--gpus`` (each a multiple of ``unit``, tensor x pipeline), or by
+    default 1, 2, 4, ... within a node, then 2, 4, ... whole nodes, and the whole system."""
+    if text is None:
+        per, nodes = cfg.gpus_per_node, cfg.nodes
+        counts = [g for g in (1 << i for i in range(per.bit_length())) if g <= per]
+        counts += [per * k for k in (1 << i for i in range(nodes.bit_length())) if k <= nodes]
+        counts = [g for g in {*counts, per, cfg.gpus} if g % unit == 0]
+        if not counts:
+            raise ArchsimError(
+                f"--tensor x --pipeline = {unit}: more than the {cfg.gpus} GPUs of {cfg.name}; "
+                f"allowed: up to {cfg.gpus}"
+            )
+        return sorted(counts)
     try:
         counts = [int(x) for x in str(text).split(",")]  # an empty item ("1,,2") is an error
     except ValueError:
         counts = []
     if not counts or min(counts) < 1:
         raise ArchsimError(f"--gpus {text!r}; allowed: positive integers, e.g. 1,2,4,8")
+    odd = [g for g in counts if g % unit]
+    if odd:
+        raise ArchsimError(
+            f"--gpus {text}: {odd[0]} is not a multiple of --tensor x --pipeline = {unit}; "
+            f"allowed: multiples of {unit}"
+        )
     return sorted(set(counts))
+
+
+@contextlib.contextmanager
+def _naming_the_file(arg: str, cfg: Any) -> Iterator[None]:
+    """Errors found while running a system given as a YAML file name that file (they name the
+    config's ``name:`` field, which for a copied preset is the preset's)."""
+    try:
+        yield
+    except ArchsimError as exc:
+        msg = str(exc)
+        if Path(arg).suffix.lower() not in (".yaml", ".yml") or msg.startswith(arg):
+            raise
+        head = f"{cfg.name}: "
+        msg = msg[len(head) :] if msg.startswith(head) else msg
+        raise ArchsimError(f"{arg}: {msg}") from None
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -260,6 +302,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.micro_batches > 1 and args.pipeline == 1:
         raise ArchsimError(f"--micro-batches {args.micro_batches}: micro-batches feed pipeline "
                            "stages; allowed: with --pipeline 2 or more")  # fmt: skip
+    if args.batch % args.micro_batches:
+        raise ArchsimError(f"--micro-batches {args.micro_batches} does not divide --batch "
+                           f"{args.batch}; allowed: divisors of the batch")  # fmt: skip
+    if args.topk is not None and not 0 < args.topk <= 1:  # NaN fails both
+        raise ArchsimError(f"--topk {args.topk}; allowed: a fraction in (0, 1]")
     parallel = args.tensor > 1 or args.pipeline > 1
     unused = [
         flag
@@ -274,12 +321,15 @@ def cmd_train(args: argparse.Namespace) -> int:
                            "--tensor/--pipeline")  # fmt: skip
     cfg = _system(args)
     if parallel:
-        return _cmd_parallel(args, cfg)
-    results = [
-        run_step(cfg, args.workload, StepOptions(g, args.precision, args.batch,
-                                                   args.optimizer, args.topk, args.memory_format))
-        for g in _gpu_counts(args.gpus)
-    ]  # fmt: skip
+        with _naming_the_file(args.system, cfg):
+            return _cmd_parallel(args, cfg)
+    with _naming_the_file(args.system, cfg):
+        results = [
+            run_step(cfg, args.workload, StepOptions(g, args.precision, args.batch,
+                                                       args.optimizer, args.topk,
+                                                       args.memory_format))
+            for g in _gpu_counts(args.gpus, cfg)
+        ]  # fmt: skip
     out = _out_dir(args.out)
     rows = []
     for r in results:
@@ -318,7 +368,7 @@ def _cmd_parallel(args: argparse.Namespace, cfg) -> int:
     rows = [
         parallel_step(cfg, args.workload, g, args.tensor, args.pipeline, args.micro_batches,
                       args.precision, args.batch, args.optimizer)
-        for g in _gpu_counts(args.gpus)
+        for g in _gpu_counts(args.gpus, cfg, args.tensor * args.pipeline)
     ]  # fmt: skip
     out = _out_dir(args.out)
     _atomic(out / "results.csv", pd.DataFrame(rows).to_csv(index=False))

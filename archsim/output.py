@@ -57,12 +57,30 @@ def check_out_file(path: str | Path, option: str = "-o", inputs: Iterable[Path] 
             option, "", f"{target} exists and is not a regular file; allowed: a new file or a "
             "regular file to replace"
         )  # fmt: skip
+    _check_writable_folder(target, option)
     for source in inputs:
         if target.exists() and Path(source).exists() and target.samefile(source):
             raise ConfigError(
                 option, "", f"{target} is the input {source}; allowed: another file name"
             )
     return target
+
+
+def _check_writable_folder(target: Path, option: str) -> None:
+    """Refuse ``target`` when its nearest existing folder is a file or cannot be written (a
+    read-only mount, /sys): checked by making and removing an empty folder there, so that a
+    command refuses before its work, not after (a 25 s calibration fit, minutes of validate)."""
+    near = next((p for p in target.absolute().parents if p.exists()), None)
+    if near is None:
+        return
+    if not near.is_dir():
+        raise ConfigError(option, "", f"{near} is a file; allowed: a path inside a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=near, prefix=".archsim-check-"))
+    except OSError as exc:
+        raise ConfigError(
+            option, "", f"cannot write in {near} ({exc.strerror}); allowed: a writable folder"
+        ) from None
 
 
 def write_text_atomically(

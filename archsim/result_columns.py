@@ -21,11 +21,20 @@ COLUMNS: dict[str, _C] = {
         "Layer kind: fc, lstm, conv or gemm; a training step's rows: train_layer, the "
         "collective (all_reduce ...) or optimizer.",
     ),
-    "cycles": ("integer", "cycles", "Cycles of the layer's compute phase."),
+    "cycles": (
+        "integer",
+        "cycles",
+        "Cycles of the layer's compute phase, at the run's clock (a GPU whose layer ran at "
+        "another clock_hz: its length in the preset's clock periods; tc_sm_cycles in its own).",
+    ),
     "time_s": ("number", "s", "Time of the layer's compute phase (cycles / clock)."),
     "macs_dense": ("integer", "MACs", "Dense-equivalent multiply-accumulates."),
     "macs_effective": ("integer", "MACs", "Multiplies performed on non-zero operand pairs."),
-    "utilization": ("number", "1", "macs_effective / (cycles x peak MACs per cycle)."),
+    "utilization": (
+        "number",
+        "1",
+        "macs_effective / (cycles x peak MACs per cycle), cycles at the clock the layer ran at.",
+    ),
     "energy_pj": ("number", "pJ", "Energy of the layer, all components."),
     "power_w": ("number", "W", "energy_pj / time_s."),
     "dram_bytes": ("integer", "bytes", "Bytes moved to and from DRAM/HBM."),

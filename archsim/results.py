@@ -141,6 +141,7 @@ class RunResult:
         """Totals of the run."""
         t = self.total_time_s
         macs = sum(lr.macs_effective for lr in self.layers)
+        dense = sum(lr.macs_dense for lr in self.layers)
         return {
             "accelerator": self.accelerator,
             "hardware": self.hardware,
@@ -152,6 +153,8 @@ class RunResult:
             "total_energy_pj": self.total_energy_pj,
             "average_power_w": (self.total_energy_pj * 1e-12 / t) if t > 0 else 0.0,
             "effective_gops": (2 * macs / t / 1e9) if t > 0 else 0.0,
+            # the layers' dense-equivalent work (zeros and all) per second
+            "dense_gops": (2 * dense / t / 1e9) if t > 0 else 0.0,
             "total_area_mm2": self.total_area_mm2,
         }
 

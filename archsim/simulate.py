@@ -210,13 +210,20 @@ def simulate(
             "and checks its datapath on seeded operands (only eie, scnn and dcnn read real "
             "tensors)"
         )
+    active = [spec.name for spec in wl.layers if spec.operand_activity != "random"]
+    if active and getattr(hw, "power", None) is None:
+        warnings.append(
+            f"{_listed(active)}: operand_activity not used; only a GPU preset with a power: "
+            f"block (h100) prices operand data, and {hw.name} has none"  # type: ignore[attr-defined]
+        )
     for o in outcomes:
         t = cycles_to_seconds(o.cycles, clock)
         by_comp = price_counts(prices, o.counts, t, o.action_scale)
         energy = sum(by_comp.values())
         _check_representable(wl, o.layer, o.cycles, energy, by_comp)
         extras = _board_columns(o.extras, energy, o.macs_dense)
-        peak = o.cycles * o.peak_macs_per_cycle
+        own = o.cycles if o.own_clock_cycles is None else o.own_clock_cycles
+        peak = own * o.peak_macs_per_cycle  # MACs the datapath could do at its own clock
         layers.append(
             LayerResult(
                 layer=o.layer,

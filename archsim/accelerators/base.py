@@ -44,3 +44,7 @@ class LayerOutcome:
     #: multiplier per (component, action) on its price for this layer (e.g. a GPU's supply
     #: voltage squared and operand activity); absent = 1
     action_scale: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: the layer's length in its own clock's cycles where that clock is not the run's (a GPU
+    #: under its power limit: ``cycles`` count the preset's clock so that time adds up);
+    #: utilization is counted against it. None: ``cycles``
+    own_clock_cycles: int | None = None

@@ -434,6 +434,7 @@ def simulate_gpu(
             replace(
                 o,
                 cycles=cycles,
+                own_clock_cycles=o.cycles,
                 end_cycle=start + cycles,
                 counts=counts,
                 action_scale=action_scale(config.power, counts, f, toggle),

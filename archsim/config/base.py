@@ -508,4 +508,42 @@ def validation_to_config_error(
         given = err.get("input")
         msg = _clean_msg(err)
         problem = f"{msg} (got {_short(given)})" if not isinstance(given, dict) else msg
+        allowed = _allowed(kind, ctx)
+        if allowed and "allowed" not in problem:
+            problem += f"; allowed: {allowed}"
     return ConfigError(source, path, problem)
+
+
+#: pydantic error type -> what is allowed (``{}``: from the error's context)
+_ALLOWED = {
+    "too_short": "at least {min_length} item(s)",
+    "too_long": "at most {max_length} item(s)",
+    "literal_error": "{expected}",
+    "enum": "{expected}",
+    "greater_than": "a value > {gt}",
+    "greater_than_equal": "a value >= {ge}",
+    "less_than": "a value < {lt}",
+    "less_than_equal": "a value <= {le}",
+    "int_parsing": "an integer",
+    "int_parsing_size": "a smaller integer (64 bits at most)",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+}
+
+
+def _allowed(kind: str, ctx: Mapping[str, Any]) -> str:
+    """What pydantic's error ``kind`` allows, from its context ('' when not known)."""
+    text = _ALLOWED.get(kind, "")
+    try:
+        return text.format(**ctx)
+    except (KeyError, IndexError, ValueError):
+        return ""

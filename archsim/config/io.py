@@ -167,7 +167,9 @@ def _resolve(name_or_path: str | Path, kind: str) -> Path:
     if _stat_ok(path, "exists"):  # a folder of that name, and no preset
         raise ConfigError(shown, "", _missing(path, kind))
     names = ", ".join(list_presets(kind)) or "(none)"
-    raise ConfigError(shown, "", f"unknown {kind} preset; available: {names}")
+    other = next((k for k in _KINDS if k != kind and text in list_presets(k)), None)
+    hint = f" ({shown} is a {other} preset)" if other else ""
+    raise ConfigError(shown, "", f"unknown {kind} preset{hint}; available: {names}")
 
 
 #: Most values a YAML document may hold once its aliases are expanded (a config has hundreds).

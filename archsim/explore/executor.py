@@ -387,6 +387,11 @@ def check_main_guard() -> None:
     spec_name = getattr(getattr(main, "__spec__", None), "name", None) or ""
     if main is None or not path or spec_name.endswith("__main__"):
         return  # an interactive session, a notebook, python -c, python -m package
+    if not spec_name and not Path(path).is_file():  # python - < script.py: "<stdin>"
+        raise ArchsimError(
+            f"{path}: sweep worker processes import the running script, and it is not a file "
+            "(read from standard input?); allowed: n_jobs=1, or run the script from a file"
+        )
     frame, top = sys._getframe(1), None
     while frame is not None:  # the script's own top-level frame, however deep the call
         if frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":

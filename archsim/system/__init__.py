@@ -5,15 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from archsim.config.base import ArchsimModel
-from archsim.config.io import load_hardware
+from archsim.config.io import load_hardware, preset_accelerators
 from archsim.config.system import SystemConfig
-from archsim.errors import ConfigError
+from archsim.errors import ConfigError, shown_name
 
 __all__ = ["load_system"]
 
 
 def load_system(name_or_path: str | Path | SystemConfig) -> SystemConfig:
     """Load a multi-GPU system from a preset name (``"dgx_h100"``) or a YAML path."""
+    if isinstance(name_or_path, str) and _unknown_name(name_or_path):
+        systems = [n for n, acc in preset_accelerators().items() if acc == "system"]
+        raise ConfigError(
+            shown_name(name_or_path), "", f"unknown system preset; available: "
+            f"{', '.join(sorted(systems))}, or a YAML file with accelerator: system"
+        )  # fmt: skip
     cfg: ArchsimModel = load_hardware(name_or_path)
     if not isinstance(cfg, SystemConfig):
         raise ConfigError(
@@ -24,3 +30,14 @@ def load_system(name_or_path: str | Path | SystemConfig) -> SystemConfig:
             "pcie8_v100) or a YAML file with accelerator: system",
         )
     return cfg
+
+
+def _unknown_name(text: str) -> bool:
+    """``text`` is a name (not a path) that no hardware preset has."""
+    try:
+        path = Path(text).expanduser()
+        if path.suffix in (".yaml", ".yml") or "/" in text or path.exists():
+            return False
+    except (OSError, ValueError):  # a name no file system takes: load_hardware says so
+        return False
+    return text not in preset_accelerators()

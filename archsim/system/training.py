@@ -135,11 +135,14 @@ def _elementwise(
     act: int,
     hbm_bytes_per_s: float,
     transpose: bool = False,
-) -> tuple[list[float], list[float], int]:
-    """(forward s, backward s per layer, bytes moved) of the elementwise passes; ``transpose``:
-    conv activations are NCHW and the convs run on tensor cores (cuDNN transposes them)."""
+) -> tuple[list[float], list[float], list[int]]:
+    """(forward s, backward s, bytes moved, each per layer) of the elementwise passes;
+    ``transpose``: conv activations are NCHW and the convs run on tensor cores (cuDNN transposes
+    them)."""
     t = system.training
-    fwd, bwd, moved = [], [], 0
+    fwd: list[float] = []
+    bwd: list[float] = []
+    moved: list[int] = []
     for tl, ls in zip(layers, spec.layers, strict=True):
         is_conv = isinstance(ls, ConvLayer)
         pf = t.conv_forward_passes if is_conv else 0
@@ -178,7 +181,7 @@ def _elementwise(
             bf, bb, kf, kb = bf + ef * act, bb + eb * act, kf + tkf, kb + tkb
         fwd.append(max(bf / hbm_bytes_per_s, kf * t.elementwise_launch_s))
         bwd.append(max(bb / hbm_bytes_per_s, kb * t.elementwise_launch_s))
-        moved += bf + bb
+        moved.append(bf + bb)
     return fwd, bwd, moved
 
 
@@ -243,7 +246,8 @@ class _Work:
     gemms: dict[str, LayerResult]
     ew_f: list[float]
     ew_b: list[float]
-    hbm_bytes: int  # elementwise + optimizer bytes per GPU
+    ew_bytes: list[int]  # elementwise bytes per layer, per GPU
+    opt_bytes: int  # the optimizer's bytes per GPU
     opt_s: float
     grad_bytes: int
 
@@ -261,7 +265,7 @@ def _work(system: SystemConfig, wl: WorkloadSpec, opts: StepOptions) -> _Work:
     per_param = t.sgd_bytes_per_param if opts.optimizer == "sgd" else t.adam_bytes_per_param
     opt_bytes = sum(tl.params for tl in layers) * (per_param + (2 if act == 2 else 0))
     opt_s = opt_bytes / hbm + t.elementwise_launch_s
-    return _Work(gpu, wl, layers, gemms, ew_f, ew_b, ew_bytes + opt_bytes, opt_s, grad)
+    return _Work(gpu, wl, layers, gemms, ew_f, ew_b, ew_bytes, opt_bytes, opt_s, grad)
 
 
 def train_step(
@@ -536,28 +540,30 @@ def _result(
             if k in work.gemms
         ]
         t = sum(p.time_s for p in phases) + work.ew_f[i] + work.ew_b[i]
-        pj = sum(p.energy_pj for p in phases) * sysn.gpus
+        ew_pj = work.ew_bytes[i] * hbm_pj  # the passes' time is in t, so is their energy
+        pj = (sum(p.energy_pj for p in phases) + ew_pj) * sysn.gpus
         macs = sum(p.macs_dense for p in phases) * sysn.gpus
         extras = {
             "train_fwd_s": phases[0].time_s,
             "train_elementwise_s": work.ew_f[i] + work.ew_b[i],
         }
-        busy = sum(p.utilization * p.cycles for p in phases)  # MAC-cycles at the peak rate
-        dram = sum(p.dram_bytes for p in phases) * sysn.gpus
+        # cycles at the peak MAC rate: utilization counts the GEMM's own clock (tc_sm_cycles)
+        busy = sum(p.utilization * p.extras.get("tc_sm_cycles", p.cycles) for p in phases)
+        dram = (sum(p.dram_bytes for p in phases) + work.ew_bytes[i]) * sysn.gpus
         rows.append(
             _row(tl.name, "train_layer", t, clock, macs, pj, extras, busy=busy, dram_bytes=dram)
         )
     rows += comm_rows
     rows.append(
         _row(
-            "optimizer_and_elementwise",
+            "optimizer",
             "optimizer",
             work.opt_s,
             clock,
             0,
-            work.hbm_bytes * hbm_pj * sysn.gpus,
+            work.opt_bytes * hbm_pj * sysn.gpus,
             {},
-            dram_bytes=work.hbm_bytes * sysn.gpus,
+            dram_bytes=work.opt_bytes * sysn.gpus,
         )
     )
     summary["energy_j"] = math.fsum(r.energy_pj for r in rows) * 1e-12

@@ -44,6 +44,17 @@ def test_sustained_gemm_is_held_at_the_power_limit(h100):
     assert row.clock_hz > r.clock_hz and row.time_s < r.time_s
 
 
+def test_utilization_counts_the_clock_the_layer_ran_at(h100):
+    """cycles count the preset's 1830 MHz (so a run's times add up); utilization is against
+    the peak at the layer's own clock, as tc_peak_fraction is: 0.65 against 0.91 before on a
+    power-limited 8192^3, and above the true fraction on light work at 1980 MHz."""
+    for size in [(8192, 8192, 8192), (512, 512, 512)]:
+        r = _run(h100, size).to_dataframe().iloc[0]
+        assert r.clock_hz != h100.clock.frequency_hz
+        assert r.utilization == pytest.approx(r.tc_peak_fraction, rel=1e-9), size
+        assert r.cycles == round(r.tc_sm_cycles * h100.clock.frequency_hz / r.clock_hz)
+
+
 def test_zero_operands_draw_less_and_clock_higher(h100):
     runs = {a: _run(h100, (4096, 4096, 4096), activity=a) for a in ("random", 0.5, "zeros")}
     rows = {a: r.to_dataframe().iloc[0] for a, r in runs.items()}

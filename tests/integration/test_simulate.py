@@ -248,3 +248,17 @@ def test_a_data_folder_the_model_does_not_read_is_named(tmp_path):
     sparse = archsim.simulate("scnn", one.bind(tmp_path, "test"), seed=0)
     assert sparse.metadata["real_tensor_layers"] == ["c1"]
     assert not [w for w in sparse.warnings if "data:" in w]
+
+
+def test_operand_activity_without_a_power_model_is_named():
+    # only a GPU preset with a power: block prices operand data; v100 ignored `zeros` silently
+    gemm = {"kind": "gemm", "m": 64, "n": 64, "k": 64, "precision": "fp16"}
+    layers = [{"name": "z", "operand_activity": "zeros", **gemm}, {"name": "r", **gemm}]
+    wl = archsim.WorkloadSpec.model_validate(
+        {"schema_version": 1, "name": "a", "source": "test", "layers": layers}
+    )
+    assert [w for w in archsim.simulate("v100", wl, seed=0).warnings if "operand" in w] == [
+        "layer z: operand_activity not used; only a GPU preset with a power: block (h100) "
+        "prices operand data, and v100 has none"
+    ]
+    assert not [w for w in archsim.simulate("h100", wl, seed=0).warnings if "operand" in w]

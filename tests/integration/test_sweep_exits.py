@@ -169,6 +169,22 @@ def test_a_script_without_the_main_guard_gets_one_line_saying_what_to_add(tmp_pa
     assert res.stderr.count("Traceback") == 1 and "worker died" not in res.stderr
 
 
+def test_a_script_read_from_stdin_gets_one_line_instead_of_dead_workers(tmp_path):
+    """`python - < script.py`: the workers would re-import "<stdin>" and die, and every point
+    said "the worker process died ... out of memory"."""
+    (tmp_path / "small.yaml").write_text(WORKLOAD)
+    body = SCRIPT.format(indent="", workload=tmp_path / "small.yaml")
+    res = subprocess.run(
+        [sys.executable, "-"], input=body, env=ENV, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert res.returncode == 1 and "points" not in res.stdout
+    assert res.stderr.strip().splitlines()[-1] == (
+        "archsim.errors.ArchsimError: <stdin>: sweep worker processes import the running "
+        "script, and it is not a file (read from standard input?); allowed: n_jobs=1, or run "
+        "the script from a file"
+    )
+
+
 def test_dask_not_installed_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):
     spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2]\n")
     monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as if absent

@@ -245,3 +245,25 @@ def test_layer_table_widens_for_huge_values(tmp_path: Path, capsys: Any) -> None
     assert head.split()[:3] == ["layer", "cycles", "time"] and len(row.split()) == 7, row
     ends = [m.end() for m in re.finditer(r"\S+", row)][1:]
     assert ends == [m.end() for m in re.finditer(r"cycles|us|%|uJ|mW|%", head)], (head, row)
+
+
+def test_an_output_file_in_a_file_or_an_unwritable_folder_is_refused_before_the_work(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """`validate -o afile/x.md` said "File exists" after simulating, and `calibrate -o
+    /sys/kernel/c.yaml` failed after its 25 s fit; both are refused up front now."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    cases = [
+        (["validate", "eie", "-o", str(afile / "x.md")], f"{afile} is a file; allowed: a path"),
+        (["validate", "eie", "--html", str(afile / "x.html")], f"{afile} is a file"),
+    ]
+    if Path("/proc/self").is_dir():  # no folder can be made in /proc, even by root
+        cases.append((["validate", "eie", "-o", "/proc/x.md"], "cannot write in /proc"))
+        cases.append((["calibrate", "tensor_core", "--measured", str(tmp_path), "-o",
+                       "/proc/c.yaml"], "cannot write in /proc"))  # fmt: skip
+    for argv, needle in cases:
+        assert main([*argv, "-q"]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and needle in err[0], err
+    assert [p.name for p in tmp_path.iterdir()] == ["afile"]

@@ -591,6 +591,18 @@ def test_a_sweep_refuses_a_folder_holding_another_sweep_or_a_run(tmp_path) -> No
         _check_not_another(run, "a")
 
 
+def test_a_run_refuses_a_sweeps_folder(tmp_path, capsys) -> None:
+    """`archsim run -o SWEEP_DIR` replaced the sweep's report.html with a run's, and
+    `archsim report` then rebuilt the run's page there (the reverse of the test above)."""
+    from archsim.cli import main
+
+    (tmp_path / "sweep.json").write_text('{"spec": {"name": "a"}}')
+    assert main(["run", "tiny_eie", "-o", str(tmp_path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "holds an `archsim sweep` result (sweep.json)" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.json"]
+
+
 def test_a_range_whose_spacing_overflows_is_refused() -> None:
     """low -1.7e308 to high 1.7e308 made NaN values, which an integer axis traced back on."""
     from archsim.config.sweep import AxisRange
