@@ -2,6 +2,8 @@
 
 Rows: the long runs of ``../shared/data/h100/gemm_square.csv`` (sizes >= 4096, where NVML's ~1 s
 power average is trustworthy) and the GEMM entries of ``device_memory_energy.json`` ``energy``.
+Each row is simulated as ``archsim validate tensor_core --measured`` builds it (its layouts,
+FP8's transposed B, the output type torch writes), so the two print the same figures.
 Run: ``python benchmarks/gpu_power_vs_measured.py [--data DIR]``.
 """
 
@@ -13,19 +15,19 @@ import json
 from pathlib import Path
 
 import archsim
-from archsim.config.workload import GemmLayer, WorkloadSpec
+from archsim.config.workload import WorkloadSpec
+from archsim.validation.measured import _energy_layer, _gemm_layer
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "h100"
 MIN_SIZE = 4096
 
 
-def _predict(hw, m: int, n: int, k: int, precision: str, activity: str = "random") -> dict:
-    layer = GemmLayer(
-        kind="gemm", name="g", m=m, n=n, k=k, precision=precision, operand_activity=activity,
-        accumulate="int32" if precision == "int8" else "fp32",
-    )  # fmt: skip
-    wl = WorkloadSpec(schema_version=1, name="probe", source="measured rows", layers=[layer])
-    row = archsim.simulate(hw, wl).to_dataframe().iloc[0]
+def _predict(hw, layer: dict | None) -> dict:
+    if layer is None:
+        raise SystemExit("a row archsim cannot build a GEMM layer for")
+    spec = {"schema_version": 1, "name": "probe", "source": "measured rows",
+            "layers": [{"name": "g", **layer}]}  # fmt: skip
+    row = archsim.simulate(hw, WorkloadSpec.model_validate(spec)).to_dataframe().iloc[0]
     clock = row.get("clock_hz", hw.clock.frequency_hz)
     return {"mhz": clock / 1e6, "w": row["power_w"], "j": row["energy_pj"] * 1e-12}
 
@@ -56,7 +58,8 @@ def main() -> None:
         if prec not in supported:
             print(f"{name:<28}  (precision not in the {args.hardware} preset yet)")
             continue
-        p = _predict(hw, m, n, k, prec)
+        rec = {**r, "m": m, "n": n, "k": k}
+        p = _predict(hw, _gemm_layer(rec)[0])
         mhz, w = float(r["sm_mhz"]), float(r["board_w"])
         j = w * float(r["time_s"])  # board power x time per call
         print(
@@ -65,10 +68,10 @@ def main() -> None:
             f"{_err(p['w'] * float(r['time_s']), j):>11}"
         )
     energy = json.loads((args.data / "device_memory_energy.json").read_text())["energy"]
-    for key, activity in (("gemm_fp16_8192", "random"), ("gemm_fp16_8192_zeros", "zeros")):
+    for key in ("gemm_fp16_8192", "gemm_fp16_8192_zeros"):
         e = energy[key]
         mhz, w, j = float(e["smi_mid"][0]["clocks.sm"]), e["watts"], e["joules_per_call"]
-        p = _predict(hw, 8192, 8192, 8192, "fp16", activity)
+        p = _predict(hw, _energy_layer(key)[0])
         t = e["seconds"] / e["calls"]
         print(
             f"{'json ' + key:<28}{mhz:>9.0f}{p['mhz']:>7.0f}{_err(p['mhz'], mhz)}{w:>8.0f}"
