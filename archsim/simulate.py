@@ -21,6 +21,7 @@ from archsim.progress import ProgressFn, ReportingLayers
 from archsim.provenance import archsim_version, model_fingerprint, provenance, source_digest
 from archsim.results import LayerResult, RunResult
 from archsim.units import INT64_MAX, cycles_to_seconds, power_w
+from archsim.workload.gemm import lower_to_gemm
 
 __all__ = ["simulate", "archsim_version", "model_fingerprint", "source_digest", "PRICE_LISTS"]
 
@@ -128,6 +129,29 @@ FUNCTIONAL_CHECKS: tuple[tuple[str, str | None], ...] = (
 )
 
 
+def _hbm_overflow(hw: Any, wl: WorkloadSpec) -> list[str]:
+    """One warning naming the GPU layers whose operands and output exceed the part's HBM
+    (``hbm_capacity_bytes``): the real part cannot run them as one kernel."""
+    cap = getattr(hw, "hbm_capacity_bytes", None)
+    if cap is None:
+        return []
+    over = []
+    for spec in wl.layers:
+        try:
+            need = lower_to_gemm(spec).footprint_bytes
+        except ValueError:  # a layer the GPU cannot lower: the model says so itself
+            continue
+        if need > cap:
+            over.append((spec.name, need))
+    if not over:
+        return []
+    most = max(n for _, n in over)
+    return [
+        f"{_listed([n for n, _ in over])}: operands and output need up to {most / 2**30:.4g} "
+        f"GiB, more than the {cap / 2**30:.4g} GiB of HBM of {hw.name}; timed as if they fit"
+    ]
+
+
 def _functional_warnings(layer: str, extras: Mapping[str, Any]) -> list[str]:
     """A warning for each functional check of ``extras`` whose error passes its bound: the
     datapath computed something other than the layer (a check not run is NaN or absent)."""
@@ -210,6 +234,7 @@ def simulate(
             "and checks its datapath on seeded operands (only eie, scnn and dcnn read real "
             "tensors)"
         )
+    warnings.extend(_hbm_overflow(hw, wl))
     active = [spec.name for spec in wl.layers if spec.operand_activity != "random"]
     if active and getattr(hw, "power", None) is None:
         warnings.append(

@@ -377,6 +377,11 @@ class GpuConfig(ArchsimModel):
     hbm_achievable_fraction: float = Field(
         default=1.0, gt=0.0, le=1.0, description="Achievable / peak HBM bandwidth (measured)."
     )
+    hbm_capacity_bytes: PositiveInt | None = Field(
+        default=None,
+        description="HBM capacity, bytes (datasheet); a layer whose operands and output do not "
+        "fit is a run warning (the model times it as if they did). None: not checked.",
+    )
     dram_pages: DramPageConfig | None = Field(
         default=None,
         description="DRAM page size, page address bits and activation rate (None: every operand "

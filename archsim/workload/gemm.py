@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,6 +85,14 @@ class GemmProblem:
     def out_bytes(self) -> int:
         """Bytes per C/D element."""
         return ELEMENT_BYTES[self.out_type]
+
+    @property
+    def footprint_bytes(self) -> int:
+        """Bytes of A (its distinct elements), B and D of all ``batch`` GEMMs: what device
+        memory must hold for the layer."""
+        a = math.ceil(self.m * self.k * self.a_unique_fraction)
+        ab = (a + self.k * self.n) * self.in_bytes
+        return self.batch * (ab + self.m * self.n * self.out_bytes)
 
     @property
     def c_d_bytes(self) -> int:

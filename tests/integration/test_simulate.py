@@ -262,3 +262,25 @@ def test_operand_activity_without_a_power_model_is_named():
         "prices operand data, and v100 has none"
     ]
     assert not [w for w in archsim.simulate("h100", wl, seed=0).warnings if "operand" in w]
+
+
+def test_a_gpu_layer_larger_than_hbm_is_named():
+    # a 200000^3 FP16 GEMM (298 GiB of operands and output) ran on an 80 GB H100 without a word
+    gemm = {"kind": "gemm", "precision": "fp16"}
+    layers = [
+        {"name": "huge", "m": 200_000, "n": 200_000, "k": 200_000, **gemm},
+        {"name": "fits", "m": 4096, "n": 4096, "k": 4096, **gemm},
+    ]
+    wl = archsim.WorkloadSpec.model_validate(
+        {"schema_version": 1, "name": "h", "source": "test", "layers": layers}
+    )
+    from archsim.workload.gemm import lower_to_gemm
+
+    prob = lower_to_gemm(wl.layers[0])  # A and B in fp16, D in the accumulator's fp32
+    assert prob.footprint_bytes == 2 * 200_000**2 * 2 + 200_000**2 * 4
+    warned = [w for w in archsim.simulate("h100", wl, seed=0).warnings if "HBM" in w]
+    assert warned == [
+        f"layer huge: operands and output need up to {prob.footprint_bytes / 2**30:.4g} GiB, "
+        "more than the 80 GiB of HBM of h100; timed as if they fit"
+    ]
+    assert not [w for w in archsim.simulate("v100", "resnet50", seed=0).warnings if "HBM" in w]
