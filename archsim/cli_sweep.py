@@ -347,6 +347,11 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 point``, ``2 points``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _summary(out: Path, frame: pd.DataFrame, points: pd.DataFrame) -> None:
     """Print the counts and the Pareto front."""
     from archsim.explore import pareto
@@ -354,7 +359,7 @@ def _summary(out: Path, frame: pd.DataFrame, points: pd.DataFrame) -> None:
     c = frame.attrs["counts"]
     name = frame.attrs["name"]
     print(
-        f"sweep {name}: {c['points']} points ({c['ran']} run, {c['resumed']} already "
+        f"sweep {name}: {_count(c['points'], 'point')} ({c['ran']} run, {c['resumed']} already "
         f"in {out}, {c['errors']} errors), {c['skipped']} skipped; {c['seconds']:.1f} s"
     )
     metrics = frame.attrs["metrics"]
@@ -364,8 +369,11 @@ def _summary(out: Path, frame: pd.DataFrame, points: pd.DataFrame) -> None:
     front = front.sort_values(list(metrics)[0], ascending=metrics[list(metrics)[0]] == "min")
     print(
         f"Pareto front over {', '.join(f'{s} {m}' for m, s in metrics.items())}: "
-        f"{len(front)} points"
+        f"{_count(len(front), 'point')}"
     )
     if len(front):
         print(format_points(front, list(frame.attrs["axes"]), list(metrics)))
-    print(f"wrote {out / 'results.parquet'}, points.csv, errors.csv, report.html")
+    print(
+        f"wrote {out / 'results.parquet'}, points.csv, errors.csv, skipped.csv, sweep.json, "
+        "report.html"
+    )

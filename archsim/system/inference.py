@@ -85,6 +85,15 @@ class InferenceOptions:
     #: fastest), e.g. ("implicit_gemm",) for a framework that fixes IMPLICIT_PRECOMP_GEMM
     algorithms: tuple[str, ...] | None = None
 
+    def __str__(self) -> str:
+        """``amp_fp16 batch 32 graph nhwc`` (and the fusions set): for progress lines."""
+        extra = [n for n, on in (("fused BN-ReLU", self.fused_bn_relu),
+                                 ("weight casts", self.autocast_weight_casts)) if on]  # fmt: skip
+        if self.algorithms is not None:
+            extra.append("/".join(self.algorithms))
+        base = f"{self.precision} batch {self.batch} {self.launch} {self.memory_format}"
+        return " ".join([base, *extra])
+
     def check(self) -> None:
         """One-line errors for options the model cannot take."""
         check_choice("precision", self.precision, PRECISIONS)

@@ -424,8 +424,8 @@ def load_gpu(hardware: str) -> Any:
     hw = load_hardware(hardware)
     if getattr(hw, "accelerator", None) != "tensor_core":
         raise ArchsimError(
-            f"--hardware: {hardware!r} is a {hw.accelerator} config; allowed: a tensor_core "
-            "GPU preset (v100, a100, h100) or YAML"
+            f"--hardware: {hardware!r} is not a GPU (accelerator {hw.accelerator}); allowed: "
+            "a tensor_core GPU preset (v100, a100, h100) or YAML"
         )
     return hw
 
