@@ -148,8 +148,17 @@ def run_task(task: Task) -> Record:
         "total_area_mm2": s["total_area_mm2"],
         "mean_utilization": weighted / cycles if cycles else 0.0,
         "warnings": len(result.warnings),
+        **_system_metrics(result),
         "rows": [{"layer_index": i, **lr.row()} for i, lr in enumerate(result.layers)],
     }
+
+
+def _system_metrics(result: Any) -> dict[str, float]:
+    """A training step's throughput and communication (``SYSTEM_METRICS``); {} otherwise."""
+    from archsim.config.sweep import SYSTEM_METRICS
+
+    step = result.metadata.get("train_step") if result.accelerator == "system" else None
+    return {m: float(step[m]) for m in SYSTEM_METRICS} if step else {}
 
 
 def run_chunk(tasks: Sequence[Task], new_group: bool = False) -> list[Record]:

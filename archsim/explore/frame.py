@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from archsim.config.sweep import SUMMARY_METRICS
+from archsim.config.sweep import SUMMARY_METRICS, SYSTEM_METRICS
 from archsim.errors import UnknownNameError
 
 __all__ = ["POINT_COLUMNS", "assemble", "totals", "pareto"]
@@ -41,7 +41,7 @@ def assemble(plan_rows: list[dict], axes: Sequence[str], results: pa.Table | Non
         if c not in frame.columns:
             frame[c] = np.nan
     frame = frame.sort_values(["point", "layer_index"], kind="stable", na_position="first")
-    point_cols = list(POINT_COLUMNS)
+    point_cols = [*POINT_COLUMNS, *(c for c in SYSTEM_METRICS if c in frame.columns)]
     rest = [c for c in frame.columns if c not in lead and c not in point_cols]
     rest.remove("layer_index")
     return frame[lead + point_cols + ["layer_index", *rest]].reset_index(drop=True)
@@ -54,7 +54,8 @@ def totals(frame: pd.DataFrame) -> pd.DataFrame:
     ``status`` (``ok``/``error``), ``error``, ``accelerator``, ``hardware``, ``total_cycles``,
     ``total_time_s`` (s), ``total_energy_pj`` (pJ), ``average_power_w`` (W),
     ``effective_gops``, ``total_area_mm2`` (mm^2), ``mean_utilization`` (cycle-weighted),
-    ``warnings``.
+    ``warnings``; a system sweep also ``SYSTEM_METRICS`` (samples/s, speed-up and scaling
+    efficiency against one GPU, exposed and overlapped communication in s).
     """
     if "layer_index" not in frame.columns:
         return frame.reset_index(drop=True)  # already a totals frame

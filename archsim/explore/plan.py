@@ -30,7 +30,7 @@ from archsim.config.base import (
     validation_to_config_error,
 )
 from archsim.config.io import load_hardware, load_workload
-from archsim.config.sweep import AxisRange, SweepSpec
+from archsim.config.sweep import SUMMARY_METRICS, SYSTEM_METRICS, AxisRange, SweepSpec
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError, is_count, shown_name
 from archsim.explore.compressed import check_compress_values, compress_axis, compressed_workload
@@ -325,6 +325,11 @@ def build_plan(
     base_dir = base_dir or Path.cwd()
     _check_size(spec, source, len(workloads) if workloads else len(spec.workloads), max_points)
     base = hardware if hardware is not None else _load("hardware", spec.hardware, base_dir, source)
+    system_only = [m for m in spec.metrics if m in SYSTEM_METRICS]
+    if system_only and getattr(base, "accelerator", None) != "system":
+        raise ConfigError(source, f"metrics.{system_only[0]}", "a training step's metric, and "
+                          f"the hardware is not a multi-GPU system; allowed: "
+                          f"{', '.join(SUMMARY_METRICS)}")  # fmt: skip
     squeeze = _compression(spec, source, base_dir, workloads)
     if squeeze is not None:  # the compressed models are built point by point below
         workloads = [WorkloadSpec.model_construct(name=spec.workloads[0])]

@@ -20,6 +20,8 @@ MAXIMISED_METRICS = frozenset(
         "tc_tflops",
         "tc_peak_fraction",
         "accuracy",
+        "samples_per_s",
+        "scaling_efficiency",
     }
 )
 _MAX_PREFIXES = ("speedup_", "energy_ratio_")

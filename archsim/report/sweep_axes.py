@@ -50,6 +50,8 @@ def metric_unit(metric: str, values: Sequence[float] | pd.Series) -> MetricUnit:
     if metric.endswith("_pj"):
         unit, per = energy_unit(top)
         return MetricUnit(f"{name[:-3]} ({unit})", 1.0 / per)
+    if metric.endswith("_per_s"):  # a rate (samples_per_s), not a time
+        return MetricUnit(f"{name[:-6]}/s", 1.0)
     if metric.endswith("_s"):
         for unit, per in (("s", 1.0), ("ms", 1e-3), ("\u00b5s", 1e-6), ("ns", 1e-9)):
             if top >= per or unit == "ns":

@@ -539,7 +539,7 @@ def test_sweep_spec_over_a_system_stores_resumes_and_skips(tmp_path) -> None:
         "workload": _tiny_workload(tmp_path),
         "axes": {"step.gpus": [4, 8],
                  "topology.link_kinds.pcie.nccl_bandwidth_bytes_per_s": [6e9, 24e9]},
-        "metrics": {"effective_gops": "max", "total_energy_pj": "min"},
+        "metrics": {"samples_per_s": "max", "total_energy_pj": "min"},
     }))  # fmt: skip
     out = tmp_path / "out"
     assert main(["sweep", str(spec), "-o", str(out), "-j", "1"]) == 0
@@ -556,9 +556,20 @@ def test_sweep_spec_over_a_system_stores_resumes_and_skips(tmp_path) -> None:
     )
     assert t["total_time_s"].iloc[0] == pytest.approx(direct.metadata["train_step"]["step_s"])
     assert t["total_time_s"].iloc[1] < t["total_time_s"].iloc[0]  # faster links, shorter step
+    # the step's own figures are point columns, so a sweep can rank by them (they were absent)
+    step = direct.metadata["train_step"]
+    for col in ("samples_per_s", "speedup_vs_1_gpu", "scaling_efficiency",
+                "exposed_communication_s", "overlapped_communication_s"):  # fmt: skip
+        assert t[col].iloc[0] == pytest.approx(step[col], rel=1e-12), col
+    assert "samples_per_s" in pd.read_csv(out / "points.csv").columns
     assert (out / "report.html").stat().st_size > 0
     again = archsim.sweep(str(spec), out_dir=out, n_jobs=1)  # resumed from the store
     assert again.attrs["counts"]["resumed"] == 2 and again.attrs["counts"]["ran"] == 0
+    single = tmp_path / "eie.yaml"  # a step's metric on a single accelerator: refused up front
+    single.write_text("schema_version: 1\nname: e\nhardware: tiny_eie\nworkload: eie_benchmarks"
+                      "\naxes: {pe_array.num_pes: [2]}\nmetrics: {samples_per_s: max}\n")  # fmt: skip
+    assert main(["sweep", str(single), "-o", str(tmp_path / "e"), "-q"]) == 2
+    assert not (tmp_path / "e").exists()
 
 
 def test_nchw_tensor_core_convs_pay_for_transposes(tmp_path) -> None:
