@@ -16,6 +16,7 @@ Errors are relative, ``(simulated - measured) / measured``; the statistics are t
 from __future__ import annotations
 
 import math
+import re
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -344,6 +345,14 @@ def _power_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+_ROW_NAMES = re.compile(r"^<api>: layers\.\d+\.|layer 'row\d+': ")
+
+
+def _cause(reason: str) -> str:
+    """A skipped row's reason without the row's own layer name and index."""
+    return _ROW_NAMES.sub("", reason)
+
+
 def _energy_layer(key: str) -> tuple[dict[str, Any] | None, str]:
     """``gemm_<precision>_<size>[_zeros]`` -> a square NN gemm layer (the data's naming)."""
     parts = key.split("_")
@@ -443,7 +452,9 @@ def compare(
     done = rows[rows["sim_time_s"].notna()]
     notes = []
     skipped = rows[rows["sim_time_s"].isna()]
-    for why, block in skipped.groupby("reason", sort=False):
+    # one note per cause: the row's own layer name and index are not part of it
+    causes = skipped["reason"].astype(str).map(_cause)
+    for why, block in skipped.groupby(causes, sort=False):
         files = ", ".join(sorted(set(block["file"])))
         notes.append(f"not simulated: {len(block)} row(s) of {files}: {why}")
     if not rows[list(_MODEL_COLUMNS.values())].notna().any().any():

@@ -566,8 +566,9 @@ def test_sweep_spec_over_a_system_stores_resumes_and_skips(tmp_path) -> None:
     again = archsim.sweep(str(spec), out_dir=out, n_jobs=1)  # resumed from the store
     assert again.attrs["counts"]["resumed"] == 2 and again.attrs["counts"]["ran"] == 0
     single = tmp_path / "eie.yaml"  # a step's metric on a single accelerator: refused up front
-    single.write_text("schema_version: 1\nname: e\nhardware: tiny_eie\nworkload: eie_benchmarks"
-                      "\naxes: {pe_array.num_pes: [2]}\nmetrics: {samples_per_s: max}\n")  # fmt: skip
+    single.write_text("schema_version: 1\nname: e\nhardware: tiny_eie\n"
+                      "workload: eie_benchmarks\naxes: {pe_array.num_pes: [2]}\n"
+                      "metrics: {samples_per_s: max}\n")  # fmt: skip
     assert main(["sweep", str(single), "-o", str(tmp_path / "e"), "-q"]) == 2
     assert not (tmp_path / "e").exists()
 
