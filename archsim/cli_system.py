@@ -282,7 +282,8 @@ def _naming_the_file(arg: str, cfg: Any) -> Iterator[None]:
         yield
     except ArchsimError as exc:
         msg = str(exc)
-        if Path(arg).suffix.lower() not in (".yaml", ".yml") or msg.startswith(arg):
+        named = msg.startswith((f"{cfg.name}: ", f"{cfg.name} "))  # not a workload's error
+        if Path(arg).suffix.lower() not in (".yaml", ".yml") or not named:
             raise
         head = f"{cfg.name}: "
         msg = msg[len(head) :] if msg.startswith(head) else msg

@@ -232,7 +232,15 @@ def _gemm_times(gpu: GpuConfig, layers: list[TrainLayer], precision: str, wl: Wo
     """Per-phase GEMM results of the single-GPU model, keyed ``<layer>/<phase>`` (a GEMM too
     large to simulate is refused naming ``wl``'s file and the GEMM ``<layer>/<phase>``)."""
     gemms = gemm_workload(layers, precision, wl.name).bind(wl.base_dir, wl.origin)
-    run = simulate(cold_when_revisited(gpu, gemms), gemms)
+    try:
+        run = simulate(cold_when_revisited(gpu, gemms), gemms)
+    except SimulationError as exc:
+        if "/wgrad' needs" not in str(exc):
+            raise
+        raise SimulationError(  # its K is the batch's output pixels: the batch is the cause
+            f"{exc}; a weight gradient's K is batch_per_gpu x output pixels, so a smaller batch "
+            "per GPU brings it under"
+        ) from None
     return {lr.layer: lr for lr in run.layers}
 
 

@@ -428,6 +428,11 @@ def test_train_default_gpu_counts_fit_the_system_and_errors_name_the_option(tmp_
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and line in err, err
         assert not out.exists()
+    # a weight gradient past the reduction limit: its K grows with the batch, say so
+    big = ["--gpus", "1", "--batch", "100000", "-o", str(tmp_path / "w")]
+    assert main(["train", "dgx_a100", "resnet50", *big]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "so a smaller batch per GPU brings it under" in err
 
 
 def test_simulate_refuses_a_system_with_a_pointer() -> None:
