@@ -75,6 +75,11 @@ COLUMNS: dict[str, _C] = {
     "dcnn_spatial_chunks": ("integer", "1", "Spatial chunks of the input plane."),
     "dcnn_channel_chunks": ("integer", "1", "Chunks of the input channels."),
     "dcnn_input_on_chip": ("boolean", "", "The input activations stay on chip."),
+    "dcnn_output_on_chip": (
+        "boolean",
+        "",
+        "The output activations stay on chip for the next layer (not written to DRAM).",
+    ),
     "dcnn_phase_cycles": ("integer", "cycles", "Cycles of the longest phase."),
     "dcnn_weight_sram_reads": ("integer", "reads", "Weight SRAM reads."),
     "dcnn_activation_sram_reads": ("integer", "reads", "Activation SRAM reads."),

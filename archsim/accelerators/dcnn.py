@@ -15,7 +15,8 @@ Memory (SimPy, one DRAM channel shared by reads and writes):
   value) fit the SRAM. It then runs as one DRAM tile per phase: the group's weights are read
   with the first image, the phase's input is read, the output written. The input is not read
   (it is the previous layer's output, still on chip) when this layer and the previous layer
-  both fit and it is not the first layer.
+  both fit and it is not the first layer; likewise the output is not written when this layer
+  and the next both fit (the next reads it from the SRAM), as SCNN keeps such outputs.
 * Otherwise the layer *streams* in DRAM tiles: every PE's output rows are cut into chunks of
   ``rh`` local rows (spatial chunks, the same for all PEs) and the output-channel blocks into
   chunks of ``kc`` blocks (channel chunks); per phase, for each spatial chunk, for each channel
@@ -296,9 +297,15 @@ def _nbytes(values: np.ndarray, config: DcnnConfig) -> int:
 
 
 def _tiles(
-    config: DcnnConfig, spec: ConvLayer, run: DcnnLayerRun, plan: DcnnTilePlan, input_on_chip: bool
+    config: DcnnConfig,
+    spec: ConvLayer,
+    run: DcnnLayerRun,
+    plan: DcnnTilePlan,
+    input_on_chip: bool,
+    output_on_chip: bool = False,
 ) -> tuple[list[int], list[tuple[int, int]]]:
-    """Compute cycles and (read, write) DRAM bytes of every tile of the layer, in order."""
+    """Compute cycles and (read, write) DRAM bytes of every tile of the layer, in order;
+    ``output_on_chip``: the next layer reads the output from the SRAM, so it is not written."""
     lay, fp, f = run.layer, run.fixed_point, config.multipliers.weights_per_cycle
     cg, kg = lay.c // lay.groups, lay.k // lay.groups
     th, _ = pe_extents(lay.out_h, config.pe_grid.rows)
@@ -329,15 +336,21 @@ def _tiles(
                     cycles.append(sched + (FILL_DRAIN_CYCLES if last else 0))
                     w_bytes = _nbytes(w_g[k0:k1], config) if (not plan.fits or b == 0) else 0
                     out_slice = o_g[k0:k1][:, list(plan.out_rows[j])]
-                    io.append((w_bytes + in_bytes, _nbytes(out_slice, config)))
+                    out_bytes = 0 if output_on_chip else _nbytes(out_slice, config)
+                    io.append((w_bytes + in_bytes, out_bytes))
     return cycles, io
 
 
 def _outcome(
-    config: DcnnConfig, spec: ConvLayer, run: DcnnLayerRun, plan: DcnnTilePlan, on_chip: bool
+    config: DcnnConfig,
+    spec: ConvLayer,
+    run: DcnnLayerRun,
+    plan: DcnnTilePlan,
+    on_chip: bool,
+    output_on_chip: bool = False,
 ) -> tuple[LayerOutcome, list[int], list[tuple[int, int]]]:
     st = run.stats
-    cycles, io = _tiles(config, spec, run, plan, on_chip)
+    cycles, io = _tiles(config, spec, run, plan, on_chip, output_on_chip)
     if sum(cycles) != st["cycles"]:  # pragma: no cover - invariant of the tiling
         raise SimulationError(f"layer {spec.name}: DRAM tiles do not cover the phase schedule")
     if config.optimized:
@@ -365,6 +378,7 @@ def _outcome(
         "dcnn_spatial_chunks": plan.spatial_chunks,
         "dcnn_channel_chunks": plan.channel_chunks,
         "dcnn_input_on_chip": on_chip,
+        "dcnn_output_on_chip": output_on_chip,
         "dcnn_phase_cycles": run.phase_cycles,
         "dcnn_weight_sram_reads": st["weight_reads"],
         "dcnn_activation_sram_reads": st["activation_reads"],
@@ -398,13 +412,17 @@ def simulate_dcnn(
     tile_io: list[tuple[int, int]] = []
     owner: list[int] = []
     prev_fits = False
-    for idx, spec in enumerate(workload.layers):
+    for spec in workload.layers:
         if not isinstance(spec, ConvLayer):
             raise SimulationError(f"DCNN runs conv layers; layer {spec.name!r} is {spec.kind!r}")
+    plans = [plan_dcnn_tiles(config, spec) for spec in workload.layers]
+    for idx, spec in enumerate(workload.layers):
         run = run_dcnn_layer(config, materialize_conv(spec, seed, workload.base_dir))
-        plan = plan_dcnn_tiles(config, spec)
+        plan = plans[idx]
         on_chip = idx > 0 and plan.fits and prev_fits
-        outcome, cycles, io = _outcome(config, spec, run, plan, on_chip)
+        # the next layer takes this output from the SRAM (its on_chip): no write-back
+        kept = plan.fits and idx + 1 < len(plans) and plans[idx + 1].fits
+        outcome, cycles, io = _outcome(config, spec, run, plan, on_chip, kept)
         outcomes.append(outcome)
         tile_cycles += cycles
         tile_io += io
