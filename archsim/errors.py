@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "ArchsimError",
@@ -83,6 +84,14 @@ def check_choice(what: str, value: object, allowed: Sequence[str]) -> None:
     """Raise ``SimulationError`` unless ``value`` is one of ``allowed`` (an option's name)."""
     if not isinstance(value, str) or value not in allowed:
         raise SimulationError(f"{what} {shown_name(repr(value))}; allowed: {', '.join(allowed)}")
+
+
+def integral(value: Any) -> Any:
+    """``value`` as a Python ``int`` when it is an integer of another type (a NumPy integer,
+    as a sweep's frame holds them); anything else unchanged, for the caller's own check."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool | int):
+        return int(value)
+    return value
 
 
 def is_count(value: object, least: int = 1, kind: type | tuple[type, ...] = int) -> bool:

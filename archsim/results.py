@@ -220,7 +220,7 @@ class RunResult:
             if not (math.isfinite(run.clock_hz) and run.clock_hz > 0):
                 raise ValueError(f"clock_hz {run.clock_hz!r}; allowed: a positive number")
             _check_counts(run)
-            return run
+            return _nan_restored(run)
         except RecursionError:
             raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
         except ValidationError as exc:
@@ -231,6 +231,26 @@ class RunResult:
             ) from None
         except ValueError as exc:
             raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
+
+
+def _nan_restored(run: RunResult) -> RunResult:
+    """``run`` with NaN back in its numeric extra columns: JSON has no NaN, so ``to_json``
+    writes one as null (a GPU layer too large for its functional check has NaN there)."""
+    from dataclasses import replace
+
+    from archsim.result_columns import describe
+
+    def number(column: str) -> bool:
+        kind = describe(column)
+        return kind is not None and kind[0] == "number"
+
+    layers = tuple(
+        replace(
+            lr, extras={k: math.nan if v is None and number(k) else v for k, v in lr.extras.items()}
+        )  # fmt: skip
+        for lr in run.layers
+    )
+    return replace(run, layers=layers)
 
 
 def read_results_json(path: str | Path) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from archsim.energy.pricing import PriceList, eie_price_list, price_counts
 from archsim.energy.pricing_cnn import dcnn_price_list, scnn_price_list
 from archsim.energy.pricing_gpu import gpu_price_list
 from archsim.energy.pricing_systolic import systolic_price_list
-from archsim.errors import ConfigError, SimulationError, shown_name
+from archsim.errors import ConfigError, SimulationError, integral, shown_name
 from archsim.limits import check_workload_size
 from archsim.progress import ProgressFn, ReportingLayers
 from archsim.provenance import archsim_version, model_fingerprint, provenance, source_digest
@@ -46,6 +46,15 @@ def _with_baseline(
             f"energy_ratio_vs_{tag}": b.energy_pj / lr.energy_pj if lr.energy_pj else 0.0,
         }
         layers.append(replace(lr, extras=extras))
+    warnings = result.warnings
+    hw = result.metadata.get("hardware_config", {})
+    if (hw.get("power") is None) != (getattr(baseline, "power", None) is None):
+        board = result.hardware if hw.get("power") is not None else base.hardware
+        other = base.hardware if board == result.hardware else result.hardware
+        warnings += (
+            f"energy_ratio_vs_{tag}: {board} prices board energy (static power + actions), "
+            f"{other} only its actions (no power: block), so the ratio mixes the two",
+        )
     meta = {
         **result.metadata,
         "baseline": {
@@ -54,7 +63,7 @@ def _with_baseline(
             f"energy_ratio_vs_{tag}": base.total_energy_pj / result.total_energy_pj,
         },
     }
-    return replace(result, layers=tuple(layers), metadata=meta)
+    return replace(result, layers=tuple(layers), metadata=meta, warnings=warnings)
 
 
 #: accelerator name -> function(config) -> PriceList
@@ -196,6 +205,7 @@ def simulate(
         return _with_baseline(run, base_hw, base_wl, seed, progress)
     hw = load_hardware(hardware)
     wl = load_workload(workload)
+    seed = integral(seed)  # a NumPy integer from a sweep's frame
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= INT64_MAX:
         raise ConfigError(
             "<api>", "seed", f"must be an integer from 0 to 2**63-1 (got {shown_name(repr(seed))})"

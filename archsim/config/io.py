@@ -408,6 +408,13 @@ def load_workload(name_or_path: str | Path | WorkloadSpec) -> WorkloadSpec:
     if isinstance(name_or_path, BaseModel):
         _wrong_kind(name_or_path, "workload")
     _check_name_type(name_or_path, "workload")
+    if Path(str(name_or_path)).suffix.lower() == ".onnx":  # not YAML: "not UTF-8 text"
+        raise ConfigError(
+            shown_name(str(name_or_path)),
+            "",
+            "an ONNX model, not a workload YAML; allowed: "
+            "archsim.import_onnx(path) first (or `archsim run HW model.onnx`, which imports it)",
+        )
     path = _resolve(name_or_path, "workload")
     key = _file_key("workload", path)
     hit = _recall(key)

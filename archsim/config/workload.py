@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from archsim.config.base import ArchsimModel
-from archsim.errors import ConfigError, is_count
+from archsim.errors import ConfigError, integral, is_count
 
 __all__ = [
     "ConvLayer",
@@ -480,6 +480,7 @@ class WorkloadSpec(ArchsimModel):
     def with_batch(self, batch: int) -> WorkloadSpec:
         """A copy run at ``batch`` images / vectors: conv ``n``, fc/lstm ``batch``; ``gemm``
         layers keep their shapes. The name gets a ``@b<batch>`` suffix."""
+        batch = integral(batch)
         if not is_count(batch):
             raise ConfigError("<api>", "batch", f"got {batch!r}; allowed: an integer >= 1")
         field = {"conv": "n", "fc": "batch", "lstm": "batch"}

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from archsim import memo
 from archsim.config.base import ArchsimModel
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import ArchsimError, is_count, one_line
+from archsim.errors import ArchsimError, integral, is_count, one_line
 from archsim.explore.schedule import WorkerDied, group_starts, run_scheduled, units
 from archsim.explore.warm import warm_layers
 from archsim.explore.workers import (
@@ -546,7 +546,7 @@ def execute(
     """
     if not tasks:
         return
-    jobs = default_jobs() if jobs is None else jobs
+    jobs = default_jobs() if jobs is None else integral(jobs)
     if not is_count(jobs):
         raise ArchsimError(f"-j/n_jobs must be an integer >= 1 (got {jobs!r})")
     tasks = list(tasks)

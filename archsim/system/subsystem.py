@@ -5,7 +5,7 @@ from __future__ import annotations
 from archsim.config.gpu import GpuConfig
 from archsim.config.io import load_hardware
 from archsim.config.system import SystemConfig
-from archsim.errors import ConfigError, SimulationError
+from archsim.errors import ConfigError, SimulationError, integral
 
 __all__ = ["gpu_config", "subsystem"]
 
@@ -23,6 +23,7 @@ def gpu_config(system: SystemConfig) -> GpuConfig:
 
 def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
     """``system`` cut to its first ``gpus`` GPUs: part of one node, or whole nodes."""
+    gpus = integral(gpus)  # a NumPy integer from a sweep's frame
     if gpus is None or gpus == system.gpus:
         return system
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:

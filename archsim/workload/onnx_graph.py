@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from archsim.errors import WorkloadError, is_count, one_line
+from archsim.errors import WorkloadError, integral, is_count, one_line
 from archsim.units import INT64_MAX
 
 __all__ = ["ConstTensor", "OnnxGraph", "check_graph", "load_graph", "read_model", "require_onnx"]
@@ -268,6 +268,7 @@ def load_graph(
     first data input's shape (e.g. AlexNet at 227 x 227).
     """
     require_onnx()
+    batch = integral(batch)
     if batch is not None and not (is_count(batch) and batch <= INT64_MAX):
         # 2.5 became 2; 0 said "nodes cannot be placed"; 10^30 a ValueError from onnx
         raise WorkloadError(f"{path}: batch {batch!r}; allowed: an integer from 1 to 2^63-1")

@@ -4,6 +4,7 @@ or a silently infinite result."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,47 @@ def test_numpy_values_and_unknown_layers() -> None:
         res.layer("nope")
     with pytest.raises(KeyError):  # still a KeyError for code that caught one
         res.layer("nope")
+
+
+def test_numpy_integers_from_a_sweep_frame_are_integers_everywhere() -> None:
+    """Re-running a point picked from a sweep's frame: its seed and counts are np.int64, which
+    simulate(seed=), with_batch, train_step/collective(gpus=) and sweep(n_jobs=) refused."""
+    seed, two = np.int64(3), np.int64(2)
+    assert archsim.simulate("tiny_eie", "eie_benchmarks", seed=seed).seed == 3
+    assert type(archsim.simulate("tiny_eie", "eie_benchmarks", seed=seed).seed) is int
+    assert archsim.load_workload("resnet50").with_batch(two).name == "resnet50@b2"
+    assert archsim.train_step("dgx_a100", "resnet50", gpus=two).metadata["train_step"]["gpus"] == 2
+    assert len(archsim.collective("dgx_a100", "all_reduce", "1M:2M", gpus=np.int64(4))) == 2
+    frame = archsim.sweep("tiny_eie", "eie_benchmarks", axes={"pe_array.num_pes": [2]},
+                          n_jobs=np.int64(1))  # fmt: skip
+    assert (frame["status"] == "ok").all()
+
+
+def test_an_onnx_path_a_mixed_energy_baseline_and_typing() -> None:
+    """simulate(hw, "m.onnx") said "not UTF-8 text"; an H100 (board energy) against a V100
+    baseline (actions only) gave an energy ratio of 0.03 without a word; no py.typed."""
+    with pytest.raises(ArchsimError, match=r"m.onnx: an ONNX model, not a workload YAML; "
+                       r"allowed: archsim.import_onnx\(path\) first"):  # fmt: skip
+        archsim.simulate("tiny_eie", "m.onnx")
+    mixed = archsim.simulate("h100", "deepbench_gemm", baseline="v100").warnings
+    assert [w for w in mixed if w.startswith("energy_ratio")] == [
+        "energy_ratio_vs_tensor_core: h100 prices board energy (static power + actions), v100 "
+        "only its actions (no power: block), so the ratio mixes the two"
+    ]
+    assert not archsim.simulate("a100", "deepbench_gemm", baseline="v100").warnings
+    assert (Path(archsim.__file__).parent / "py.typed").is_file()
+
+
+def test_json_round_trip_keeps_nan_in_number_columns() -> None:
+    """A GEMM past the functional check's size has NaN error columns; JSON writes null and
+    from_json read None back, so the column became object dtype."""
+    gemm = {"kind": "gemm", "name": "g", "m": 4096, "n": 4096, "k": 4096, "precision": "fp16"}
+    wl = archsim.WorkloadSpec.model_validate(
+        {"schema_version": 1, "name": "w", "source": "test", "layers": [gemm]}
+    )
+    back = archsim.RunResult.from_json(archsim.simulate("v100", wl).to_json())
+    col = back.to_dataframe()["tc_functional_max_error"]
+    assert col.dtype == np.float64 and col.isna().all()
 
 
 def test_results_that_do_not_fit_are_refused_and_a_sweep_records_them() -> None:
