@@ -18,6 +18,7 @@ from archsim.config.base import ArchsimModel, validation_to_config_error
 from archsim.config.io import load_hardware, load_sweep, load_workload
 from archsim.config.sweep import DEFAULT_METRICS, SweepSpec
 from archsim.config.workload import WorkloadSpec
+from archsim.errors import ConfigError
 from archsim.explore.executor import Task, check_dask, execute
 from archsim.explore.frame import assemble
 from archsim.explore.plan import DEFAULT_MAX_POINTS, SweepPlan, build_plan
@@ -40,15 +41,21 @@ def plan_sweep(
     axes: Mapping[str, Any] | None = None,
     *,
     max_points: int = DEFAULT_MAX_POINTS,
+    base_dir: str | Path | None = None,
     **spec_fields: Any,
 ) -> SweepPlan:
     """Validate and expand a sweep without running it (see ``sweep`` for the arguments)."""
     if workload is None and axes is None:
-        spec, base_dir = load_sweep(hardware)  # type: ignore[arg-type]
+        spec, found = load_sweep(hardware)  # type: ignore[arg-type]
         source = str(hardware) if not isinstance(hardware, SweepSpec) else "<api>"
-        return build_plan(spec, source, base_dir, max_points=max_points)
-    if workload is None or not axes:
-        raise TypeError("sweep(hardware, workload, axes=...) needs a workload and some axes")
+        return build_plan(spec, source, Path(base_dir) if base_dir else found,
+                          max_points=max_points)  # fmt: skip
+    if workload is None:
+        raise ConfigError("<api>", "axes", "given without a workload; allowed: sweep(spec) "
+                          "alone, or sweep(hardware, workload, axes={...})")  # fmt: skip
+    if not axes:
+        raise ConfigError("<api>", "axes", "none given; allowed: a mapping of dotted field "
+                          'path -> values, e.g. {"pe_array.num_pes": [32, 64]}')  # fmt: skip
     hw = load_hardware(hardware)  # type: ignore[arg-type]
     many = isinstance(workload, list | tuple)
     # an ONNX model with compress.* axes: the plan builds the compressed workloads from it
@@ -103,6 +110,7 @@ def sweep(
     retry_errors: bool = False,
     max_points: int = DEFAULT_MAX_POINTS,
     evaluation: Mapping[str, str] | None = None,
+    base_dir: str | Path | None = None,
 ) -> pd.DataFrame:
     """Run a design-space sweep; returns the tidy frame (one row per point and layer).
 
@@ -111,6 +119,10 @@ def sweep(
     fields as keywords. ``axes`` values are lists (or ``{"low", "high", "num", "log",
     "integer"}`` ranges); ``mode`` is ``grid`` (first axis slowest), ``zip`` or ``random``
     (``samples`` draws seeded by ``sample_seed``).
+
+    ``base_dir``: with a ``SweepSpec`` (from ``load_sweep``, which returns it too), the folder
+    its relative ``hardware``/``workload`` paths are resolved against (default: the current
+    folder; a spec file's own folder when a path is given).
 
     ``out_dir``: a folder for the durable store (Parquet); points already stored there are not
     run again, and each finished chunk is saved at once. ``n_jobs``: worker processes (default:
@@ -142,7 +154,9 @@ def sweep(
         }
         if evaluation is not None:  # compress.* axes over an ONNX workload
             spec_fields["evaluation"] = evaluation
-    plan = plan_sweep(hardware, workload, axes, max_points=max_points, **spec_fields)
+    plan = plan_sweep(
+        hardware, workload, axes, max_points=max_points, base_dir=base_dir, **spec_fields
+    )
     return run_plan(
         plan, out_dir, n_jobs=n_jobs, dask=dask, progress=progress, retry_errors=retry_errors
     )

@@ -138,6 +138,32 @@ def test_json_round_trip_keeps_nan_in_number_columns() -> None:
     assert col.dtype == np.float64 and col.isna().all()
 
 
+def test_a_loaded_spec_runs_from_another_folder_and_sweep_misuse_is_a_config_error(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """load_sweep returns (spec, base_dir) but sweep(spec) resolved the spec's relative
+    workload against the current folder; sweep(hw, wl) without axes was a TypeError."""
+    (tmp_path / "w.yaml").write_text(
+        "schema_version: 1\nname: w\nsource: t\nlayers:\n  - {kind: fc, name: f, inputs: 64, "
+        "outputs: 32, weight_density: 0.5, activation_density: 0.5}\n"
+    )
+    (tmp_path / "s.yaml").write_text(
+        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: w.yaml\n"
+        "axes: {pe_array.num_pes: [2, 4]}\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    spec, base = archsim.load_sweep(tmp_path / "s.yaml")
+    assert len(archsim.totals(archsim.sweep(spec, n_jobs=1, base_dir=base))) == 2
+    from archsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="axes: none given; allowed: a mapping"):
+        archsim.sweep("tiny_eie", "eie_benchmarks")
+    with pytest.raises(ConfigError, match="axes: given without a workload; allowed: sweep"):
+        archsim.sweep(tmp_path / "s.yaml", axes={"pe_array.num_pes": [2]})
+
+
 def test_results_that_do_not_fit_are_refused_and_a_sweep_records_them() -> None:
     """A GPU layer is not bounded by ARCHSIM_MAX_CYCLES: 10^18 batched 64^3 GEMMs took 7.6e19
     cycles, which results.json could not read back and a sweep's store died writing (after
