@@ -12,7 +12,7 @@ GPUs). NCCL's cost-model constants live in ``nccl`` (each field cites ``src/grap
 from __future__ import annotations
 
 from collections import deque
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     Field,
@@ -46,18 +46,6 @@ LinkKind = Literal["nvlink", "pcie", "qpi"]
 Bandwidth = Annotated[float, Field(ge=1e6, le=1e15)]
 
 
-def _payload_within_raw(model: Any) -> Any:
-    """NCCL's payload bandwidth of a link or NIC cannot exceed its raw bandwidth (a sweep
-    raising one without the other gave an 8-GPU busbw past the links' signalling rate)."""
-    if model.nccl_bandwidth_bytes_per_s > model.bandwidth_bytes_per_s:
-        raise ValueError(
-            f"nccl_bandwidth_bytes_per_s must be at most bandwidth_bytes_per_s "
-            f"({model.nccl_bandwidth_bytes_per_s:.4g} > {model.bandwidth_bytes_per_s:.4g}); "
-            "allowed: raise bandwidth_bytes_per_s too"
-        )
-    return model
-
-
 class LinkKindConfig(ArchsimModel):
     """Bandwidth and latency of one physical link of a kind."""
 
@@ -68,8 +56,6 @@ class LinkKindConfig(ArchsimModel):
         description="Payload bandwidth NCCL achieves on one link, per direction, bytes/s "
         "(NCCL's own link model, src/graph/topo.h: protocol and packet overheads)."
     )
-
-    _within = model_validator(mode="after")(_payload_within_raw)
 
 
 class LinkSpec(ArchsimModel):
@@ -103,8 +89,6 @@ class NicConfig(ArchsimModel):
     nccl_bandwidth_bytes_per_s: Bandwidth = Field(
         description="Per NIC and direction as NCCL models it (topo.h NET_BW: 12 GB/s per 100 Gbit)."
     )
-
-    _within = model_validator(mode="after")(_payload_within_raw)
 
 
 #: algorithms and link kinds NCCL's latency tables must cover (``collectives`` reads them all)
