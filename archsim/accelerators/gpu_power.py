@@ -19,7 +19,7 @@ so that this module only counts; ``energy.pricing_gpu`` makes them.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -270,8 +270,12 @@ def _solve(cfg: GpuConfig, measure, prices: Prices, toggle: float):  # type: ign
 
 
 def solve_clock(
-    cfg: GpuConfig, prob: GemmProblem, counts_of, prices: Prices, toggle: float = 1.0
-) -> ClockSolution:  # type: ignore[no-untyped-def]
+    cfg: GpuConfig,
+    prob: GemmProblem,
+    counts_of: Callable[[GemmProblem, Any], Counts],
+    prices: Prices,
+    toggle: float = 1.0,
+) -> ClockSolution:
     """Steady clock of ``prob`` under ``cfg.power`` (see the module docstring).
 
     ``counts_of(prob, run)`` gives the simulator's action counts of a run; ``toggle`` is the

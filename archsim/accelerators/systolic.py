@@ -194,7 +194,9 @@ def _operands(spec: ConvLayer | GemmLayer, g: SystolicGemm, seed: int):
     return np.tile(cols, (images, 1)), wmat, np.tile(ref, (images, 1))
 
 
-def systolic_functional(a: np.ndarray, b: np.ndarray, rows: int, cols: int, dataflow: str):
+def systolic_functional(
+    a: np.ndarray, b: np.ndarray, rows: int, cols: int, dataflow: str
+) -> np.ndarray:
     """``a @ b`` computed fold by fold as the array does (OS: a tile per fold; WS/IS: partial
     sums of a K-slice added to the OFMAP tile per row fold); folds of fewer than
     ``MIN_ACCUMULATED_ROWS`` accumulated rows, and layers of more than ``MAX_FOLD_PRODUCTS``
