@@ -62,6 +62,10 @@ def plan_sweep(
     onnx = isinstance(workload, str | Path) and str(workload).lower().endswith(".onnx")
     wls = None if onnx else [load_workload(w) for w in (workload if many else [workload])]  # type: ignore[union-attr]
     names = str(workload) if onnx else [w.name for w in wls] if many else wls[0].name  # type: ignore[union-attr]
+    if many and len(set(names)) < len(names):  # the frame tells points apart by name only
+        twice = next(n for n in names if names.count(n) > 1)
+        raise ConfigError("<api>", "workload", f"two workloads named {twice!r}; allowed: "
+                          "distinct names (with_overrides({'name': ...}))")  # fmt: skip
     data = _plain(
         {
             "schema_version": 1,

@@ -164,6 +164,18 @@ def test_a_loaded_spec_runs_from_another_folder_and_sweep_misuse_is_a_config_err
         archsim.sweep(tmp_path / "s.yaml", axes={"pe_array.num_pes": [2]})
 
 
+def test_a_sweep_over_workloads_of_one_name_is_refused() -> None:
+    """Variants made with with_overrides keep their name, and the frame told them apart only
+    by row order."""
+    wl = archsim.load_workload("eie_benchmarks")
+    dense = wl.with_overrides({"layers.0.weight_density": 0.5})
+    with pytest.raises(ArchsimError, match="two workloads named 'eie_benchmarks'; allowed"):
+        archsim.sweep("tiny_eie", [wl, dense], axes={"pe_array.num_pes": [2]}, n_jobs=1)
+    renamed = dense.with_overrides({"name": "half"})
+    frame = archsim.sweep("tiny_eie", [wl, renamed], axes={"pe_array.num_pes": [2]}, n_jobs=1)
+    assert sorted(set(frame["workload"])) == ["eie_benchmarks", "half"]
+
+
 def test_results_that_do_not_fit_are_refused_and_a_sweep_records_them() -> None:
     """A GPU layer is not bounded by ARCHSIM_MAX_CYCLES: 10^18 batched 64^3 GEMMs took 7.6e19
     cycles, which results.json could not read back and a sweep's store died writing (after
