@@ -5,13 +5,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-import archsim
 from archsim.cli import main
+from archsim.config.io import preset_dirs
 from archsim.config.system import SystemConfig
 from archsim.errors import ArchsimError, ConfigError, SimulationError
 from archsim.system import load_system
@@ -411,8 +410,10 @@ def test_train_default_gpu_counts_fit_the_system_and_errors_name_the_option(tmp_
     assert gpus("dgx_a100", "--set", "nodes=2") == [1, 2, 4, 8, 16]
     assert gpus("dgx_a100", "--pipeline", "2") == [2, 4, 8]
     mine = tmp_path / "mine.yaml"
-    mine.write_text((Path(archsim.__file__).parent.parent / "hw_configs" / "dgx_a100.yaml")
-                    .read_text() + "ddp:\n  bucket_bytes: 999999999999\n")  # fmt: skip
+    preset = next(
+        d / "dgx_a100.yaml" for d in preset_dirs("hardware") if (d / "dgx_a100.yaml").is_file()
+    )  # installed or in the checkout
+    mine.write_text(preset.read_text() + "ddp:\n  bucket_bytes: 999999999999\n")  # fmt: skip
     for args, line in (
         (["dgx_a100", "--pipeline", "2", "--gpus", "3"],
          "--gpus 3: 3 is not a multiple of --tensor x --pipeline = 2; allowed: multiples of 2"),
