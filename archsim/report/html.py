@@ -136,7 +136,12 @@ def _context(result: RunResult) -> dict[str, Any]:
         ("throughput", _throughput(summary)),
         ("energy", f"{fmt_num(summary['total_energy_pj'] * 1e-6)} \u00b5J"),
         ("average power", fmt_power(summary["average_power_w"])),
-        ("area", f"{fmt_num(summary['total_area_mm2'])} mm\u00b2"),
+        (
+            "area",
+            f"{fmt_num(summary['total_area_mm2'])} mm\u00b2 (priced components)"
+            if result.area_mm2
+            else "not modelled",
+        ),  # fmt: skip
         ("clock", f"{fmt_num(result.clock_hz / 1e6)} MHz"),
     ]
     base = meta.get("baseline")

@@ -95,11 +95,15 @@ def _is_ok(points: pd.DataFrame) -> pd.Series:
 
 
 def _pareto_pair(points: pd.DataFrame, metrics: Sequence[str]) -> tuple[str, str] | None:
+    """The two metrics the Pareto chart plots: the spec's first two (the CLI's front is over
+    the spec's metrics), else time and energy."""
     if "accuracy" in metrics and "total_energy_pj" in points:  # a compress.* sweep
         return ("total_energy_pj", "accuracy")
+    if len(metrics) >= 2 and all(m in points for m in metrics[:2]):
+        return (metrics[0], metrics[1])
     if all(m in points for m in DEFAULT_PARETO):
         return DEFAULT_PARETO
-    return (metrics[0], metrics[1]) if len(metrics) >= 2 else None
+    return None
 
 
 def _breakable(path: str) -> Markup:
@@ -223,10 +227,15 @@ def _context(
 
     ok = _is_ok(points)
     pair = pareto if pareto is not None else _pareto_pair(points, metrics)
+    over = list(pair or ())
     if pair is not None:
         _check(points, [], list(pair))
         senses = (metric_sense(pair[0]), metric_sense(pair[1]))
-        front = pareto_mask(points[ok], dict(zip(pair, senses, strict=True)))
+        objectives = dict(zip(pair, senses, strict=True))
+        if pareto is None and len(metrics) > 2 and all(m in points for m in metrics):
+            over = list(metrics)  # the front the CLI prints: over every metric of the spec
+            objectives = {m: metric_sense(m) for m in metrics}
+        front = pareto_mask(points[ok], objectives)
     else:
         senses, front = ("min", "min"), pd.Series(False, index=points.index[ok])
     front = front.reindex(points.index, fill_value=False)
@@ -235,15 +244,20 @@ def _context(
         colour = next((a for a in axes if points.loc[ok, a].nunique() > 1), None)
         svg = pareto_svg(points, pair[0], pair[1], front, color_by=colour, senses=senses)
         word = {"min": "lower", "max": "higher"}
+        better = (
+            f"{word[senses[0]]} is better for both"
+            if senses[0] == senses[1]
+            else f"{word[senses[1]]} {pair[1]} and {word[senses[0]]} {pair[0]} are better"
+        )
+        scope = "both" if len(over) == 2 else f"every one of {', '.join(over)}"
         figures.append(
             {
                 "id": "pareto",
                 "svg": Markup(svg),
-                "caption": f"{pair[1]} vs {pair[0]} ({word[senses[1]]} and {word[senses[0]]} "
-                "are better) over the successful points"
+                "caption": f"{pair[1]} vs {pair[0]} ({better}) over the successful points"
                 + (f", coloured by {colour}" if colour else "")
                 + "; circled points are Pareto-optimal (no other point is at least as good in "
-                "both and better in one).",
+                f"{scope} and better in one).",
             }
         )
     for i, svg in enumerate(metric_grid_svgs(points, axes, metrics)):

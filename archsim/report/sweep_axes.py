@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from archsim.report.formatting import energy_unit, si_format
+from archsim.report.formatting import MISSING, energy_unit, si_format
 
 __all__ = [
     "MetricUnit",
@@ -102,14 +102,18 @@ def axis_values(column: pd.Series) -> AxisValues:
         if len(uniq) > 12:  # let matplotlib choose the ticks
             return AxisValues(pos, [], [], log, True)
         return AxisValues(pos, uniq, [axis_label(u) for u in uniq], log, True)
+
+    def text(v: Any) -> str:  # a value left unset (null) shows as the tables show it
+        return MISSING if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
     order: list[str] = []
     for v in values:
-        if str(v) not in order:
-            order.append(str(v))
+        if text(v) not in order:
+            order.append(text(v))
     with contextlib.suppress(ValueError):  # numbers as text sort as numbers
         order = sorted(order, key=lambda s: (float(s), s))
     index = {s: i for i, s in enumerate(order)}
-    pos = np.array([index[str(v)] for v in values], dtype=float)
+    pos = np.array([index[text(v)] for v in values], dtype=float)
     return AxisValues(pos, [float(i) for i in range(len(order))], order, False, False)
 
 

@@ -115,11 +115,28 @@ def run_command(args: argparse.Namespace) -> int:
     skipped = frame[frame["status"] == "SKIPPED"]
     for why, block in skipped.groupby("unavailable", sort=False):
         _echo(_wrap(f"SKIPPED {len(block)} claim(s) ({', '.join(block['claim'])}): {why}"))
+    command = _command(models, args)
     for option, writer in ((args.markdown, write_markdown), (args.html, write_html)):
         if option:
             try:
-                path = writer(frame, Path(option), seed=args.seed)
+                path = writer(frame, Path(option), seed=args.seed, command=command)
             except OSError as exc:
                 raise ArchsimError(f"{option}: cannot write: {exc.strerror}") from None
             _echo(f"wrote {path}")
     return 1 if summary_counts(frame)["FAIL"] else 0
+
+
+def _command(models: list[str], args: argparse.Namespace) -> str:
+    """The ``archsim validate`` command that writes these reports again, as it was given."""
+    import shlex
+
+    parts = ["archsim", "validate", *models]
+    if args.eie_data:
+        parts += ["--eie-data", args.eie_data]
+    if args.seed:
+        parts += ["--seed", str(args.seed)]
+    if args.markdown:
+        parts += ["-o", args.markdown]
+    if args.html:
+        parts += ["--html", args.html]
+    return shlex.join(parts)

@@ -67,15 +67,18 @@ def _md_cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(frame: pd.DataFrame, *, seed: int = 0, title: str = TITLE) -> str:
-    """The report as Markdown: a summary, one table per model, then every claim's reason."""
+def render_markdown(
+    frame: pd.DataFrame, *, seed: int = 0, title: str = TITLE, command: str = REGENERATE
+) -> str:
+    """The report as Markdown: a summary, one table per model, then every claim's reason;
+    ``command``: the one that regenerates it (shown at the top)."""
     out = [
         f"# {title}",
         "",
         f"archsim {archsim_version()}, seed {seed}. {_summary(frame)}. Regenerate with:",
         "",
         "```bash",
-        REGENERATE,
+        command,
         "```",
         "",
         "Each claim is a published number, archsim's value for it, the error (relative, in % "
@@ -122,7 +125,9 @@ def _reason_groups(block: pd.DataFrame) -> list[tuple[list[str], str, str]]:
     return groups
 
 
-def render_html(frame: pd.DataFrame, *, seed: int = 0, title: str = TITLE) -> str:
+def render_html(
+    frame: pd.DataFrame, *, seed: int = 0, title: str = TITLE, command: str = REGENERATE
+) -> str:
     """The report as one self-contained HTML page (inline CSS, no scripts)."""
     env = Environment(
         loader=PackageLoader("archsim.validation", "templates"),
@@ -148,7 +153,7 @@ def render_html(frame: pd.DataFrame, *, seed: int = 0, title: str = TITLE) -> st
         version=archsim_version(),
         seed=seed,
         summary=_summary(frame),
-        command=REGENERATE,
+        command=command,
         blocks=blocks,
     )
 
@@ -160,11 +165,17 @@ def _write_atomic(text: str, path: Path) -> Path:
     return write_text_atomically(path, text, "output")
 
 
-def write_markdown(frame: pd.DataFrame, path: Path, *, seed: int = 0, title: str = TITLE) -> Path:
+def write_markdown(
+    frame: pd.DataFrame, path: Path, *, seed: int = 0, title: str = TITLE,
+    command: str = REGENERATE,
+) -> Path:  # fmt: skip
     """Write :func:`render_markdown` to ``path``; returns the path."""
-    return _write_atomic(render_markdown(frame, seed=seed, title=title), path)
+    return _write_atomic(render_markdown(frame, seed=seed, title=title, command=command), path)
 
 
-def write_html(frame: pd.DataFrame, path: Path, *, seed: int = 0, title: str = TITLE) -> Path:
+def write_html(
+    frame: pd.DataFrame, path: Path, *, seed: int = 0, title: str = TITLE,
+    command: str = REGENERATE,
+) -> Path:  # fmt: skip
     """Write :func:`render_html` to ``path``; returns the path."""
-    return _write_atomic(render_html(frame, seed=seed, title=title), path)
+    return _write_atomic(render_html(frame, seed=seed, title=title, command=command), path)

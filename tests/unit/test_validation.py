@@ -160,3 +160,14 @@ def test_cli_unknown_model_is_a_user_error(capsys):
         "unknown model 'tpu'; allowed: eie, scnn, tensor_core, multigpu, networks, all"
         in capsys.readouterr().err
     )
+
+
+def test_a_validate_report_names_the_command_that_wrote_it(tmp_path) -> None:
+    """`validate eie -o v.md --html v.html` wrote reports that said to regenerate them with
+    `validate all ... -o reports/validation.md`, another command and other files."""
+    from archsim.cli import main
+
+    md, page = tmp_path / "v.md", tmp_path / "v.html"
+    main(["validate", "eie", "-q", "-o", str(md), "--html", str(page)])
+    line = f"archsim validate eie -o {md} --html {page}"
+    assert line in md.read_text() and line in page.read_text()
