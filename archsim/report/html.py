@@ -116,6 +116,15 @@ def _throughput(summary: dict[str, Any]) -> str:
     return rate
 
 
+def _actions_only(result: RunResult) -> str:
+    """A note for a GPU priced without a board power model (v100, a100): its energy and power
+    are the priced actions alone, far below what the board draws."""
+    hw = result.metadata.get("hardware_config") or {}
+    if result.accelerator == "tensor_core" and hw.get("power") is None:
+        return " (priced actions only: no static power, no power: block)"
+    return ""
+
+
 def _context(result: RunResult) -> dict[str, Any]:
     names, records = layer_records(result)
     summary = result.summary()
@@ -132,10 +141,10 @@ def _context(result: RunResult) -> dict[str, Any]:
     totals = [
         ("layers", fmt_int(summary["layers"])),
         ("cycles", fmt_int(summary["total_cycles"])),
-        ("time", f"{fmt_num(summary['total_time_s'] * 1e6)} \u00b5s"),
+        ("time", fmt_time(summary["total_time_s"])),
         ("throughput", _throughput(summary)),
-        ("energy", f"{fmt_num(summary['total_energy_pj'] * 1e-6)} \u00b5J"),
-        ("average power", fmt_power(summary["average_power_w"])),
+        ("energy", fmt_energy(summary["total_energy_pj"]) + _actions_only(result)),
+        ("average power", fmt_power(summary["average_power_w"]) + _actions_only(result)),
         (
             "area",
             f"{fmt_num(summary['total_area_mm2'])} mm\u00b2 (priced components)"

@@ -127,14 +127,19 @@ def write_training_report(
         ("step", fmt_time(last["step_s"])),
         ("scaling eff.", f"{100 * last['scaling_efficiency']:.1f} %"),
     ]
-    header = ["GPUs", "nodes", "step", "compute", "exposed comm", "overlapped comm",
-              "optimizer", "samples/s", "speed-up", "efficiency", "energy/step (J)"]  # fmt: skip
+    energy = "energy/step (J)"
+    if any(s.get("gpu_energy") == "actions only" for s in steps):  # v100, a100: no power model
+        energy = "energy/step (J; GPUs: priced actions only, no static power)"
+    header = ["GPUs", "nodes", "step", "compute", "exposed comm", "DDP copy-back",
+              "optimizer", "overlapped comm", "samples/s", "speed-up", "efficiency",
+              energy]  # fmt: skip
     rows = []
     for s in steps:
         rows.append([
             s["gpus"], s["nodes"], fmt_time(s["step_s"]), fmt_time(s["compute_s"]),
-            fmt_time(s["exposed_communication_s"]), fmt_time(s["overlapped_communication_s"]),
-            fmt_time(s["optimizer_s"]), fmt_num(s["samples_per_s"]),
+            fmt_time(s["exposed_communication_s"]), fmt_time(s.get("ddp_copy_back_s", 0.0)),
+            fmt_time(s["optimizer_s"]), fmt_time(s["overlapped_communication_s"]),
+            fmt_num(s["samples_per_s"]),
             f"{s['speedup_vs_1_gpu']:.2f}x", f"{100 * s['scaling_efficiency']:.1f} %",
             fmt_num(s["energy_j"]),
         ])  # fmt: skip

@@ -575,6 +575,8 @@ def _result(
         )
     )
     summary["energy_j"] = math.fsum(r.energy_pj for r in rows) * 1e-12
+    # what the GPUs' share of it covers: board energy (a power: block) or the priced actions
+    summary["gpu_energy"] = "board" if gpu.power is not None else "actions only"
     meta = {
         "archsim_version": archsim_version(),
         "model_fingerprint": model_fingerprint(),

@@ -246,3 +246,26 @@ def test_a_run_without_an_area_model_says_so() -> None:
     assert "not modelled" in render_run_report(archsim.simulate("h100", wl))
     eie = archsim.simulate("tiny_eie", "eie_benchmarks")
     assert "mm\u00b2 (priced components)" in render_run_report(eie)
+
+
+def test_pages_say_when_gpu_energy_is_the_priced_actions_only(tmp_path: Path) -> None:
+    """V100 and A100 have no power model: their pages showed 41 W at 89 % of peak on a 300 W
+    part, and a DGX A100 step at 111 W per GPU, beside H100's board figures, without a word."""
+    import archsim
+    from archsim.report.html import render_run_report
+    from archsim.report.system_report import write_training_report
+
+    gemm = {"kind": "gemm", "name": "g", "m": 256, "n": 256, "k": 256, "precision": "fp16"}
+    wl = archsim.WorkloadSpec.model_validate(
+        {"schema_version": 1, "name": "w", "source": "t", "layers": [gemm]}
+    )
+    note = "priced actions only: no static power"
+    assert note in render_run_report(archsim.simulate("v100", wl))
+    assert note not in render_run_report(archsim.simulate("h100", wl))
+    for system, says in (("dgx_a100", True), ("dgx_h100", False)):
+        step = archsim.train_step(system, "resnet50", 2, batch_per_gpu=8).metadata["train_step"]
+        timeline = step.pop("timeline")
+        page = write_training_report([step], timeline, "resnet50", tmp_path / system)
+        page = (page if page.is_file() else page / "report.html").read_text()
+        assert ("GPUs: priced actions only" in page) is says, system
+        assert "DDP copy-back" in page
