@@ -216,6 +216,18 @@ def _best(points: pd.DataFrame, metrics: Sequence[str], ok: pd.Series) -> list[t
     return out
 
 
+def _what_ran(points: pd.DataFrame) -> list[tuple[str, str]]:
+    """Cards naming the base hardware, the workloads and the seeds of the points."""
+
+    def listed(column: str) -> str:
+        values = [str(v) for v in dict.fromkeys(points[column].dropna().tolist())]
+        shown = ", ".join(values[:4])
+        return shown + (f" and {len(values) - 4} more" if len(values) > 4 else "")
+
+    pairs = (("hardware", "hardware"), ("workload", "workload"), ("seeds", "seed"))
+    return [(label, listed(col)) for label, col in pairs if col in points and listed(col)]
+
+
 def _context(
     points: pd.DataFrame,
     axes: Sequence[str],
@@ -275,6 +287,7 @@ def _context(
     )
     n_ok = int(ok.sum())
     cards = [
+        *_what_ran(points),
         ("points", fmt_int(len(points))),
         ("ok", fmt_int(n_ok)),
         ("errors", fmt_int(len(points) - n_ok)),

@@ -269,3 +269,11 @@ def test_pages_say_when_gpu_energy_is_the_priced_actions_only(tmp_path: Path) ->
         page = (page if page.is_file() else page / "report.html").read_text()
         assert ("GPUs: priced actions only" in page) is says, system
         assert "DDP copy-back" in page
+
+
+def test_the_sweep_page_names_what_ran(sweep_points: pd.DataFrame) -> None:
+    """The page never named the hardware, the workloads or the seeds of its points."""
+    points = sweep_points.assign(hardware="eie", workload="eie_benchmarks", seed=0)
+    html = render_sweep_report(points, axes=AXES, metrics=METRICS[:2], title="t")
+    for key, value in (("hardware", "eie"), ("workload", "eie_benchmarks"), ("seeds", "0")):
+        assert f'class="k">{key}</div><div class="v">{value}<' in html
