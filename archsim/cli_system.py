@@ -104,7 +104,11 @@ def _out_dir(arg: str) -> Path:
     return out
 
 
-_TRAIN_DETERMINISM = "results depend only on (system, workload, options)"
+def _determinism(kind: str) -> str:
+    """The determinism statement of ``kind`` ('collective' or 'train'), as the pages print it."""
+    from archsim.report.system_report import COLLECTIVE_DETERMINISM, TRAIN_DETERMINISM
+
+    return {"collective": COLLECTIVE_DETERMINISM, "train": TRAIN_DETERMINISM}[kind]
 
 
 def _provenance(determinism: str, workload: str | None = None) -> dict[str, Any]:
@@ -139,7 +143,7 @@ def cmd_collective(args: argparse.Namespace) -> int:
     out = _out_dir(args.out)
     _atomic(out / "results.csv", frame.to_csv(index=False))
     meta: dict[str, Any] = {"system": cfg.model_dump(mode="json"), "op": args.op}
-    meta |= _provenance("results depend only on (system, collective, sizes, options)")
+    meta |= _provenance(_determinism("collective"))
     _atomic(out / "results.json", json_text({**meta, "rows": frame.to_dict(orient="records")}))
     write_collective_report(frame, out)
     if not args.quiet:
@@ -342,7 +346,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     timeline, name = results[-1].metadata["train_step"]["timeline"], results[-1].workload
     _atomic(out / "results.json", json_text(
         {"system": cfg.model_dump(mode="json"), "workload": args.workload, "workload_name": name,
-         **_provenance(_TRAIN_DETERMINISM, args.workload), "steps": rows,
+         **_provenance(_determinism("train"), args.workload), "steps": rows,
          "timeline": timeline}))  # fmt: skip
     write_training_report(rows, timeline, name, out)
     if not args.quiet:
@@ -379,7 +383,7 @@ def _cmd_parallel(args: argparse.Namespace, cfg) -> int:
             {
                 "system": cfg.model_dump(mode="json"),
                 "workload": args.workload,
-                **_provenance(_TRAIN_DETERMINISM, args.workload),
+                **_provenance(_determinism("train"), args.workload),
                 "steps": rows,
             }
         ),

@@ -43,6 +43,11 @@ def bandwidth_figure(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+#: what a collective's or a training step's results depend on (results.json and the pages)
+COLLECTIVE_DETERMINISM = "results depend only on (system, collective, sizes, options)"
+TRAIN_DETERMINISM = "results depend only on (system, workload, options)"
+
+
 def _page(title: str, lead: str, cards, notes, figures, table_title, header, rows, out) -> Path:
     html = environment().get_template("system.html.j2").render(
         title=title, lead=lead, cards=cards, notes=notes, figures=figures,
@@ -61,15 +66,17 @@ def write_collective_report(frame: pd.DataFrame, out: str | Path) -> Path:
     notes = [
         "algbw = size / time; busbw = algbw x 2(n-1)/n (all-reduce), (n-1)/n (reduce-scatter, "
         "all-gather), 1 (broadcast, reduce): nccl-tests doc/PERFORMANCE.md. Time = NCCL's "
-        "tuning model (latency + size / bandwidth) of the fastest algorithm and protocol."
+        "tuning model (latency + size / bandwidth) of the fastest algorithm and protocol.",
+        f"Deterministic: {COLLECTIVE_DETERMINISM}.",
     ]
     rows = [
         [f"{r.size_bytes:,}", f"{r.count:,}", r.type, fmt_num(r.time_us), fmt_num(r.algbw_gb_s),
-         fmt_num(r.busbw_gb_s), r.algorithm, r.protocol, r.channels]
+         fmt_num(r.busbw_gb_s), r.algorithm, r.protocol, r.channels,
+         fmt_num(getattr(r, "energy_j", float("nan")))]
         for r in frame.itertuples()
     ]  # fmt: skip
-    header = ["size (B)", "count", "type", "time (us)", f"algbw ({_GB})", f"busbw ({_GB})",
-              "algorithm", "protocol", "channels"]  # fmt: skip
+    header = ["size (B)", "count", "type", "time (\u00b5s)", f"algbw ({_GB})", f"busbw ({_GB})",
+              "algorithm", "protocol", "channels", "energy (J)"]  # fmt: skip
     figs = [_svg(bandwidth_figure(frame), "bw", "Bus and algorithm bandwidth against size.")]
     return _page(f"{op} on {system}", f"NCCL {op} on {gpus} GPUs.", cards, notes, figs,
                  "nccl-tests table", header, rows, out)  # fmt: skip
@@ -152,7 +159,8 @@ def write_training_report(
     notes = [
         "Per GPU: GEMMs from the single-GPU Tensor Core model; elementwise passes and the "
         "optimizer at achievable HBM bandwidth; DDP buckets all-reduced on one NCCL stream as "
-        "their gradients are ready, slowing the compute they overlap by the SMs NCCL occupies."
+        "their gradients are ready, slowing the compute they overlap by the SMs NCCL occupies.",
+        f"Deterministic: {TRAIN_DETERMINISM}.",
     ]
     return _page(f"Training step: {workload} on {last['system']}",
                  "Data-parallel training (PyTorch DDP) on the SimPy engine.", cards, notes, figs,

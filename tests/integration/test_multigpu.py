@@ -331,6 +331,8 @@ def test_cli_collective_and_train(tmp_path, capsys) -> None:
     for name in ("results.csv", "results.json", "report.html"):
         assert (out / name).stat().st_size > 0
     assert "<svg" in (out / "report.html").read_text()
+    page = (out / "report.html").read_text()  # its energy and what it depends on (audit F)
+    assert "energy (J)" in page and "Deterministic: results depend only on (system" in page
     assert main(["collective", "--sizes", "0", "-o", str(tmp_path / "x")]) == 2
     assert "allowed" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
@@ -340,6 +342,7 @@ def test_cli_collective_and_train(tmp_path, capsys) -> None:
     saved = json.loads((tout / "results.json").read_text())
     rows = saved["steps"]
     assert [r["gpus"] for r in rows] == [1, 4]
+    assert "Deterministic: results depend only on" in (tout / "report.html").read_text()
     # both record what reproduces them, as `archsim run` does
     coll = json.loads((out / "results.json").read_text())
     for data in (coll, saved):
