@@ -219,11 +219,9 @@ def format_layer_table(result: RunResult) -> str:
     area = (
         f"area {s['total_area_mm2']:.2f} mm^2" if s["total_area_mm2"] > 0 else ("area not modelled")
     )
-    rate = f"{s['effective_gops']:.1f} GOP/s"
-    if s["dense_gops"] > s["effective_gops"] * (1 + 1e-9):  # sparse operands: name both
-        rate = (f"{s['effective_gops']:.1f} GOP/s on non-zero operands "
-                f"({s['dense_gops']:.1f} dense-equivalent)")  # fmt: skip
-    lines.append(f"      {rate}, {area}")
+    from archsim.report.formatting import fmt_throughput
+
+    lines.append(f"      {fmt_throughput(s, lambda v: f'{v:.1f}')}, {area}")
     return "\n".join(lines)
 
 

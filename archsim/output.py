@@ -40,47 +40,48 @@ def check_out_dir(text: str, option: str = "--out") -> Path:
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise ConfigError(option, "", f"{path} exists and is not a folder; allowed: a folder")
-    for parent in path.absolute().parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(option, "", f"{parent} is a file; allowed: a folder path")
-            break
+    _nearest_folder(path, option, "a folder path")
     return path
 
 
-def check_out_file(path: str | Path, option: str = "-o", inputs: Iterable[Path] = ()) -> Path:
+def _nearest_folder(path: Path, option: str, allowed: str) -> Path | None:
+    """The nearest existing folder above ``path`` (None: none exists); refused when that
+    ancestor is a file, with ``allowed`` as what the option takes."""
+    near = next((p for p in path.absolute().parents if p.exists()), None)
+    if near is not None and not near.is_dir():
+        raise ConfigError(option, "", f"{near} is a file; allowed: {allowed}")
+    return near
+
+
+def check_out_file(
+    path: str | Path, option: str = "-o", inputs: Iterable[Path] = (), *, probe: bool = True
+) -> Path:
     """``path``, refused when it names something that is not a regular file (a folder, a
-    device such as /dev/null, a FIFO: replacing it would destroy it) or one of ``inputs``."""
+    device such as /dev/null, a FIFO: replacing it would destroy it) or one of ``inputs``;
+    ``probe``: also when no file can be made in its nearest existing folder (a read-only
+    mount, /sys), tried by making and removing an empty folder there, so that a command refuses
+    before its work, not after (a 25 s calibration fit, minutes of validate); a write itself
+    learns that from the write."""
     target = Path(path)
     if target.exists() and not target.is_file():
         raise ConfigError(
             option, "", f"{target} exists and is not a regular file; allowed: a new file or a "
             "regular file to replace"
         )  # fmt: skip
-    _check_writable_folder(target, option)
+    near = _nearest_folder(target, option, "a path inside a folder")
+    if probe and near is not None:
+        try:
+            os.rmdir(tempfile.mkdtemp(dir=near, prefix=".archsim-check-"))
+        except OSError as exc:
+            raise ConfigError(
+                option, "", f"cannot write in {near} ({exc.strerror}); allowed: a writable folder"
+            ) from None
     for source in inputs:
         if target.exists() and Path(source).exists() and target.samefile(source):
             raise ConfigError(
                 option, "", f"{target} is the input {source}; allowed: another file name"
             )
     return target
-
-
-def _check_writable_folder(target: Path, option: str) -> None:
-    """Refuse ``target`` when its nearest existing folder is a file or cannot be written (a
-    read-only mount, /sys): checked by making and removing an empty folder there, so that a
-    command refuses before its work, not after (a 25 s calibration fit, minutes of validate)."""
-    near = next((p for p in target.absolute().parents if p.exists()), None)
-    if near is None:
-        return
-    if not near.is_dir():
-        raise ConfigError(option, "", f"{near} is a file; allowed: a path inside a folder")
-    try:
-        os.rmdir(tempfile.mkdtemp(dir=near, prefix=".archsim-check-"))
-    except OSError as exc:
-        raise ConfigError(
-            option, "", f"cannot write in {near} ({exc.strerror}); allowed: a writable folder"
-        ) from None
 
 
 def write_text_atomically(
@@ -90,7 +91,7 @@ def write_text_atomically(
     reader sees half a file, nothing is left behind on failure); mode 0644, as ``open`` under
     the usual umask gives (``mkstemp`` makes 0600). ``path`` must pass :func:`check_out_file`;
     ``check(temporary path)``, when given, must accept the file before it is renamed."""
-    target = check_out_file(path, option)
+    target = check_out_file(path, option, probe=False)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -236,8 +236,6 @@ class RunResult:
 def _nan_restored(run: RunResult) -> RunResult:
     """``run`` with NaN back in its numeric extra columns: JSON has no NaN, so ``to_json``
     writes one as null (a GPU layer too large for its functional check has NaN there)."""
-    from dataclasses import replace
-
     from archsim.result_columns import describe
 
     def number(column: str) -> bool:

@@ -109,6 +109,16 @@ def fmt_power(watts: float) -> str:
     return f"{fmt_num(watts * 1e6)} {_MICRO}W"
 
 
+def fmt_throughput(summary: dict[str, Any], number: Any = None) -> str:
+    """A run summary's GOP/s on non-zero operand pairs, and the dense-equivalent rate beside it
+    where operands are sparse; ``number`` formats each rate (default :func:`fmt_num`)."""
+    number = number or fmt_num
+    rate = f"{number(summary['effective_gops'])} GOP/s"
+    if summary["dense_gops"] > summary["effective_gops"] * (1 + 1e-9):
+        rate += f" on non-zero operands ({number(summary['dense_gops'])} dense-equivalent)"
+    return rate
+
+
 def si_format(value: float, _pos: int | None = None) -> str:
     """Compact axis number: 12k, 3.4M (``_pos``: matplotlib's formatter argument, unused)."""
     for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):

@@ -20,6 +20,7 @@ from archsim.report.formatting import (
     fmt_num,
     fmt_percent,
     fmt_power,
+    fmt_throughput,
     fmt_time,
     fmt_value,
 )
@@ -108,14 +109,6 @@ def _shares(values: dict[str, float], fmt: Callable[[float], str]) -> list[dict[
     ]
 
 
-def _throughput(summary: dict[str, Any]) -> str:
-    """GOP/s on non-zero operand pairs, and the dense-equivalent rate where they differ."""
-    rate = f"{fmt_num(summary['effective_gops'])} GOP/s"
-    if summary["dense_gops"] > summary["effective_gops"] * (1 + 1e-9):
-        rate += f" on non-zero operands ({fmt_num(summary['dense_gops'])} dense-equivalent)"
-    return rate
-
-
 def _actions_only(result: RunResult) -> str:
     """A note for a GPU priced without a board power model (v100, a100): its energy and power
     are the priced actions alone, far below what the board draws."""
@@ -142,7 +135,7 @@ def _context(result: RunResult) -> dict[str, Any]:
         ("layers", fmt_int(summary["layers"])),
         ("cycles", fmt_int(summary["total_cycles"])),
         ("time", fmt_time(summary["total_time_s"])),
-        ("throughput", _throughput(summary)),
+        ("throughput", fmt_throughput(summary)),
         ("energy", fmt_energy(summary["total_energy_pj"]) + _actions_only(result)),
         ("average power", fmt_power(summary["average_power_w"]) + _actions_only(result)),
         (

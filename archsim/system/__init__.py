@@ -15,10 +15,9 @@ __all__ = ["load_system"]
 def load_system(name_or_path: str | Path | SystemConfig) -> SystemConfig:
     """Load a multi-GPU system from a preset name (``"dgx_h100"``) or a YAML path."""
     if isinstance(name_or_path, str) and _unknown_name(name_or_path):
-        systems = [n for n, acc in preset_accelerators().items() if acc == "system"]
         raise ConfigError(
             shown_name(name_or_path), "", f"unknown system preset; available: "
-            f"{', '.join(sorted(systems))}, or a YAML file with accelerator: system"
+            f"{', '.join(_system_presets())}, or a YAML file with accelerator: system"
         )  # fmt: skip
     cfg: ArchsimModel = load_hardware(name_or_path)
     if not isinstance(cfg, SystemConfig):
@@ -26,8 +25,8 @@ def load_system(name_or_path: str | Path | SystemConfig) -> SystemConfig:
             str(name_or_path),
             "accelerator",
             f"{getattr(cfg, 'name', name_or_path)!r} is a single accelerator, not a multi-GPU "
-            "system; allowed: a system preset (dgx1_v100, dgx_a100, dgx_h100, pcie4_v100, "
-            "pcie8_v100) or a YAML file with accelerator: system",
+            f"system; allowed: a system preset ({', '.join(_system_presets())}) or a YAML file "
+            "with accelerator: system",
         )
     return cfg
 
@@ -41,3 +40,8 @@ def _unknown_name(text: str) -> bool:
     except (OSError, ValueError):  # a name no file system takes: load_hardware says so
         return False
     return text not in preset_accelerators()
+
+
+def _system_presets() -> list[str]:
+    """The hardware presets that are multi-GPU systems, sorted."""
+    return sorted(n for n, acc in preset_accelerators().items() if acc == "system")

@@ -35,6 +35,7 @@ from archsim.config.system import DdpConfig, SystemConfig
 from archsim.config.workload import ConvLayer, FcLayer, WorkloadSpec
 from archsim.energy.pricing_gpu import gpu_price_list
 from archsim.errors import SimulationError, check_choice, check_count
+from archsim.limits import limit
 from archsim.results import LayerResult, RunResult
 from archsim.simulate import archsim_version, model_fingerprint, simulate
 from archsim.system.collectives import collective_time
@@ -235,7 +236,8 @@ def _gemm_times(gpu: GpuConfig, layers: list[TrainLayer], precision: str, wl: Wo
     try:
         run = simulate(cold_when_revisited(gpu, gemms), gemms)
     except SimulationError as exc:
-        if "/wgrad' needs" not in str(exc):
+        cap = limit("ARCHSIM_MAX_REDUCTION")
+        if not any(g.name.endswith("/wgrad") and g.k > cap for g in gemms.layers):
             raise
         raise SimulationError(  # its K is the batch's output pixels: the batch is the cause
             f"{exc}; a weight gradient's K is batch_per_gpu x output pixels, so a smaller batch "
