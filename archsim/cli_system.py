@@ -377,6 +377,8 @@ def _cmd_parallel(args: argparse.Namespace, cfg) -> int:
     ]  # fmt: skip
     out = _out_dir(args.out)
     _atomic(out / "results.csv", pd.DataFrame(rows).to_csv(index=False))
+    # no page for model-parallel steps: one left by an earlier run would describe other results
+    (out / "report.html").unlink(missing_ok=True)
     _atomic(
         out / "results.json",
         json_text(

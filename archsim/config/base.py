@@ -373,12 +373,19 @@ def _model_fields_at(model_cls: type[BaseModel] | None, loc: tuple[Any, ...]) ->
 
 
 def _field_path_in(tp: Any, dotted: str) -> bool:
-    """Whether ``dotted`` (``"spmat_sram.width_bits"``) names a field below model ``tp``."""
+    """Whether ``dotted`` (``"spmat_sram.width_bits"``, ``"topology.links.3.a"``) names a
+    field below model ``tp`` (a number indexes a list)."""
     for key in dotted.split("."):
         tp = _unwrap(tp)
-        if not _is_model(tp) or key not in tp.model_fields:
+        if key.isdigit():
+            args = get_args(tp)
+            if get_origin(tp) not in (list, tuple) or not args:
+                return False
+            tp = args[0]
+        elif not _is_model(tp) or key not in tp.model_fields:
             return False
-        tp = tp.model_fields[key].annotation
+        else:
+            tp = tp.model_fields[key].annotation
     return True
 
 
@@ -404,7 +411,7 @@ def _paths_of_value(data: Any, value: str, prefix: tuple[str, ...] = ()) -> list
     return found
 
 
-_LEADING_PATH = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+_LEADING_PATH = re.compile(r"([A-Za-z_]\w*(?:\.(?:[A-Za-z_]\w*|\d+))*)")
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 
 

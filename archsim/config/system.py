@@ -78,7 +78,11 @@ class TopologyConfig(ArchsimModel):
         description="The NVSwitch reduces in the switch (NVLink SHARP, NVLS: H100 NVSwitch 3).",
     )
     link_kinds: dict[LinkKind, LinkKindConfig] = Field(description="Bandwidths per link kind.")
-    links: list[LinkSpec] = Field(min_length=1, description="Undirected full-duplex links.")
+    links: list[LinkSpec] = Field(
+        default=[],
+        description="Undirected full-duplex links (none only for one GPU per node: NICs are "
+        "not links).",
+    )
 
 
 class NicConfig(ArchsimModel):
@@ -396,16 +400,19 @@ class SystemConfig(ArchsimModel):
                 end = getattr(link, side)
                 if end not in ends:
                     raise ValueError(
-                        f"link end {end!r} does not exist (link {i}, side {side}); "
+                        f"topology.links.{i}.{side}: link end {end!r} does not exist; "
                         f"allowed: {allowed}"
                     )
             if link.a == link.b:
-                raise ValueError(f"link {i} joins {link.a!r} to itself; allowed: two ends")
+                raise ValueError(
+                    f"topology.links.{i}.b: link {i} joins {link.a!r} to itself; allowed: two "
+                    "different ends"
+                )
             if link.kind not in self.topology.link_kinds:
                 have = ", ".join(self.topology.link_kinds) or "(none)"
                 raise ValueError(
-                    f"link kind {link.kind!r} (link {i}) has no entry in topology.link_kinds; "
-                    f"defined: {have}"
+                    f"topology.links.{i}.kind: link kind {link.kind!r} has no entry in "
+                    f"topology.link_kinds; defined: {have}"
                 )
             adj[link.a].add(link.b)
             adj[link.b].add(link.a)
@@ -417,7 +424,8 @@ class SystemConfig(ArchsimModel):
         cut = sorted(gpus - seen, key=lambda g: int(g[3:]))
         if cut:
             raise ValueError(
-                f"the topology is disconnected: {', '.join(repr(c) for c in cut)} cannot reach "
+                f"topology.links: the topology is disconnected: "
+                f"{', '.join(repr(c) for c in cut)} cannot reach "
                 "gpu0 over topology.links; allowed: links that join every GPU"
             )
         return self

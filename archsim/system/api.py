@@ -117,6 +117,8 @@ def collective(
     ``sizes`` is a list of byte counts or nccl-tests' ``MIN:MAX[:FACTOR]``; elements are
     ``float`` (4 bytes) as nccl-tests' default. busbw follows nccl-tests' definitions
     (all-reduce ``2(n-1)/n``, reduce-scatter/all-gather ``(n-1)/n``, broadcast/reduce 1).
+    As nccl-tests does, reduce-scatter and all-gather round a size down to whole elements per
+    rank and count elements per rank (``count``); a size under one element per rank has no row.
     """
     import pandas as pd
 
@@ -126,7 +128,13 @@ def collective(
     sizes = size_range(sizes) if isinstance(sizes, str) else _size_list(sizes)
     check_count("dtype_bytes", dtype_bytes)
     rows: list[dict[str, Any]] = []
+    per_rank = op in ("reduce_scatter", "all_gather")  # nccl-tests' paramcount: count / ranks
     for nbytes in sizes:
+        count = nbytes // dtype_bytes // (cfg.gpus if per_rank else 1)
+        if per_rank:
+            nbytes = count * cfg.gpus * dtype_bytes
+            if nbytes == 0:
+                continue
         c = collective_time(cfg, op, nbytes, algorithm, protocol)
         if not (math.isfinite(c.time_s) and math.isfinite(c.energy_pj(cfg))):
             raise ArchsimError(
@@ -136,7 +144,7 @@ def collective(
         rows.append(
             {
                 "size_bytes": c.bytes,
-                "count": c.bytes // dtype_bytes,
+                "count": count,
                 "type": "float",
                 "time_us": c.time_s * 1e6,
                 "algbw_gb_s": c.algbw_bytes_per_s / 1e9,
@@ -148,6 +156,11 @@ def collective(
                 "nodes": cfg.nodes,
                 "energy_j": c.energy_pj(cfg) * 1e-12,
             }
+        )
+    if not rows:
+        raise ArchsimError(
+            f"{op}: every size is under one {dtype_bytes}-byte element per rank on {cfg.gpus} "
+            f"GPUs; allowed: sizes of at least {cfg.gpus * dtype_bytes} bytes"
         )
     frame = pd.DataFrame(rows, columns=list(COLLECTIVE_COLUMNS))
     frame.attrs.update({"system": cfg.name, "op": op})

@@ -163,8 +163,10 @@ def _tree(cfg: SystemConfig, f: _Fabric, nbytes: int, p: int) -> tuple[float, fl
         bus = min(bus * (7 / 9 if f.nodes == 1 else 120 / 128), cap)
     else:
         bus = min(bus * 0.92, cap)
-    idx = min(max(int(math.log2(max(nbytes >> 6, 1))), 0), 23)
-    bus *= _TREE_CORRECTION[PROTOCOLS[p]][idx]
+    # tuning.cc: log2i(nBytes >> 6) indexes the table; past its end (>= 1 GiB) no factor
+    factors = _TREE_CORRECTION[PROTOCOLS[p]]
+    idx = int(math.log2(max(nbytes >> 6, 1)))
+    bus *= factors[idx] if idx < len(factors) else 1.0
     return lat * 1e-6, bus * 0.5
 
 
@@ -183,15 +185,17 @@ def _nvls(cfg: SystemConfig, f: _Fabric, nbytes: int) -> tuple[float, float]:
     """(latency s, effective algbw bytes/s) of NVLS on one node, pipeline fill included.
 
     Each channel loops over ``heads x chunk`` bytes; a loop passes ``nvls_pipeline_stages``
-    stages, so ``L`` loops take ``L + stages - 1`` loop times (fill and drain)."""
+    stages, so the buffer takes its own time plus ``stages - 1`` loop times (fill and drain; a
+    buffer smaller than one loop fills with itself). A partial last loop adds only its bytes,
+    so a larger buffer never finishes sooner at one chunk size."""
     nc = cfg.nccl
     ch = nc.nvls_channels
     bw = f.rings.bandwidth_bytes_per_s * nc.nvls_efficiency * (ch - 1) / ch
     heads = f.ranks // f.nodes
     bw *= heads / (heads + 1)  # (n+1)/n of the buffer per direction: see the module docstring
     loop_bytes = heads * ch * nvls_chunk_bytes(cfg, nbytes, heads)
-    loops = math.ceil(nbytes / loop_bytes)
-    bw *= loops / (loops + nc.nvls_pipeline_stages - 1)
+    fill = (nc.nvls_pipeline_stages - 1) * min(loop_bytes, nbytes)
+    bw *= nbytes / (nbytes + fill)
     return nc.hw_latency_us["nvlink"]["nvls"][2] * 1e-6, bw
 
 
@@ -231,6 +235,9 @@ def collective_time(
     ``algorithm``/``protocol`` force NCCL_ALGO/NCCL_PROTO (default: the system's
     ``nccl.algorithm``/``nccl.protocol``, and when those are null the fastest is chosen).
     """
+    # which setting asked: the call's argument or the system's nccl block
+    where = {"algorithm": "algorithm" if algorithm else "nccl.algorithm",
+             "protocol": "protocol" if protocol else "nccl.protocol"}  # fmt: skip
     algorithm = algorithm or cfg.nccl.algorithm
     protocol = protocol or cfg.nccl.protocol
     _check(cfg, op, nbytes, algorithm, protocol)
@@ -245,8 +252,8 @@ def collective_time(
     ]
     if not cands:
         raise SimulationError(
-            f"{cfg.name}: {op} cannot use algorithm={algorithm or 'any'} with "
-            f"protocol={protocol or 'any'}; allowed here: "
+            f"{cfg.name}: {op} cannot use {where['algorithm']}={algorithm or 'any'} with "
+            f"{where['protocol']}={protocol or 'any'}; allowed here: "
             + ", ".join(f"{a}/{PROTOCOLS[p]}" for a, p in _candidates(cfg, f, op))
         )
     best = None
@@ -262,8 +269,10 @@ def collective_time(
             best = (t, lat, a, p)
     t, lat, a, p = best  # type: ignore[misc]
     moved = nbytes * ((n + 1) / n if a == "nvls" else bus_factor(op, n)) * n
-    _, inter_steps = _steps(op, n, f.nodes)
-    nsteps, _ = _steps(op, n, f.nodes)
-    inter = moved * inter_steps / nsteps if f.nodes > 1 else 0.0
+    # bytes on the network: a ring of n GPUs over N nodes leaves each node once (N of its n
+    # edges); a tree's N - 1 of its n - 1 edges join node heads
+    inter = 0.0
+    if f.nodes > 1:
+        inter = moved * (f.nodes / n if a == "ring" else (f.nodes - 1) / (n - 1))
     channels = cfg.nccl.nvls_channels if a == "nvls" else f.channels
     return CollectiveTime(op, nbytes, n, a, PROTOCOLS[p], channels, lat, t, moved - inter, inter)

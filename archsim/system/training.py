@@ -187,19 +187,20 @@ def _elementwise(
 
 
 def _buckets(layers: list[TrainLayer], system: SystemConfig, grad_bytes: int) -> list[list[int]]:
-    """Layer indices of each DDP bucket, in all-reduce order (reverse layer order)."""
+    """Layer indices of each DDP bucket, in all-reduce order (reverse layer order), as
+    PyTorch's ``compute_bucket_assignment_by_size`` fills them: a layer joins the open bucket,
+    which closes once it holds at least the cap (first ``first_bucket_bytes``, then
+    ``bucket_bytes``), so a bucket may pass its cap by its last layer."""
     out: list[list[int]] = []
-    size, cap = 0, system.ddp.first_bucket_bytes
+    size, cap, open_ = 0, system.ddp.first_bucket_bytes, False
     for i in reversed(range(len(layers))):
-        b = layers[i].params * grad_bytes
-        if out and size + b <= cap:
-            out[-1].append(i)
-            size += b
-        else:
-            if out:
-                cap = system.ddp.bucket_bytes
-            out.append([i])
-            size = b
+        if not open_:
+            out.append([])
+            size, open_ = 0, True
+        out[-1].append(i)
+        size += layers[i].params * grad_bytes
+        if size >= cap:
+            open_, cap = False, system.ddp.bucket_bytes
     return out
 
 
@@ -333,12 +334,11 @@ def run_step(system: SystemConfig, workload: WorkloadSpec | str, opts: StepOptio
 def _check_buckets(sysn: SystemConfig, work: _Work) -> None:
     """A bucket size the user set must not exceed the model's gradients (PyTorch's defaults
     may: a small model then has one bucket)."""
-    if sysn.ddp == DdpConfig():
-        return
+    default = DdpConfig()
     total = sum(tl.params for tl in work.layers) * work.grad_bytes
     for name in ("bucket_bytes", "first_bucket_bytes"):
         value = getattr(sysn.ddp, name)
-        if value > total:
+        if value > total and value != getattr(default, name):
             raise SimulationError(
                 f"{sysn.name}: ddp.{name}={value} is larger than the model's gradients "
                 f"({total} bytes of {work.workload.name}); allowed: 1 to {total}"
@@ -361,6 +361,27 @@ def _comms(sysn: SystemConfig, work: _Work, buckets: list[list[int]], opts: Step
     return out
 
 
+def _topk_hook_s(sysn: SystemConfig, work: _Work, buckets: list[list[int]],
+                 opts: StepOptions) -> list[float]:  # fmt: skip
+    """Seconds of each bucket's top-k compression hook, memory-bound on one GPU (0 without
+    top-k). Selection as Deep Gradient Compression does it (Lin et al., ICLR 2018, Sec. 3:
+    a threshold estimated on a sample, then one pass): read the bucket's gradients, write
+    the k values and int32 indices; after the all-gather, decompression: write the dense
+    gradients (zeros), read every GPU's k pairs and scatter-add them (read + write)."""
+    if opts.topk_density is None or sysn.gpus == 1:
+        return [0.0] * len(buckets)
+    hbm = work.gpu.hbm.bandwidth_bytes_per_s * work.gpu.hbm_achievable_fraction
+    launch = sysn.training.elementwise_launch_s
+    gb, out = work.grad_bytes, []
+    for idx in buckets:
+        n = sum(work.layers[i].params for i in idx)
+        k = max(1, math.ceil(n * opts.topk_density))
+        select = n * gb + k * (gb + 4)
+        scatter = n * gb + sysn.gpus * k * (gb + 4 + 2 * gb)
+        out.append((select + scatter) / hbm + 2 * launch)
+    return out
+
+
 def _ddp_copy_s(sysn: SystemConfig, work: _Work) -> list[float]:
     """Seconds of one DDP gradient copy (a read and a write) per layer; none on one GPU."""
     if sysn.gpus == 1 or sysn.ddp.gradient_copies == 0:
@@ -368,6 +389,15 @@ def _ddp_copy_s(sysn: SystemConfig, work: _Work) -> list[float]:
     hbm = work.gpu.hbm.bandwidth_bytes_per_s * work.gpu.hbm_achievable_fraction
     launch = sysn.training.elementwise_launch_s
     return [max(2 * tl.params * work.grad_bytes / hbm, launch) for tl in work.layers]
+
+
+def _ddp_copy_bytes(sysn: SystemConfig, work: _Work) -> int:
+    """HBM bytes of DDP's gradient copies per GPU (each a read and a write of the gradients:
+    the hook's copy into the buckets, then ``gradient_copies - 1`` copies back)."""
+    if sysn.gpus == 1 or sysn.ddp.gradient_copies == 0:
+        return 0
+    grads = sum(tl.params for tl in work.layers) * work.grad_bytes
+    return 2 * grads * sysn.ddp.gradient_copies
 
 
 def _kernels(work: _Work, copy_s: list[float]) -> list[tuple[str, float, bool, int | None]]:
@@ -400,6 +430,7 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
     buckets = _buckets(work.layers, sysn, work.grad_bytes)
     bucket_of = {i: b for b, idx in enumerate(buckets) for i in idx}
     comms = _comms(sysn, work, buckets, opts)
+    hook_s = _topk_hook_s(sysn, work, buckets, opts)
     env = simpy.Environment()
     st = _Stream()
     ready = [env.event() for _ in buckets]
@@ -456,6 +487,10 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
             start = env.now
             st.comm_active += 1
             rerate()
+            if hook_s[b] > 0:  # the compression hook runs before and after its collective
+                yield env.timeout(hook_s[b])
+                st.events.append(("nccl", f"bucket{b}/topk", start, env.now))
+                start = env.now
             yield env.timeout(c.time_s)
             st.comm_active -= 1
             rerate()
@@ -477,7 +512,7 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
     if step_s > gpu_step_s:
         st.events.append(("compute", "input_stall", gpu_step_s, step_s))
     compute_s = marks["backward_end"]
-    comm_total = sum(c.time_s for c in comms if c is not None)
+    comm_total = sum(c.time_s for c in comms if c is not None) + sum(hook_s)
     exposed = max(0.0, marks["comm_end"] - compute_s)
     summary: dict[str, Any] = {
         "system": sysn.name,
@@ -487,6 +522,7 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
         "batch_per_gpu": opts.batch_per_gpu,
         "optimizer": opts.optimizer,
         "topk_density": opts.topk_density,
+        "topk_hook_s": sum(hook_s),  # compression and decompression, in communication_s
         "memory_format": opts.memory_format,
         "step_s": step_s,
         "compute_s": compute_s,
@@ -542,6 +578,9 @@ def _result(
     gpu = work.gpu
     clock = gpu.clock.frequency_hz
     hbm_pj = gpu_price_list(gpu).energy_pj["hbm"]["read_bytes"]
+    # a board (power: block) draws its static power all step long; the GEMMs' rows carry it
+    # already, the memory passes, the optimizer and the waits add it here
+    static_pj_per_s = gpu.power.static_power_w * 1e12 if gpu.power is not None else 0.0
     rows = []
     for i, tl in enumerate(work.layers):
         phases = [
@@ -550,7 +589,8 @@ def _result(
             if k in work.gemms
         ]
         t = sum(p.time_s for p in phases) + work.ew_f[i] + work.ew_b[i]
-        ew_pj = work.ew_bytes[i] * hbm_pj  # the passes' time is in t, so is their energy
+        ew_s = work.ew_f[i] + work.ew_b[i]  # the passes' time is in t, so is their energy
+        ew_pj = work.ew_bytes[i] * hbm_pj + ew_s * static_pj_per_s
         pj = (sum(p.energy_pj for p in phases) + ew_pj) * sysn.gpus
         macs = sum(p.macs_dense for p in phases) * sysn.gpus
         extras = {
@@ -564,18 +604,21 @@ def _result(
             _row(tl.name, "train_layer", t, clock, macs, pj, extras, busy=busy, dram_bytes=dram)
         )
     rows += comm_rows
+    opt_pj = (work.opt_bytes * hbm_pj + work.opt_s * static_pj_per_s) * sysn.gpus
     rows.append(
-        _row(
-            "optimizer",
-            "optimizer",
-            work.opt_s,
-            clock,
-            0,
-            work.opt_bytes * hbm_pj * sysn.gpus,
-            {},
-            dram_bytes=work.opt_bytes * sysn.gpus,
-        )
-    )
+        _row("optimizer", "optimizer", work.opt_s, clock, 0, opt_pj, {},
+             dram_bytes=work.opt_bytes * sysn.gpus)
+    )  # fmt: skip
+    # the rest of the step: DDP's gradient copies, compute slowed by NCCL, exposed
+    # communication, the copy back, waiting for the loaders
+    rest_s = max(0.0, summary["step_s"] - sum(r.time_s for r in rows if r.kind == "train_layer")
+                 - work.opt_s)  # fmt: skip
+    copy_bytes = _ddp_copy_bytes(sysn, work)
+    rest_pj = (copy_bytes * hbm_pj + rest_s * static_pj_per_s) * sysn.gpus
+    rows.append(
+        _row("ddp_and_waits", "step_rest", rest_s, clock, 0, rest_pj, {},
+             dram_bytes=copy_bytes * sysn.gpus)
+    )  # fmt: skip
     summary["energy_j"] = math.fsum(r.energy_pj for r in rows) * 1e-12
     # what the GPUs' share of it covers: board energy (a power: block) or the priced actions
     summary["gpu_energy"] = "board" if gpu.power is not None else "actions only"

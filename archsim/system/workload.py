@@ -35,7 +35,7 @@ class TrainLayer:
     dgrad: tuple[int, int, int, int] | None
     wgrad: tuple[int, int, int, int]
     outputs: int  # output activation elements per GPU (for elementwise passes)
-    params: int  # weights
+    params: int  # trained parameters: weights, biases, batch-norm scale and shift
 
 
 def _layer(spec: object, batch: int, first: bool) -> TrainLayer:
@@ -46,6 +46,7 @@ def _layer(spec: object, batch: int, first: bool) -> TrainLayer:
         k = spec.c // g * spec.r * spec.s
         outputs = batch * spec.k * spec.out_h * spec.out_w
         params = spec.k * (spec.c // g) * spec.r * spec.s
+        params += spec.k * (2 * spec.batch_norm + spec.bias)  # BN's gamma and beta, a bias
     elif isinstance(spec, FcLayer | LstmLayer):
         shape = spec.matrix_shape
         if shape is None:
@@ -54,7 +55,9 @@ def _layer(spec: object, batch: int, first: bool) -> TrainLayer:
                 "gives no shape here); allowed: fc layers with inputs and outputs"
             )
         g, m, (n, k) = 1, batch, shape
-        outputs, params = batch * n, n * k
+        # bias: nn.Linear's b; nn.LSTM's b_ih and b_hh (both of 4 x hidden)
+        biases = (2 if isinstance(spec, LstmLayer) else 1) * n if spec.bias else 0
+        outputs, params = batch * n, n * k + biases
     elif isinstance(spec, GemmLayer):
         g, m, n, k = spec.batch, spec.m, spec.n, spec.k
         outputs, params = spec.batch * spec.m * spec.n, spec.batch * spec.k * spec.n
