@@ -170,7 +170,11 @@ class RunResult:
         """Compact notebook view: totals and the first ``max_layers`` layers (times in us,
         energy in uJ); the full table is ``to_dataframe()``."""
         s = self.summary()
-        area = f"{s['total_area_mm2']:.3g} mm²" if s["total_area_mm2"] > 0 else "not modelled"
+        area = (
+            f"{s['total_area_mm2']:.3g} mm² (priced components)"
+            if s["total_area_mm2"] > 0
+            else "not modelled"
+        )
         head = (
             f"<b>{html.escape(self.hardware)}</b> on <b>{html.escape(self.workload)}</b>, "
             f"seed {self.seed}: {s['total_cycles']:,} cycles, "

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, model_validator
+from pydantic import Field, NonNegativeFloat, PositiveFloat, field_validator, model_validator
 
 from archsim.config.base import ArchsimModel
 from archsim.config.components import (
+    SUPPORTED_NODES_NM,
     ArithmeticConfig,
     ClockConfig,
     DramConfig,
@@ -63,6 +64,26 @@ class EieStaticPowerConfig(ArchsimModel):
         default=0.0, description="Clock-network power of one PE, W."
     )
     leakage_w_per_pe: NonNegativeFloat = Field(default=0.0, description="Leakage of one PE, W.")
+    reference_clock_hz: PositiveFloat | None = Field(
+        default=None,
+        description="Clock at which clock_network_w_per_pe was found. Set: the clock network "
+        "costs a fixed energy per cycle (W / this clock), so its power follows "
+        "clock.frequency_hz. Unset: a fixed power whatever the clock.",
+    )
+    reference_node_nm: int | None = Field(
+        default=None,
+        description="Process node of clock_network_w_per_pe, nm (one of "
+        f"{list(SUPPORTED_NODES_NM)}). Set: the clock network's energy is scaled to "
+        "technology.node_nm as the other on-chip energies are. Unset: not scaled.",
+    )
+
+    @field_validator("reference_node_nm")
+    @classmethod
+    def _known_node(cls, v: int | None) -> int | None:
+        if v is not None and v not in SUPPORTED_NODES_NM:
+            raise ValueError(f"unsupported node {v} nm; allowed: {list(SUPPORTED_NODES_NM)}")
+        return v
+
     source: str = ""
 
 

@@ -139,7 +139,12 @@ def eie_price_list(config: EieConfig, tables: EnergyTables | None = None) -> Pri
         "dram": {"read_bytes": dram, "write_bytes": dram},
     }
     sp = config.static_power
-    static = {"clock_network": sp.clock_network_w_per_pe * n, "leakage": sp.leakage_w_per_pe * n}
+    clock_w = sp.clock_network_w_per_pe * n
+    if sp.reference_clock_hz is not None:  # C V^2 per cycle: the power follows the clock
+        clock_w *= config.clock.frequency_hz / sp.reference_clock_hz
+    if sp.reference_node_nm is not None:
+        clock_w *= e / energy_scale(t, sp.reference_node_nm)
+    static = {"clock_network": clock_w, "leakage": sp.leakage_w_per_pe * n}
     area = {
         "spmat_sram": sram_area(t, config.spmat_sram, a) * n,
         "pointer_sram": sram_area(t, config.pointer_sram, a) * n,

@@ -49,3 +49,33 @@ def test_factors_decrease_with_node() -> None:
 def test_unknown_node_lists_allowed(fn, node) -> None:
     with pytest.raises(ValueError, match=r"allowed nodes \(nm\): 65, 45, 40, .*, 10, 7"):
         fn(T, node)
+
+
+def test_eie_clock_network_costs_energy_per_cycle_at_any_clock_and_node() -> None:
+    """Table II's clock-network watts are a 45 nm, 800 MHz figure: C V^2 per cycle. Charged
+    as fixed watts, a 1.6 GHz EIE spent half the clock energy per cycle and a 16 nm one the
+    45 nm figure (39.7 % of its energy)."""
+    import archsim
+    from archsim.energy.pricing import eie_price_list
+
+    hw = archsim.load_hardware("eie")
+    sp = hw.static_power
+    assert (sp.reference_clock_hz, sp.reference_node_nm) == (800e6, 45)
+    per_pe = sp.clock_network_w_per_pe / 800e6 * 1e12  # pJ per cycle per PE at 45 nm
+
+    def pj_per_cycle(cfg) -> float:
+        watts = eie_price_list(cfg).static_power_w["clock_network"]
+        return watts / cfg.clock.frequency_hz * 1e12 / cfg.pe_array.num_pes
+
+    assert pj_per_cycle(hw) == pytest.approx(per_pe, rel=1e-12)
+    assert pj_per_cycle(hw.with_overrides({"clock.frequency_hz": 1.6e9})) == pytest.approx(
+        per_pe, rel=1e-12
+    )
+    t = load_tables()
+    at16 = pj_per_cycle(hw.with_overrides({"technology.node_nm": 16}))
+    assert at16 == pytest.approx(per_pe * energy_scale(t, 16), rel=1e-12)
+    fixed = hw.with_overrides(
+        {"static_power.reference_clock_hz": None, "static_power.reference_node_nm": None,
+         "clock.frequency_hz": 1.6e9}
+    )  # fmt: skip
+    assert pj_per_cycle(fixed) == pytest.approx(per_pe / 2, rel=1e-12)  # the old fixed watts
