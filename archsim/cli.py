@@ -6,6 +6,7 @@ User mistakes print one line ``archsim: error: <file>: <field>: <problem>`` and 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -280,6 +281,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.batch is not None and args.batch < 1:  # before an ONNX model is imported at it
         problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
         raise ConfigError("--batch", "", problem)
+    import_warnings: tuple[str, ...] = ()  # an ONNX model's, shown with the run's
     if args.from_scalesim:
         given = [name for name in (args.hw, args.workload) if name is not None]
         if given:
@@ -296,15 +298,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         hw = load_hardware(DEFAULT_HW if args.hw is None else args.hw)
         compile_helper.start(hw.accelerator)  # type: ignore[attr-defined]  # cold cache only
-        wl = _load_run_workload(DEFAULT_WORKLOAD if args.workload is None else args.workload,
-                                args.batch)  # fmt: skip
+        wl, import_warnings = _load_run_workload(
+            DEFAULT_WORKLOAD if args.workload is None else args.workload, args.batch,
+            hw.accelerator,  # type: ignore[attr-defined]
+        )  # fmt: skip
     if args.overrides:
         overrides = parse_overrides(args.overrides)
         if "name" not in overrides:  # results must not call the changed design by its old name
             changes = ", ".join(f"{k}={shown_value(v) or v}" for k, v in overrides.items())
             overrides["name"] = f"{hw.name} ({changes})"  # type: ignore[attr-defined]
         hw = hw.with_overrides(overrides, source="--set")
-    if args.batch is not None:  # checked above; an ONNX model was imported at it already
+    if args.batch is not None and not _is_onnx(args.workload):  # ONNX: imported at it
         wl = wl.with_batch(args.batch)
     if not 0 <= args.seed <= INT64_MAX:  # results.json holds it as a 64-bit integer
         raise ConfigError(
@@ -337,6 +341,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         index = next((i for i, lay in enumerate(wl.layers) if lay.name == exc.layer), None)
         field = f"layers.{index}.{exc.field}" if index is not None else exc.field
         raise WorkloadError(f"{wl.origin}: {field}: {exc.problem}") from None
+    if import_warnings:  # into results.json and the page as well as the console
+        result = dataclasses.replace(result, warnings=(*import_warnings, *result.warnings))
     trace = ((hw, wl, offsets) if args.from_scalesim else (hw, wl)) if args.trace else None
     _write_outputs(
         result,
@@ -368,14 +374,17 @@ def _is_onnx(name: str | None) -> bool:
     return name is not None and str(name).lower().endswith(".onnx")
 
 
-def _load_run_workload(name: str, batch: int | None = None):  # noqa: ANN202 - WorkloadSpec
-    """A workload preset or YAML, or an ONNX model imported on the fly (at ``batch``: its
-    measured activations must have the batch the layers run)."""
+def _load_run_workload(name: str, batch: int | None, accelerator: str):  # noqa: ANN202
+    """(workload, warnings): a workload preset or YAML, or an ONNX model imported on the fly
+    (at ``batch``: its measured activations must have the batch the layers run; its real
+    tensors written only for an ``accelerator`` that reads them) with the import's warnings."""
     if _is_onnx(name):
-        return cli_onnx.load_onnx_workload(name, batch)
+        from archsim.simulate import READS_DATA
+
+        return cli_onnx.load_onnx_workload(name, batch, tensors=accelerator in READS_DATA)
     from archsim.config.io import load_workload
 
-    return load_workload(name)
+    return load_workload(name), ()
 
 
 def _preset_summary(kind: str) -> list[dict[str, str]]:

@@ -77,6 +77,7 @@ def _read(args: argparse.Namespace):
         zero_threshold=args.zero_threshold,
         measure=not args.no_measure,
         densities_from=args.densities_from,
+        batch_required=args.batch is not None,
     )
 
 
@@ -122,17 +123,25 @@ def cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_onnx_workload(path: str, batch: int | None = None) -> WorkloadSpec:
-    """Import ``path`` (a dynamic batch set to ``batch``, default 1; activations measured on
-    the default input) into a temporary folder removed at exit, and load it as a workload."""
+def load_onnx_workload(
+    path: str, batch: int | None = None, tensors: bool = True
+) -> tuple[WorkloadSpec, tuple[str, ...]]:
+    """Import ``path`` and load it as a workload; (workload, the import's warnings).
+
+    ``batch`` sets a dynamic batch dimension (default 1); a model whose batch is fixed at
+    another size is refused (its layers, activations and token rows hold that size).
+    ``tensors``: write the real weights and activations into a temporary folder removed at
+    exit, for the simulators that read them (eie, scnn, dcnn); else only the layers."""
     from archsim.config.io import load_workload
     from archsim.workload.onnx import read_onnx
     from archsim.workload.onnx_export import write_workload
 
-    imp = read_onnx(path, batch=1 if batch is None else batch)
+    imp = read_onnx(path, batch=1 if batch is None else batch, batch_required=batch is not None)
+    if not tensors:
+        return imp.spec, imp.warnings
     tmp = Path(tempfile.mkdtemp(prefix="archsim-onnx-"))
     atexit.register(shutil.rmtree, tmp, True)
     yaml_path = tmp / f"{Path(path).stem}.yaml"
     write_workload(imp, yaml_path)
     # data files resolve in the temporary folder; messages name the model the user gave
-    return load_workload(yaml_path).bind(tmp, str(path))
+    return load_workload(yaml_path).bind(tmp, str(path)), imp.warnings

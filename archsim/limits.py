@@ -45,7 +45,7 @@ LAYER_KINDS: dict[str, tuple[str, ...]] = {
     "eie": ("fc", "lstm"),
     "scnn": ("conv", "fc", "lstm"),
     "dcnn": ("conv",),
-    "systolic": ("conv", "gemm"),
+    "systolic": ("conv", "gemm", "fc"),
 }
 
 #: environment variable -> (default, what it bounds)

@@ -28,7 +28,7 @@ import numpy as np
 
 from archsim.accelerators.base import LayerOutcome
 from archsim.accelerators.scnn_fc import run_scnn_matvec
-from archsim.accelerators.scnn_run import ScnnConvRun
+from archsim.accelerators.scnn_run import ScnnConvRun, rounded_to_zero
 from archsim.config.scnn import ScnnConfig
 from archsim.config.workload import ConvLayer, FcLayer, LstmLayer, WorkloadSpec
 from archsim.datapath.fixed_point import frac_bits_for, quantize
@@ -379,6 +379,10 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
         macs_effective=int(totals[3]),
         input_nnz=input_nnz,
         output_nnz=nnz_out,
+        warnings=tuple(
+            rounded_to_zero("weights", conv.weights, wq_all, wf, ar.data_bits)
+            + rounded_to_zero("activations", conv.activations, aq_all, af, ar.data_bits)
+        ),
     )
 
 
@@ -437,6 +441,7 @@ def simulate_scnn(
                 dram_bytes=rd + wr,
                 counts={**run.counts, "dram": {"read_bytes": rd, "write_bytes": wr}},
                 extras=dict(run.extras),
+                warnings=tuple(f"layer {spec.name!r}: {w}" for w in run.warnings),
             )
         )
     return outcomes, ctx

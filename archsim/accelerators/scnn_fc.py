@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from archsim.accelerators.scnn_run import ScnnConvRun
+from archsim.accelerators.scnn_run import ScnnConvRun, rounded_to_zero
 from archsim.config.scnn import ScnnConfig
 from archsim.datapath.fixed_point import frac_bits_for, quantize
 from archsim.datapath.scnn_kernels import scnn_layer
@@ -136,4 +136,7 @@ def run_scnn_matvec(cfg: ScnnConfig, mv: QuantizedMatVec) -> ScnnConvRun:
         macs_effective=int(totals[3]),
         input_nnz=int(a_v.size),
         output_nnz=nnz_out,
+        warnings=tuple(
+            rounded_to_zero("activations", mv.activations, act_q[:-1], af, ar.data_bits)
+        ),
     )

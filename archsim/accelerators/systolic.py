@@ -43,7 +43,7 @@ import numpy as np
 
 from archsim.accelerators.base import LayerOutcome
 from archsim.config.systolic import SystolicConfig
-from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
+from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, WorkloadSpec
 from archsim.datapath.systolic_kernels import (
     paper_fold_cycles,
     scalesim_memory,
@@ -382,9 +382,21 @@ def _access_cycles(mem: dict[str, int], rep: int) -> dict[str, int]:
 
 
 def _check(spec: Any) -> ConvLayer | GemmLayer:
+    """The layer as the array runs it: an fc layer as its GEMM (m = batch rows, n = outputs,
+    k = inputs; an imported classifier or transformer projection)."""
+    if isinstance(spec, FcLayer) and spec.matrix_shape is not None:
+        n, k = spec.matrix_shape
+        return GemmLayer(
+            kind="gemm", name=spec.name, m=spec.batch, n=n, k=k,
+            weight_density=1.0 if spec.weight_density is None else spec.weight_density,
+            activation_density=(
+                1.0 if spec.activation_density is None else spec.activation_density
+            ),
+        )  # fmt: skip
     if not isinstance(spec, ConvLayer | GemmLayer):
         raise SimulationError(
-            f"the systolic array runs conv and gemm layers; layer {spec.name!r} is {spec.kind!r}"
+            f"the systolic array runs conv, gemm and fc layers (fc with inputs and outputs); "
+            f"layer {spec.name!r} is {spec.kind!r}"
         )
     return spec
 
@@ -405,7 +417,12 @@ def _run_scalesim(config: SystolicConfig, workload: WorkloadSpec, seed: int):
 
     ctx.env.process(_layers())
     ctx.run()
-    return outcomes, ctx
+    return _kinds(outcomes, workload), ctx
+
+
+def _kinds(outcomes: list[LayerOutcome], workload: WorkloadSpec) -> list[LayerOutcome]:
+    """Rows keep their layer's kind (an fc layer runs as a gemm)."""
+    return [replace(o, kind=s.kind) for o, s in zip(outcomes, workload.layers, strict=True)]
 
 
 def simulate_systolic(
@@ -475,4 +492,4 @@ def simulate_systolic(
             )  # fmt: skip
         )
         start = end
-    return outcomes, ctx
+    return _kinds(outcomes, workload), ctx

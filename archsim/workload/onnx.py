@@ -193,6 +193,7 @@ def read_onnx(
     zero_threshold: float = 0.0,
     measure: bool = True,
     densities_from: WorkloadSpec | str | Path | None = None,
+    batch_required: bool = False,
 ) -> OnnxImport:
     """Import ``path``: layers, densities, real tensors, non-MAC ops, warnings.
 
@@ -201,11 +202,13 @@ def read_onnx(
     ``onnx_activations.DEFAULT_INPUT``); ``measure=False`` skips onnxruntime.
     ``densities_from`` (a workload preset or file) gives layers with placeholder weights the
     densities of the preset layer of the same kind and shape (matched in order).
+    ``batch_required``: the user asked for ``batch``, so a first dimension fixed at another
+    size is an error (it is otherwise kept).
     """
     path = Path(path)
     if not (zero_threshold >= 0 and math.isfinite(zero_threshold)):  # NaN fails ">= 0"
         raise WorkloadError(f"--zero-threshold: {zero_threshold}; allowed: a finite number >= 0")
-    g = load_graph(path, batch, input_shape)
+    g = load_graph(path, batch, input_shape, batch_required)
     placed, warnings, used = _place_all(g, path)
     ops = summarize_ops(g, used)
     for st in ops:
@@ -254,7 +257,7 @@ def read_onnx(
         lines.append(f"{name}: weights {w_src}; activations {a_src}")
         if pl.note:
             warnings.append(f"{path}: node {name!r}: {pl.note}")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    digest = _digest(path)
     try:
         spec = WorkloadSpec.model_validate(
             {
@@ -279,6 +282,24 @@ def read_onnx(
         names=names,
         layer_bytes={pl.node: _node_bytes(g, pl.node) for pl in placed},
     )
+
+
+def _digest(path: Path) -> str:
+    """sha256 (16 hex digits) of the model and of the external data files it names, so that
+    changed weights beside an unchanged ``.onnx`` change the provenance. Only a small
+    ``.onnx`` is parsed for them (weights stored inline make a large one)."""
+    h = hashlib.sha256(path.read_bytes())
+    if path.stat().st_size < (16 << 20):
+        import onnx
+
+        model = onnx.load(str(path), load_external_data=False)
+        locations = sorted({e.value for t in model.graph.initializer for e in t.external_data
+                            if e.key == "location"})  # fmt: skip
+        for loc in locations:
+            data = path.parent / loc
+            if data.is_file():
+                h.update(data.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def import_onnx(path: str | Path, batch: int = 1, **options: object) -> WorkloadSpec:

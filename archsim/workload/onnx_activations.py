@@ -98,7 +98,10 @@ def measure_activations(g: OnnxGraph, tensor_names: list[str], x: np.ndarray) ->
         outs = sess.run(None, {name: x})
     except Exception as exc:
         msg = one_line(exc, 300)
-        raise WorkloadError(f"{g.path}: onnxruntime cannot run the model: {msg}") from None
+        raise WorkloadError(
+            f"{g.path}: onnxruntime cannot run the model: {msg}; allowed: a model onnxruntime "
+            "runs, or `archsim import onnx --no-measure` (densities not measured)"
+        ) from None
     got = {o.name: v for o, v in zip(sess.get_outputs(), outs, strict=True)}
     got[next(iter(g.inputs))] = x
     return {n: np.asarray(got[n]) for n in tensor_names if n in got}

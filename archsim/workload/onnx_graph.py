@@ -6,6 +6,7 @@ Needs the ``[onnx]`` extra (``onnx``). Everything here reports user mistakes as
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,13 @@ def read_model(path: Path) -> Any:
     try:
         model = onnx.load(str(path))
     except Exception as exc:  # protobuf raises its own DecodeError types
+        missing = re.search(r"should be stored in (.+?), but it is not", str(exc))
+        if missing:  # external data (torch's dynamo exporter writes MODEL.onnx.data)
+            raise WorkloadError(
+                f"{path}: its weights are stored outside it, in {missing.group(1)}, which is "
+                "missing or not a file; allowed: the model with its external data file beside "
+                "it, as the exporter wrote them"
+            ) from None
         raise WorkloadError(
             f"{path}: not a readable ONNX model ({type(exc).__name__}); allowed: an ONNX "
             "ModelProto file (truncated or non-ONNX files are rejected)"
@@ -157,9 +165,14 @@ def check_graph(path: Path, model: Any) -> None:
 
 
 def _set_input_shapes(
-    path: Path, model: Any, batch: int | None, input_shape: tuple[int, ...] | None
+    path: Path,
+    model: Any,
+    batch: int | None,
+    input_shape: tuple[int, ...] | None,
+    batch_required: bool = False,
 ) -> None:
-    """Fix the batch (first) dimension and, optionally, the whole shape of the data input."""
+    """Fix the batch (first) dimension and, optionally, the whole shape of the data input;
+    ``batch_required``: a first dimension fixed at another size than ``batch`` is an error."""
     inits = {t.name for t in model.graph.initializer}
     data = [i for i in model.graph.input if i.name not in inits]
     for k, inp in enumerate(data):
@@ -176,6 +189,12 @@ def _set_input_shapes(
             continue
         for j, d in enumerate(dims):
             if d.dim_value > 0:
+                if j == 0 and batch_required and input_shape is None and d.dim_value != batch:
+                    raise WorkloadError(
+                        f"{path}: input {inp.name!r}: the batch (dimension 0) is fixed at "
+                        f"{d.dim_value}; --batch {batch} needs a model exported with a dynamic "
+                        f"batch axis; allowed: --batch {d.dim_value}, or no --batch"
+                    )
                 continue
             if j == 0 and batch is not None:
                 d.ClearField("dim_param")
@@ -260,7 +279,10 @@ def _fold(
 
 
 def load_graph(
-    path: str | Path, batch: int | None = 1, input_shape: tuple[int, ...] | None = None
+    path: str | Path,
+    batch: int | None = 1,
+    input_shape: tuple[int, ...] | None = None,
+    batch_required: bool = False,
 ) -> OnnxGraph:
     """Load, check, shape-infer and constant-fold ``path``.
 
@@ -275,7 +297,7 @@ def load_graph(
     path = Path(path)
     model = read_model(path)
     _check_nodes(path, model)
-    _set_input_shapes(path, model, batch, input_shape)
+    _set_input_shapes(path, model, batch, input_shape, batch_required)
     model = _infer(path, model)
     g = model.graph
     shapes: dict[str, tuple[int, ...]] = {}
