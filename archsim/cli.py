@@ -218,9 +218,7 @@ def format_layer_table(result: RunResult) -> str:
     if exposed > 0:
         lines.append(f"      = {in_layers:,} in layers + {exposed:,} of DRAM transfers not hidden")
     area = (
-        f"area {s['total_area_mm2']:.2f} mm^2 (priced components)"
-        if s["total_area_mm2"] > 0
-        else "area not modelled"
+        f"area {s['total_area_mm2']:.2f} mm^2" if s["total_area_mm2"] > 0 else ("area not modelled")
     )
     from archsim.report.formatting import fmt_throughput
 
