@@ -111,15 +111,18 @@ def _determinism(kind: str) -> str:
     return {"collective": COLLECTIVE_DETERMINISM, "train": TRAIN_DETERMINISM}[kind]
 
 
-def _provenance(determinism: str, workload: str | None = None) -> dict[str, Any]:
+def _provenance(determinism: str, system: Any, workload: str | None = None) -> dict[str, Any]:
     """What reproduces a collective's or training step's results: version, model
-    fingerprint, the determinism statement and (training) the full workload spec."""
+    fingerprint, the determinism statement, the GPU config the system names (its ``gpu`` is
+    a name or path, whose file may change) and (training) the full workload spec."""
     from archsim.provenance import archsim_version, model_fingerprint
+    from archsim.system.subsystem import gpu_config
 
     out: dict[str, Any] = {
         "archsim_version": archsim_version(),
         "model_fingerprint": model_fingerprint(),
         "deterministic": determinism,
+        "gpu_config": gpu_config(system).model_dump(mode="json"),
     }
     if workload is not None:
         from archsim.config.io import load_workload
@@ -143,7 +146,10 @@ def cmd_collective(args: argparse.Namespace) -> int:
     out = _out_dir(args.out)
     _atomic(out / "results.csv", frame.to_csv(index=False))
     meta: dict[str, Any] = {"system": cfg.model_dump(mode="json"), "op": args.op}
-    meta |= _provenance(_determinism("collective"))
+    # the options that change the results, as given (None: NCCL's choice / every GPU)
+    meta["options"] = {"gpus": args.gpus, "algorithm": args.algo, "protocol": args.proto,
+                       "sizes": args.sizes}  # fmt: skip
+    meta |= _provenance(_determinism("collective"), cfg)
     _atomic(out / "results.json", json_text({**meta, "rows": frame.to_dict(orient="records")}))
     write_collective_report(frame, out)
     if not args.quiet:
@@ -346,7 +352,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     timeline, name = results[-1].metadata["train_step"]["timeline"], results[-1].workload
     _atomic(out / "results.json", json_text(
         {"system": cfg.model_dump(mode="json"), "workload": args.workload, "workload_name": name,
-         **_provenance(_determinism("train"), args.workload), "steps": rows,
+         **_provenance(_determinism("train"), cfg, args.workload), "steps": rows,
          "timeline": timeline}))  # fmt: skip
     write_training_report(rows, timeline, name, out)
     if not args.quiet:
@@ -385,7 +391,7 @@ def _cmd_parallel(args: argparse.Namespace, cfg) -> int:
             {
                 "system": cfg.model_dump(mode="json"),
                 "workload": args.workload,
-                **_provenance(_determinism("train"), args.workload),
+                **_provenance(_determinism("train"), cfg, args.workload),
                 "steps": rows,
             }
         ),

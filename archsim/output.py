@@ -132,6 +132,10 @@ def frame_to_parquet(
 
     from archsim.provenance import with_provenance
 
+    # pandas stores a frame's attrs in the file: not a sweep's run counts and wall time,
+    # which differ between runs of the same points (the file would not be reproducible)
+    frame = frame.copy(deep=False)
+    frame.attrs = {k: v for k, v in frame.attrs.items() if k != "counts"}
     table = pa.Table.from_pandas(frame, preserve_index=False)
     record = provenance if provenance is not None else frame.attrs.get("provenance")
     if record is not None:

@@ -86,14 +86,17 @@ def _board_columns(extras: dict, energy_pj: float, macs: int) -> dict:
 
 def _board_totals(layers: list[LayerResult]) -> dict:
     """Per run: joules, average board watts, pJ/FLOP, time-weighted clock, any power limit."""
-    t = sum(lr.time_s for lr in layers)
-    e = sum(lr.energy_pj for lr in layers)
+    t = math.fsum(lr.time_s for lr in layers)  # as RunResult's totals sum (correctly rounded)
+    e = math.fsum(lr.energy_pj for lr in layers)
     flops = 2 * sum(lr.macs_dense for lr in layers)
+    clocks = {lr.extras["clock_hz"] for lr in layers}
+    mean_clock = math.fsum(lr.extras["clock_hz"] * lr.time_s for lr in layers) / t if t else 0.0
     return {
         "energy_j": e * 1e-12,
         "average_power_w": e * 1e-12 / t if t else 0.0,
         "pj_per_flop": e / flops if flops else 0.0,
-        "clock_hz": sum(lr.extras["clock_hz"] * lr.time_s for lr in layers) / t if t else 0.0,
+        # one clock for every layer: that clock, not a weighted mean's last-bit rounding
+        "clock_hz": clocks.pop() if len(clocks) == 1 else mean_clock,
         "power_limited": any(lr.extras["power_limited"] for lr in layers),
     }
 

@@ -95,11 +95,27 @@ def point_key(hardware: ArchsimModel, workload: WorkloadSpec, seed: int) -> str:
 
 
 def _workload_text(workload: WorkloadSpec) -> str:
-    """``workload``'s part of the key's JSON text (the folder of its data files included)."""
+    """``workload``'s part of the key's JSON text: the folder of its data files and a digest
+    of their contents (rewritten tensors in the same folder make another point)."""
     wl = workload.model_dump(mode="json")
-    if any(getattr(layer, "data", None) is not None for layer in workload.layers):
-        wl["_data_dir"] = str(Path(workload.base_dir).resolve())
+    folders = [layer.data for layer in workload.layers if getattr(layer, "data", None)]
+    if folders:
+        base = Path(workload.base_dir).resolve()
+        wl["_data_dir"] = str(base)
+        wl["_data_sha256"] = _tree_digest([base / f for f in folders])
     return json.dumps(wl, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _tree_digest(paths: list[Path]) -> str:
+    """sha256 of every file under ``paths`` (relative names and bytes, in sorted order)."""
+    h = hashlib.sha256()
+    for root in sorted(set(paths)):
+        files = sorted(root.rglob("*")) if root.is_dir() else [root]
+        for f in files:
+            if f.is_file():
+                h.update(str(f.relative_to(root.parent)).encode() + b"\0")
+                h.update(f.read_bytes())
+    return h.hexdigest()
 
 
 def _point_key(hardware: ArchsimModel, workload_text: str, seed: int) -> str:
@@ -112,6 +128,10 @@ def _point_key(hardware: ArchsimModel, workload_text: str, seed: int) -> str:
         "model": model_fingerprint(),
         "seed": seed,
     }
+    if getattr(hardware, "accelerator", None) == "system":  # names its GPU: key the config
+        from archsim.system.subsystem import gpu_config
+
+        payload["gpu"] = gpu_config(hardware).model_dump(mode="json")  # type: ignore[arg-type]
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     text = f'{text[:-1]},"workload":{workload_text}}}'
     return hashlib.sha256(text.encode()).hexdigest()[:16]
