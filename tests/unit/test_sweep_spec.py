@@ -194,8 +194,16 @@ def _whole_payload_key(hw, wl, seed: int) -> str:
     from archsim.simulate import archsim_version, model_fingerprint
 
     data = wl.model_dump(mode="json")
-    if any(getattr(layer, "data", None) is not None for layer in wl.layers):
-        data["_data_dir"] = str(Path(wl.base_dir).resolve())
+    folders = [layer.data for layer in wl.layers if getattr(layer, "data", None)]
+    if folders:
+        base = Path(wl.base_dir).resolve()
+        data["_data_dir"] = str(base)
+        h = hashlib.sha256()  # the data files' contents: names and bytes, sorted
+        for root in sorted({base / f for f in folders}):
+            for f in sorted(root.rglob("*")) if root.is_dir() else [root]:
+                if f.is_file():
+                    h.update(str(f.relative_to(root.parent)).encode() + b"\0" + f.read_bytes())
+        data["_data_sha256"] = h.hexdigest()
     payload = {"hardware": hw.model_dump(mode="json"), "workload": data, "seed": seed,
                "archsim": archsim_version(), "model": model_fingerprint()}  # fmt: skip
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
