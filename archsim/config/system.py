@@ -126,6 +126,22 @@ class NcclConfig(ArchsimModel):
     tree_channel_max_bytes_per_s: Bandwidth = Field(
         description="perChMaxTreeBws for this generation (2+ nodes), bytes/s per channel."
     )
+    ll_max_multi_node_bytes_per_s: tuple[Bandwidth, Bandwidth] | None = Field(
+        default=None,
+        description="llMaxBws beyond one node, (2 nodes, 3+ nodes), bytes/s: tuning.cc takes "
+        "the row of the nodes' CPU vendor there (Intel 39.0 / 20.4 GB/s, AMD 22.5 / 19.0), "
+        "not the GPU's. Null: ll_max_bandwidth_bytes_per_s at any node count.",
+    )
+    tree_channel_max_by_nodes_bytes_per_s: tuple[Bandwidth, Bandwidth, Bandwidth] | None = Field(
+        default=None,
+        description="perChMaxTreeBws (1 node, 2 nodes, 3+ nodes), bytes/s per channel "
+        "(tuning.cc). Null: tree_channel_max_bytes_per_s at any node count.",
+    )
+    tree_ll128_channel_max_bytes_per_s: tuple[Bandwidth, Bandwidth, Bandwidth] | None = Field(
+        default=None,
+        description="perChMaxTreeLL128Bws (1 node, 2 nodes, 3+ nodes), bytes/s per channel "
+        "(tuning.cc). Null: the tree's Simple cap.",
+    )
     nvls_efficiency: float = Field(
         default=0.0, ge=0.0, le=1.0, description="nvlsEfficiency (Hopper 0.85; 0 disables NVLS)."
     )

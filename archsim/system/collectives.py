@@ -130,6 +130,32 @@ def _fabric(cfg: SystemConfig) -> _Fabric:
     return _Fabric(cfg.gpus, cfg.nodes, rings, bw, min(rings.count, cfg.nccl.max_channels))
 
 
+def _by_nodes(nodes: int, values: tuple[float, ...]) -> float:
+    """tuning.cc's node index: 1 node, 2 nodes, 3 or more (``values`` of 2: beyond one)."""
+    index = 0 if nodes == 1 else 1 if nodes <= 2 else 2
+    return values[index - (3 - len(values))]
+
+
+def _ll_max(cfg: SystemConfig, nodes: int) -> float:
+    """llMaxBws: the GPU's row on one node, the CPU vendor's beyond (tuning.cc)."""
+    multi = cfg.nccl.ll_max_multi_node_bytes_per_s
+    if nodes == 1 or multi is None:
+        return cfg.nccl.ll_max_bandwidth_bytes_per_s
+    return _by_nodes(nodes, multi)
+
+
+def _tree_caps(cfg: SystemConfig, nodes: int) -> tuple[float, float]:
+    """(LL128, Simple) per-channel tree caps at ``nodes`` (perChMaxTree[LL128]Bws)."""
+    nc = cfg.nccl
+    simple = nc.tree_channel_max_bytes_per_s
+    if nc.tree_channel_max_by_nodes_bytes_per_s is not None:
+        simple = _by_nodes(nodes, nc.tree_channel_max_by_nodes_bytes_per_s)
+    ll128 = simple
+    if nc.tree_ll128_channel_max_bytes_per_s is not None:
+        ll128 = _by_nodes(nodes, nc.tree_ll128_channel_max_bytes_per_s)
+    return ll128, simple
+
+
 def _ring(cfg: SystemConfig, f: _Fabric, op: str, nbytes: int, p: int) -> tuple[float, float]:
     """(latency s, algbw bytes/s) of a ring with protocol index ``p``."""
     nc = cfg.nccl
@@ -143,7 +169,7 @@ def _ring(cfg: SystemConfig, f: _Fabric, op: str, nbytes: int, p: int) -> tuple[
         lat *= nc.ring_plateau_factor
     bus = f.bandwidth
     if p == 0:
-        bus = min(nc.ll_max_bandwidth_bytes_per_s, bus * 0.5)
+        bus = min(_ll_max(cfg, f.nodes), bus * 0.5)
     elif p == 1:
         bus = min(bus * 0.92, f.channels * nc.ring_ll128_channel_max_bytes_per_s)
     return lat * 1e-6, bus * f.ranks / nsteps
@@ -156,11 +182,11 @@ def _tree(cfg: SystemConfig, f: _Fabric, nbytes: int, p: int) -> tuple[float, fl
     per_node = f.ranks // f.nodes
     lat = nc.base_latency_us["tree"][p] + 2 * ((per_node - 1) * intra + math.log2(f.nodes) * inter)
     bus = f.bandwidth
-    cap = f.channels * nc.tree_channel_max_bytes_per_s
+    cap_ll128, cap = (f.channels * c for c in _tree_caps(cfg, f.nodes))
     if p == 0:
-        bus = min(bus / 3.8, nc.ll_max_bandwidth_bytes_per_s)
+        bus = min(bus / 3.8, _ll_max(cfg, f.nodes))
     elif p == 1:
-        bus = min(bus * (7 / 9 if f.nodes == 1 else 120 / 128), cap)
+        bus = min(bus * (7 / 9 if f.nodes == 1 else 120 / 128), cap_ll128)
     else:
         bus = min(bus * 0.92, cap)
     # tuning.cc: log2i(nBytes >> 6) indexes the table; past its end (>= 1 GiB) no factor

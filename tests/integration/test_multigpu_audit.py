@@ -219,3 +219,26 @@ def test_a_model_parallel_run_leaves_no_stale_page(tmp_path, capsys) -> None:
                  "8", "-o", str(out), "-q"]) == 0  # fmt: skip
     assert not (out / "report.html").exists() and (out / "results.csv").exists()
     assert math.isfinite(json.loads((out / "results.json").read_text())["steps"][0]["step_s"])
+
+
+def test_nccl_caps_follow_the_node_count_and_the_hosts_cpu() -> None:
+    """tuning.cc: beyond one node llMaxBws is the CPU vendor's row (Intel 39.0 / 20.4 GB/s,
+    AMD 22.5 / 19.0), and the tree caps are indexed by node count; archsim used the GPU's
+    one-node 141 GB/s everywhere (a 4-node 128 KiB all-reduce 1.5x fast)."""
+
+    def ll_algbw(name: str, nodes: int) -> float:
+        cfg = load_system(name).with_overrides({"nodes": nodes})
+        c = collective_time(cfg, "all_reduce", 128 << 10, "tree", "LL")
+        return c.bytes / (c.time_s - c.latency_s)
+
+    # 128 KiB: tree correction for LL at log2(2048) = 11 is 0.5; algbw = busbw x 0.5
+    assert ll_algbw("dgx_h100", 4) == pytest.approx(0.5 * 0.5 * 20.4e9, rel=1e-9)
+    assert ll_algbw("dgx_h100", 2) == pytest.approx(0.5 * 0.5 * 39.0e9, rel=1e-9)
+    assert ll_algbw("dgx_a100", 2) == pytest.approx(0.5 * 0.5 * 22.5e9, rel=1e-9)
+    four = load_system("dgx_h100").with_overrides({"nodes": 4})
+    assert collective_time(four, "all_reduce", 128 << 10).time_s * 1e6 == pytest.approx(
+        60.9, abs=0.05
+    )  # NCCL's own model with the Intel row (the audit's independent count)
+    one = load_system("dgx_h100")  # one node: the GPU's row and caps, as before
+    assert one.nccl.ll_max_bandwidth_bytes_per_s == 141.0e9
+    assert load_system("dgx_a100").nccl.net_overhead_us == 2.0  # AMD hosts
