@@ -21,6 +21,20 @@ from archsim.workload.onnx import read_onnx  # noqa: E402
 TOKENS, WIDTH, HIDDEN = 6, 16, 32
 
 
+def _save(path: Path, nodes: list, shape: list, weights: list) -> Path:
+    """One-input, one-output model of ``nodes`` (x and y of ``shape``), opset 17."""
+    graph = helper.make_graph(
+        nodes, path.stem,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        weights,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
 def _tokens(path: Path, batch: int | str, scale: float = 1.0, last: str = "Softmax") -> Path:
     """x (batch, 6 tokens, 16) -> MatMul W1 -> Relu -> MatMul W2 -> Softmax: a transformer
     MLP whose fc rows are batch x tokens; ``batch`` a number (static) or a name (dynamic)."""
@@ -33,16 +47,7 @@ def _tokens(path: Path, batch: int | str, scale: float = 1.0, last: str = "Softm
         helper.make_node("MatMul", ["r", "w2"], ["y0"], name="fc2"),
         helper.make_node(last, ["y0"], ["y"], axis=-1),
     ]
-    graph = helper.make_graph(
-        nodes, "tokens",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, TOKENS, WIDTH])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, TOKENS, WIDTH])],
-        [w1, w2],
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
+    return _save(path, nodes, [batch, TOKENS, WIDTH], [w1, w2])
 
 
 def _macs(out: Path) -> int:
@@ -93,16 +98,7 @@ def _conv(path: Path, scale: float) -> Path:
         helper.make_node("Relu", ["h"], ["r"]),
         helper.make_node("Conv", ["r", "w2"], ["y"], name="c2", pads=[1, 1, 1, 1]),
     ]
-    graph = helper.make_graph(
-        nodes, "convs",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 12])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 12])],
-        [w1, w2],
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
+    return _save(path, nodes, [1, 8, 12, 12], [w1, w2])
 
 
 def test_scnn_says_when_real_tensors_round_to_zero(tmp_path) -> None:
