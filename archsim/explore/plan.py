@@ -9,6 +9,7 @@ sweep of more than ``max_points`` is refused (a 10^9-point grid would fill memor
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -129,12 +130,27 @@ def _point_key(hardware: ArchsimModel, workload_text: str, seed: int) -> str:
         "seed": seed,
     }
     if getattr(hardware, "accelerator", None) == "system":  # names its GPU: key the config
-        from archsim.system.subsystem import gpu_config
-
-        payload["gpu"] = gpu_config(hardware).model_dump(mode="json")  # type: ignore[arg-type]
+        payload["gpu"] = _gpu_dump(hardware.gpu, _file_stamp(hardware.gpu))  # type: ignore[attr-defined]
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     text = f'{text[:-1]},"workload":{workload_text}}}'
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _file_stamp(name: str) -> tuple[int, int] | None:
+    """(mtime ns, size) of ``name`` when it is a file path; None for a preset name."""
+    path = Path(name)
+    if not path.is_file():
+        return None
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _gpu_dump(gpu: str, stamp: tuple[int, int] | None) -> dict[str, Any]:
+    """The config of the GPU a system names (preset or path; ``stamp``: the file's, so an
+    edited file is read again), as JSON data: loaded once, not once per point (a system
+    sweep's points share it). Read-only."""
+    return load_hardware(gpu).model_dump(mode="json")
 
 
 def _field_info(model: type[ArchsimModel], path: str) -> tuple[Any, Any]:
