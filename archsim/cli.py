@@ -296,9 +296,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         hw = load_hardware(DEFAULT_HW if args.hw is None else args.hw)
         compile_helper.start(hw.accelerator)  # type: ignore[attr-defined]  # cold cache only
+        accelerators = {hw.accelerator}  # type: ignore[attr-defined]
+        if args.baseline:  # its simulator may read an ONNX model's tensors too
+            accelerators.add(getattr(load_hardware(args.baseline), "accelerator", None))
         wl, import_warnings = _load_run_workload(
             DEFAULT_WORKLOAD if args.workload is None else args.workload, args.batch,
-            hw.accelerator,  # type: ignore[attr-defined]
+            accelerators,
         )  # fmt: skip
     if args.overrides:
         overrides = parse_overrides(args.overrides)
@@ -372,14 +375,16 @@ def _is_onnx(name: str | None) -> bool:
     return name is not None and str(name).lower().endswith(".onnx")
 
 
-def _load_run_workload(name: str, batch: int | None, accelerator: str):  # noqa: ANN202
+def _load_run_workload(name: str, batch: int | None, accelerators: set):  # noqa: ANN202
     """(workload, warnings): a workload preset or YAML, or an ONNX model imported on the fly
     (at ``batch``: its measured activations must have the batch the layers run; its real
-    tensors written only for an ``accelerator`` that reads them) with the import's warnings."""
+    tensors written only when one of ``accelerators`` (the run's, a baseline's) reads them)
+    with the import's warnings."""
     if _is_onnx(name):
         from archsim.simulate import READS_DATA
 
-        return cli_onnx.load_onnx_workload(name, batch, tensors=accelerator in READS_DATA)
+        tensors = bool(accelerators & READS_DATA)
+        return cli_onnx.load_onnx_workload(name, batch, tensors=tensors)
     from archsim.config.io import load_workload
 
     return load_workload(name), ()

@@ -97,6 +97,8 @@ def _conv_elements(layer: Any, phases: int = 1) -> int:
 def layer_memory_bytes(accelerator: str, layer: Any) -> int:
     """Estimated bytes of the tensors ``accelerator``'s model materialises for ``layer``."""
     kind = layer.kind
+    if accelerator == "systolic" and kind == "fc" and layer.as_gemm() is not None:
+        layer, kind = layer.as_gemm(), "gemm"  # runs as its dense GEMM
     if kind in ("fc", "lstm"):
         shape = layer.matrix_shape
         if shape is None or layer.data is not None:  # read from files: bounded by them
@@ -187,6 +189,8 @@ def check_workload_size(hw: Any, workload: Any) -> None:
         refuse_layer(origin, i, layer, "bytes of memory", layer_memory_bytes(acc, layer),
                      "ARCHSIM_MAX_MEMORY_BYTES")  # fmt: skip
         refuse_layer(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
+        if acc == "systolic" and layer.kind == "fc" and layer.as_gemm() is not None:
+            layer = layer.as_gemm()  # runs as its dense GEMM
         if acc == "systolic" and layer.kind in ("conv", "gemm"):
             refuse_layer(origin, i, layer, "folds", _folds(hw, layer), "ARCHSIM_MAX_FOLDS")
 

@@ -384,15 +384,9 @@ def _access_cycles(mem: dict[str, int], rep: int) -> dict[str, int]:
 def _check(spec: Any) -> ConvLayer | GemmLayer:
     """The layer as the array runs it: an fc layer as its GEMM (m = batch rows, n = outputs,
     k = inputs; an imported classifier or transformer projection)."""
-    if isinstance(spec, FcLayer) and spec.matrix_shape is not None:
-        n, k = spec.matrix_shape
-        return GemmLayer(
-            kind="gemm", name=spec.name, m=spec.batch, n=n, k=k,
-            weight_density=1.0 if spec.weight_density is None else spec.weight_density,
-            activation_density=(
-                1.0 if spec.activation_density is None else spec.activation_density
-            ),
-        )  # fmt: skip
+    gemm = spec.as_gemm() if isinstance(spec, FcLayer) else None
+    if gemm is not None:
+        return gemm
     if not isinstance(spec, ConvLayer | GemmLayer):
         raise SimulationError(
             f"the systolic array runs conv, gemm and fc layers (fc with inputs and outputs); "

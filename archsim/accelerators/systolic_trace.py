@@ -16,7 +16,7 @@ import numpy as np
 
 from archsim.accelerators.systolic import layer_gemms
 from archsim.config.systolic import SystolicConfig
-from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
+from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, WorkloadSpec
 from archsim.datapath.systolic_folds import fold_counts, scalesim_rows_per_fold, spatio_temporal
 from archsim.datapath.systolic_kernels import fold_demands
 from archsim.errors import ConfigError
@@ -117,6 +117,8 @@ def check_trace_size(config: SystolicConfig, workload: WorkloadSpec) -> None:
     """Refuse, before anything runs, a trace over ``ARCHSIM_MAX_TRACE_VALUES`` values in one
     layer (one line naming the layer, its size and the limit)."""
     for i, layer in enumerate(workload.layers):
+        if isinstance(layer, FcLayer):
+            layer = layer.as_gemm()  # runs as its dense GEMM
         if isinstance(layer, ConvLayer | GemmLayer):
             need = trace_values(config, layer)
             env = "ARCHSIM_MAX_TRACE_VALUES"
@@ -138,6 +140,8 @@ def write_layer_traces(
     the IFMAP, FILTER and OFMAP address ``offsets``; returns the names written."""
     names = []
     for i, layer in enumerate(workload.layers):
+        if isinstance(layer, FcLayer):
+            layer = layer.as_gemm()  # runs as its dense GEMM
         if isinstance(layer, ConvLayer | GemmLayer):
             write_sram_trace(config, layer, Path(folder) / trace_name(i), offsets)
             names.append(trace_name(i))

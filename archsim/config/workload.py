@@ -119,6 +119,17 @@ class FcLayer(_LayerBase):
             return None
         return (self.outputs, self.inputs)
 
+    def as_gemm(self) -> GemmLayer | None:
+        """The dense GEMM this layer is on an engine that runs GEMMs (a systolic array):
+        m = batch rows, n = outputs, k = inputs; None when the shape comes from a data file."""
+        if self.inputs is None or self.outputs is None:
+            return None
+        wd, ad = self.weight_density, self.activation_density
+        return GemmLayer(
+            kind="gemm", name=self.name, m=self.batch, n=self.outputs, k=self.inputs,
+            weight_density=1.0 if wd is None else wd, activation_density=1.0 if ad is None else ad,
+        )  # fmt: skip
+
 
 class LstmLayer(_LayerBase):
     """One LSTM step as one matrix: 4*hidden gate rows over [x; h] columns (+ bias column)."""

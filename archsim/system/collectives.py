@@ -181,18 +181,15 @@ def _tree(cfg: SystemConfig, f: _Fabric, nbytes: int, p: int) -> tuple[float, fl
     inter = nc.hw_latency_us["net"]["tree"][p]
     per_node = f.ranks // f.nodes
     lat = nc.base_latency_us["tree"][p] + 2 * ((per_node - 1) * intra + math.log2(f.nodes) * inter)
-    bus = f.bandwidth
     cap_ll128, cap = (f.channels * c for c in _tree_caps(cfg, f.nodes))
+    bus = min(f.bandwidth * 0.92, cap)  # tuning.cc: every tree all-reduce, then per protocol
     if p == 0:
         bus = min(bus / 3.8, _ll_max(cfg, f.nodes))
     elif p == 1:
         bus = min(bus * (7 / 9 if f.nodes == 1 else 120 / 128), cap_ll128)
-    else:
-        bus = min(bus * 0.92, cap)
-    # tuning.cc: log2i(nBytes >> 6) indexes the table; past its end (>= 1 GiB) no factor
-    factors = _TREE_CORRECTION[PROTOCOLS[p]]
+    # tuning.cc: the factor of log2i(nBytes >> 6) while it is below 23 (< 512 MiB)
     idx = int(math.log2(max(nbytes >> 6, 1)))
-    bus *= factors[idx] if idx < len(factors) else 1.0
+    bus *= _TREE_CORRECTION[PROTOCOLS[p]][idx] if idx < 23 else 1.0
     return lat * 1e-6, bus * 0.5
 
 
@@ -296,9 +293,11 @@ def collective_time(
     t, lat, a, p = best  # type: ignore[misc]
     moved = nbytes * ((n + 1) / n if a == "nvls" else bus_factor(op, n)) * n
     # bytes on the network: a ring of n GPUs over N nodes leaves each node once (N of its n
-    # edges); a tree's N - 1 of its n - 1 edges join node heads
+    # edges); a broadcast's or reduce's chain from the root, and a tree, join node heads on
+    # N - 1 of their n - 1 edges
     inter = 0.0
     if f.nodes > 1:
-        inter = moved * (f.nodes / n if a == "ring" else (f.nodes - 1) / (n - 1))
+        closed = a == "ring" and op in ("all_reduce", "all_gather", "reduce_scatter")
+        inter = moved * (f.nodes / n if closed else (f.nodes - 1) / (n - 1))
     channels = cfg.nccl.nvls_channels if a == "nvls" else f.channels
     return CollectiveTime(op, nbytes, n, a, PROTOCOLS[p], channels, lat, t, moved - inter, inter)

@@ -361,15 +361,16 @@ def _comms(sysn: SystemConfig, work: _Work, buckets: list[list[int]], opts: Step
     return out
 
 
-def _topk_hook_s(sysn: SystemConfig, work: _Work, buckets: list[list[int]],
-                 opts: StepOptions) -> list[float]:  # fmt: skip
-    """Seconds of each bucket's top-k compression hook, memory-bound on one GPU (0 without
-    top-k). Selection as Deep Gradient Compression does it (Lin et al., ICLR 2018, Sec. 3:
-    a threshold estimated on a sample, then one pass): read the bucket's gradients, write
-    the k values and int32 indices; after the all-gather, decompression: write the dense
-    gradients (zeros), read every GPU's k pairs and scatter-add them (read + write)."""
+def _topk_hook(sysn: SystemConfig, work: _Work, buckets: list[list[int]],
+               opts: StepOptions) -> list[tuple[float, int]]:  # fmt: skip
+    """(seconds, HBM bytes) of each bucket's top-k compression hook on one GPU, memory-bound
+    ((0, 0) without top-k). Selection as Deep Gradient Compression does it (Lin et al., ICLR
+    2018, Sec. 3: a threshold estimated on a sample, then one pass): read the bucket's
+    gradients, write the k values and int32 indices; after the all-gather, decompression:
+    write the dense gradients (zeros), read every GPU's k pairs and scatter-add them (read +
+    write)."""
     if opts.topk_density is None or sysn.gpus == 1:
-        return [0.0] * len(buckets)
+        return [(0.0, 0)] * len(buckets)
     hbm = work.gpu.hbm.bandwidth_bytes_per_s * work.gpu.hbm_achievable_fraction
     launch = sysn.training.elementwise_launch_s
     gb, out = work.grad_bytes, []
@@ -378,7 +379,7 @@ def _topk_hook_s(sysn: SystemConfig, work: _Work, buckets: list[list[int]],
         k = max(1, math.ceil(n * opts.topk_density))
         select = n * gb + k * (gb + 4)
         scatter = n * gb + sysn.gpus * k * (gb + 4 + 2 * gb)
-        out.append((select + scatter) / hbm + 2 * launch)
+        out.append(((select + scatter) / hbm + 2 * launch, select + scatter))
     return out
 
 
@@ -430,7 +431,8 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
     buckets = _buckets(work.layers, sysn, work.grad_bytes)
     bucket_of = {i: b for b, idx in enumerate(buckets) for i in idx}
     comms = _comms(sysn, work, buckets, opts)
-    hook_s = _topk_hook_s(sysn, work, buckets, opts)
+    hooks = _topk_hook(sysn, work, buckets, opts)
+    hook_s = [t for t, _ in hooks]
     env = simpy.Environment()
     st = _Stream()
     ready = [env.event() for _ in buckets]
@@ -537,7 +539,7 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
         "buckets": len(buckets),
         "timeline": st.events,
     }
-    return summary, _comm_rows(sysn, work, comms, buckets)
+    return summary, _comm_rows(sysn, work, comms, buckets, hooks)
 
 
 def _loader_step_s(sysn: SystemConfig, batch_per_gpu: int) -> float:
@@ -552,14 +554,16 @@ def _loader_step_s(sysn: SystemConfig, batch_per_gpu: int) -> float:
     return batch_per_gpu / per_gpu
 
 
-def _comm_rows(sysn, work, comms, buckets) -> list[LayerResult]:
-    """One row per all-reduced bucket, priced per bit on the links it crosses."""
+def _comm_rows(sysn, work, comms, buckets, hooks) -> list[LayerResult]:
+    """One row per all-reduced bucket, priced per bit on the links it crosses; with top-k,
+    its compression hook's time and HBM bytes (all GPUs) too."""
     clock = work.gpu.clock.frequency_hz
+    hbm_pj = gpu_price_list(work.gpu).energy_pj["hbm"]["read_bytes"]
     rows = []
-    for b, (c, idx) in enumerate(zip(comms, buckets, strict=True)):
+    for b, (c, idx, (hook_s, hook_bytes)) in enumerate(zip(comms, buckets, hooks, strict=True)):
         if c is None:
             continue
-        pj = c.energy_pj(sysn)
+        pj = c.energy_pj(sysn) + hook_bytes * hbm_pj * sysn.gpus
         extras = {
             "comm_bytes": c.bytes,
             "comm_algorithm": c.algorithm,
@@ -567,7 +571,8 @@ def _comm_rows(sysn, work, comms, buckets) -> list[LayerResult]:
             "comm_layers": len(idx),
             "comm_busbw_gb_s": c.busbw_bytes_per_s / 1e9,
         }
-        rows.append(_row(f"bucket{b}", c.op, c.time_s, clock, 0, pj, extras))
+        rows.append(_row(f"bucket{b}", c.op, c.time_s + hook_s, clock, 0, pj, extras,
+                         dram_bytes=hook_bytes * sysn.gpus))  # fmt: skip
     return rows
 
 

@@ -189,7 +189,17 @@ def _set_input_shapes(
             continue
         for j, d in enumerate(dims):
             if d.dim_value > 0:
-                if j == 0 and batch_required and input_shape is None and d.dim_value != batch:
+                # the first data input's leading dimension, when the input has no dynamic
+                # one (a sequence-first LSTM's dimension 0 is its length; see below)
+                fixed = all(x.dim_value > 0 for x in dims)
+                if (
+                    j == 0
+                    and k == 0
+                    and fixed
+                    and batch_required
+                    and input_shape is None
+                    and (d.dim_value != batch)
+                ):
                     raise WorkloadError(
                         f"{path}: input {inp.name!r}: the batch (dimension 0) is fixed at "
                         f"{d.dim_value}; --batch {batch} needs a model exported with a dynamic "

@@ -117,3 +117,36 @@ def test_readme_states_the_seed_semantics() -> None:
     readme = Path(__file__).resolve().parents[2] / "README.md"
     if readme.is_file():  # a checkout; an installed package has no README
         assert "(seed, the layer's name)" in readme.read_text()
+
+
+def test_fc_on_a_systolic_array_is_sized_and_traced_as_its_gemm(tmp_path, monkeypatch) -> None:
+    """An fc runs as a dense GEMM on the array: its memory limit, fold limit and SRAM trace are
+    the GEMM's (it was sized as a sparse fc, so a huge one was not refused, and --trace wrote
+    nothing for it)."""
+    from archsim.errors import SimulationError
+    from archsim.limits import check_workload_size
+
+    def wl(kind_fields: dict) -> archsim.WorkloadSpec:
+        return archsim.WorkloadSpec.model_validate(
+            {"schema_version": 1, "name": "w", "source": "t", "layers": [kind_fields]}
+        )
+
+    fc = {"kind": "fc", "name": "f", "inputs": 8, "outputs": 30000, "batch": 30000,
+          "weight_density": 1.0, "activation_density": 1.0}  # fmt: skip
+    gemm = {"kind": "gemm", "name": "f", "m": 30000, "n": 30000, "k": 8}
+    hw = load_hardware("systolic_32x32_os")
+    monkeypatch.setenv("ARCHSIM_MAX_MEMORY_BYTES", "1e9")
+    for spec in (fc, gemm):
+        try:
+            check_workload_size(hw, wl(spec))
+            refused = False
+        except SimulationError as exc:
+            refused = "bytes of memory" in str(exc)
+        assert refused, spec["kind"]
+    small = tmp_path / "fc.yaml"
+    small.write_text(json.dumps({"schema_version": 1, "name": "w", "source": "t", "layers": [
+        {**fc, "outputs": 64, "batch": 4}]}))  # fmt: skip
+    out = tmp_path / "o"
+    assert main(["run", "systolic_32x32_os", str(small), "--trace", "-o", str(out), "-q",
+                 "--no-report"]) == 0  # fmt: skip
+    assert (out / "SRAM_TRACE_layer0.csv.gz").is_file()

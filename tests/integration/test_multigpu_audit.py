@@ -130,17 +130,34 @@ def test_a_multinode_ring_crosses_the_network_on_one_edge_per_node() -> None:
     assert ring.inter_bytes == pytest.approx(moved * 2 / 16)
     tree = collective_time(a100, "all_reduce", 1 << 30, "tree")
     assert tree.inter_bytes == pytest.approx((tree.intra_bytes + tree.inter_bytes) / 15)
+    for op in ("broadcast", "reduce"):  # an open chain from the root: N - 1 crossings
+        chain = collective_time(a100, op, 1 << 30, "ring")
+        assert chain.inter_bytes == pytest.approx((chain.intra_bytes + chain.inter_bytes) / 15)
 
 
 def test_tree_correction_ends_with_ncclS_table() -> None:
-    """tuning.cc applies treeCorrectionFactor only inside its 24 entries (64 B .. 512 MiB):
-    at 1 GiB and up a tree runs at its modelled bandwidth, not 0.9 of it."""
+    """tuning.cc applies treeCorrectionFactor while log2i(nBytes >> 6) < 23 (below 512 MiB):
+    from 512 MiB a tree runs at its modelled bandwidth (archsim kept 0.9 for Simple)."""
     h100 = load_system("dgx_h100").with_overrides({"nodes": 4})
-    big = [collective_time(h100, "all_reduce", n << 30, "tree", "Simple") for n in (1, 4)]
-    mid = collective_time(h100, "all_reduce", 1 << 29, "tree", "Simple")
-    bw = [c.bytes / (c.time_s - c.latency_s) for c in [*big, mid]]
-    assert bw[0] == pytest.approx(bw[1], rel=1e-9)
-    assert bw[2] == pytest.approx(0.9 * bw[0], rel=1e-9)
+    sizes = (1 << 28, 1 << 29, 1 << 30, 4 << 30)  # 256 MiB, 512 MiB, 1 GiB, 4 GiB
+    runs = [collective_time(h100, "all_reduce", n, "tree", "Simple") for n in sizes]
+    bw = [c.bytes / (c.time_s - c.latency_s) for c in runs]
+    assert bw[1] == pytest.approx(bw[2], rel=1e-9) and bw[2] == pytest.approx(bw[3], rel=1e-9)
+    assert bw[0] == pytest.approx(0.9 * bw[1], rel=1e-9)  # Simple's entry 22
+
+
+def test_every_tree_protocol_starts_from_the_capped_tree_bandwidth() -> None:
+    """tuning.cc caps every tree all-reduce at min(busBw x 0.92, channels x perChMaxTreeBw)
+    before LL's and LL128's own refinements (archsim applied it to Simple only)."""
+    from archsim.system.collectives import _fabric
+
+    v100 = load_system("dgx1_v100").with_overrides({"nodes": 4})
+    f = _fabric(v100)
+    base = min(f.bandwidth * 0.92, f.channels * 10.0e9)  # perChMaxTreeBws Volta, 3+ nodes
+    ll128 = min(base * 120 / 128, f.channels * 20.0e9)
+    n = 1 << 30  # past the correction table
+    c = collective_time(v100, "all_reduce", n, "tree", "LL128")
+    assert c.bytes / (c.time_s - c.latency_s) == pytest.approx(0.5 * ll128, rel=1e-9)
 
 
 def test_buckets_close_as_pytorch_closes_them(tmp_path) -> None:
@@ -242,3 +259,13 @@ def test_nccl_caps_follow_the_node_count_and_the_hosts_cpu() -> None:
     one = load_system("dgx_h100")  # one node: the GPU's row and caps, as before
     assert one.nccl.ll_max_bandwidth_bytes_per_s == 141.0e9
     assert load_system("dgx_a100").nccl.net_overhead_us == 2.0  # AMD hosts
+
+
+def test_topk_rows_carry_their_hook() -> None:
+    """The bucket rows held the collective only while communication_s held the hook too."""
+    run = run_step(load_system("dgx_a100"), "resnet50",
+                   StepOptions(8, batch_per_gpu=64, topk_density=0.01))  # fmt: skip
+    df, s = run.to_dataframe(), run.metadata["train_step"]
+    comm = df[df["kind"] == "all_gather"]
+    assert comm["time_s"].sum() == pytest.approx(s["communication_s"], rel=1e-9)
+    assert comm["dram_bytes"].sum() > 0

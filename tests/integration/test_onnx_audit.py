@@ -154,3 +154,39 @@ def test_systolic_arrays_run_fc_layers_as_their_gemm(tmp_path) -> None:
     model = _tokens(tmp_path / "t.onnx", 1)
     assert main(["run", "systolic_32x32_os", str(model), "-o", str(tmp_path / "o"), "-q",
                  "--no-report"]) == 0  # fmt: skip
+
+
+def test_a_baseline_that_reads_tensors_gets_them(tmp_path) -> None:
+    """`run h100 model.onnx --baseline scnn` wrote no tensors (h100 reads none), so the SCNN
+    baseline ran synthetic data: its cycles differed from `run scnn model.onnx`."""
+    model = _conv(tmp_path / "c.onnx", scale=1.0)
+    assert main(["run", "scnn", str(model), "-o", str(tmp_path / "s"), "-q", "--no-report"]) == 0
+    scnn = json.loads((tmp_path / "s" / "results.json").read_text())["total_cycles"]
+    assert main(["run", "h100", str(model), "--baseline", "scnn", "-o", str(tmp_path / "b"),
+                 "-q", "--no-report"]) == 0  # fmt: skip
+    meta = json.loads((tmp_path / "b" / "results.json").read_text())["metadata"]
+    assert meta["baseline"]["total_cycles"] == scnn
+
+
+def test_batch_refusal_looks_at_the_data_input_only(tmp_path) -> None:
+    """A second, fixed input (a position table) is not the batch: `--batch 4` used to be
+    refused because its dimension 0 was fixed at 6."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.random((WIDTH, HIDDEN)).astype(np.float32), "w1")
+    nodes = [
+        helper.make_node("Add", ["x", "pos"], ["xp"]),
+        helper.make_node("MatMul", ["xp", "w1"], ["y"], name="fc1"),
+    ]
+    graph = helper.make_graph(
+        nodes, "twoin",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", TOKENS, WIDTH]),
+         helper.make_tensor_value_info("pos", TensorProto.FLOAT, [TOKENS, WIDTH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", TOKENS, HIDDEN])],
+        [w1],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "twoin.onnx"
+    onnx.save(model, str(path))
+    imp = read_onnx(path, batch=4, batch_required=True, measure=False)
+    assert imp.spec.layers[0].batch == 4 * TOKENS
