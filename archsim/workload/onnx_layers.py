@@ -113,6 +113,12 @@ def _training_graph(g: OnnxGraph, out: str) -> dict[str, Any]:
     return fields
 
 
+def _fc_relu(g: OnnxGraph, node: Any) -> dict[str, Any]:
+    """``relu: true`` when a Relu alone follows the fc's output (training and inference
+    passes then run its kernel, as torchvision VGG-16's fc6 and fc7)."""
+    return {"relu": True} if _only_user(g, node.output[0], "Relu") is not None else {}
+
+
 def _conv(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
     x, wshape = g.shapes.get(node.input[0]), g.shapes.get(node.input[1])
     out = g.shapes.get(node.output[0])
@@ -185,6 +191,7 @@ def _gemm(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
         b = beta * np.broadcast_to(b.reshape(-1), (nn,)) if b.size in (1, nn) else None
     has_bias = len(node.input) > 2 and bool(node.input[2])
     fields = {"kind": "fc", "inputs": kk, "outputs": nn, "batch": m, "bias": has_bias}
+    fields |= _fc_relu(g, node)
     return PlacedLayer(i, fields, m * nn * kk, node.input[0], w, b, placeholder)
 
 
@@ -200,6 +207,7 @@ def _matmul(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
         w, placeholder = _weights(bconst)
         rows = int(np.prod(a2[:-1]))
         fields = {"kind": "fc", "inputs": kk, "outputs": nn, "batch": rows, "bias": False}
+        fields |= _fc_relu(g, node)
         wt = None if w is None else np.ascontiguousarray(w.T)
         return PlacedLayer(i, fields, rows * nn * kk, node.input[0], wt, None, placeholder)
     lead = np.broadcast_shapes(tuple(a2[:-2]), tuple(b2[:-2]))

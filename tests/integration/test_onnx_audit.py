@@ -190,3 +190,10 @@ def test_batch_refusal_looks_at_the_data_input_only(tmp_path) -> None:
     onnx.save(model, str(path))
     imp = read_onnx(path, batch=4, batch_required=True, measure=False)
     assert imp.spec.layers[0].batch == 4 * TOKENS
+
+
+def test_an_fc_followed_by_relu_says_so(tmp_path) -> None:
+    """Imported fc layers never set `relu` (VGG-16's fc6/fc7 are followed by one), so
+    training and inference passes left their ReLU kernels out."""
+    layers = read_onnx(_tokens(tmp_path / "t.onnx", 1), measure=False).spec.layers
+    assert [(lay.name, lay.relu) for lay in layers] == [("fc1", True), ("fc2", False)]
