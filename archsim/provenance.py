@@ -28,6 +28,7 @@ __all__ = [
     "read_provenance",
     "source_digest",
     "sweep_provenance",
+    "tree_digest",
     "with_provenance",
 ]
 
@@ -83,6 +84,19 @@ def source_digest(root: Path) -> str:
     for path in sorted(set(files)):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def tree_digest(paths: Iterable[Path]) -> str:
+    """sha256 of every file under ``paths`` (relative names and bytes, in sorted order): the
+    contents of data folders a result was computed from."""
+    h = hashlib.sha256()
+    for root in sorted(set(paths)):
+        files = sorted(root.rglob("*")) if root.is_dir() else [root]
+        for f in files:
+            if f.is_file():
+                h.update(str(f.relative_to(root.parent)).encode() + b"\0")
+                h.update(f.read_bytes())
+    return h.hexdigest()
 
 
 def provenance(hardware: Any, workload: Any) -> dict[str, Any]:

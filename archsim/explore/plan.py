@@ -37,6 +37,7 @@ from archsim.errors import ConfigError, is_count, shown_name
 from archsim.explore.compressed import check_compress_values, compress_axis, compressed_workload
 from archsim.explore.expression import Expression, ExpressionError, derived_quantities
 from archsim.limits import DEFAULT_MAX_POINTS, check_layer_kinds
+from archsim.provenance import tree_digest
 from archsim.simulate import archsim_version, model_fingerprint
 
 __all__ = [
@@ -103,20 +104,8 @@ def _workload_text(workload: WorkloadSpec) -> str:
     if folders:
         base = Path(workload.base_dir).resolve()
         wl["_data_dir"] = str(base)
-        wl["_data_sha256"] = _tree_digest([base / f for f in folders])
+        wl["_data_sha256"] = tree_digest([base / f for f in folders])
     return json.dumps(wl, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def _tree_digest(paths: list[Path]) -> str:
-    """sha256 of every file under ``paths`` (relative names and bytes, in sorted order)."""
-    h = hashlib.sha256()
-    for root in sorted(set(paths)):
-        files = sorted(root.rglob("*")) if root.is_dir() else [root]
-        for f in files:
-            if f.is_file():
-                h.update(str(f.relative_to(root.parent)).encode() + b"\0")
-                h.update(f.read_bytes())
-    return h.hexdigest()
 
 
 def _point_key(hardware: ArchsimModel, workload_text: str, seed: int) -> str:

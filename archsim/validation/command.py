@@ -108,6 +108,11 @@ def run_command(args: argparse.Namespace) -> int:
             err=True,
         )
     frame = validate(models, seed=args.seed, eie_data=eie_data, progress=progress)
+    if eie_data is not None:  # the reports name the folder the claims read, and its contents
+        from archsim.provenance import tree_digest
+
+        frame.attrs["eie_data"] = {"path": str(Path(eie_data).resolve()),
+                                   "sha256": tree_digest([Path(eie_data).resolve()])}  # fmt: skip
     _echo(format_table(frame))
     notes = frame if args.verbose else frame[frame["status"] == "FAIL"]
     for _, row in notes.iterrows():

@@ -81,6 +81,8 @@ def render_markdown(
         command,
         "```",
         "",
+        inputs_line(frame),
+        "",
         "Each claim is a published number, archsim's value for it, the error (relative, in % "
         "of the paper's value, or absolute in the claim's unit, `pt` = percentage points) and "
         "a tolerance chosen from what archsim's inputs can support; the reason for every "
@@ -154,7 +156,21 @@ def render_html(
         seed=seed,
         summary=_summary(frame),
         command=command,
+        inputs=inputs_line(frame),
         blocks=blocks,
+    )
+
+
+def inputs_line(frame: pd.DataFrame) -> str:
+    """What the claims depend on: archsim's model code, the seed and the real data folder
+    (``frame.attrs["eie_data"]``: its path and a digest of its files, or none)."""
+    from archsim.provenance import model_fingerprint
+
+    data = frame.attrs.get("eie_data")
+    where = f"{data['path']} (sha256 {data['sha256'][:16]})" if data else "none"
+    return (
+        f"Results depend only on archsim's model code (fingerprint {model_fingerprint()}), "
+        f"the seed and the real Alex-8 data folder: {where}."
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,23 @@ def test_a_validate_report_names_the_command_that_wrote_it(tmp_path) -> None:
     main(["validate", "eie", "-q", "-o", str(md), "--html", str(page)])
     line = f"archsim validate eie -o {md} --html {page}"
     assert line in md.read_text() and line in page.read_text()
+
+
+def test_a_validate_report_says_what_its_claims_read(tmp_path) -> None:
+    """The reports did not say which Alex-8 folder the claims read (a default found beside
+    the working directory could be another copy), nor the model code's fingerprint."""
+    from archsim.cli import main
+    from archsim.provenance import model_fingerprint, tree_digest
+    from archsim.validation.runs import default_eie_data
+
+    data = default_eie_data()
+    md, page = tmp_path / "v.md", tmp_path / "v.html"
+    main(["validate", "eie", "-q", "-o", str(md), "--html", str(page)])
+    text = md.read_text()
+    assert f"fingerprint {model_fingerprint()}" in text
+    if data is None:
+        assert "data folder: none." in text
+    else:
+        digest = tree_digest([Path(data).resolve()])[:16]
+        assert f"{Path(data).resolve()} (sha256 {digest})" in text
+        assert digest in page.read_text()
