@@ -280,6 +280,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
         raise ConfigError("--batch", "", problem)
     import_warnings: tuple[str, ...] = ()  # an ONNX model's, shown with the run's
+    baseline = load_hardware(args.baseline) if args.baseline else None
     if args.from_scalesim:
         given = [name for name in (args.hw, args.workload) if name is not None]
         if given:
@@ -296,9 +297,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         hw = load_hardware(DEFAULT_HW if args.hw is None else args.hw)
         compile_helper.start(hw.accelerator)  # type: ignore[attr-defined]  # cold cache only
-        accelerators = {hw.accelerator}  # type: ignore[attr-defined]
-        if args.baseline:  # its simulator may read an ONNX model's tensors too
-            accelerators.add(getattr(load_hardware(args.baseline), "accelerator", None))
+        # a baseline's simulator may read an ONNX model's tensors too
+        accelerators = {getattr(h, "accelerator", None) for h in (hw, baseline)}
         wl, import_warnings = _load_run_workload(
             DEFAULT_WORKLOAD if args.workload is None else args.workload, args.batch,
             accelerators,
@@ -324,7 +324,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         check_trace_size(hw, wl)  # type: ignore[arg-type]
     try:
-        baseline = load_hardware(args.baseline) if args.baseline else None
         steps = len(wl.layers) * (2 if baseline else 1)
         announce_compile(hw.accelerator, quiet=not progress_enabled(args.quiet))
         with progress_bar(steps, "simulating", progress_enabled(args.quiet)) as advance:

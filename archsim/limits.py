@@ -94,11 +94,17 @@ def _conv_elements(layer: Any, phases: int = 1) -> int:
     return inputs + weights + outputs
 
 
+def _as_run(accelerator: str, layer: Any) -> Any:
+    """``layer`` as ``accelerator`` runs it: a systolic array runs an fc as its dense GEMM."""
+    if accelerator == "systolic" and layer.kind == "fc":
+        return layer.as_gemm() or layer
+    return layer
+
+
 def layer_memory_bytes(accelerator: str, layer: Any) -> int:
     """Estimated bytes of the tensors ``accelerator``'s model materialises for ``layer``."""
+    layer = _as_run(accelerator, layer)
     kind = layer.kind
-    if accelerator == "systolic" and kind == "fc" and layer.as_gemm() is not None:
-        layer, kind = layer.as_gemm(), "gemm"  # runs as its dense GEMM
     if kind in ("fc", "lstm"):
         shape = layer.matrix_shape
         if shape is None or layer.data is not None:  # read from files: bounded by them
@@ -189,8 +195,7 @@ def check_workload_size(hw: Any, workload: Any) -> None:
         refuse_layer(origin, i, layer, "bytes of memory", layer_memory_bytes(acc, layer),
                      "ARCHSIM_MAX_MEMORY_BYTES")  # fmt: skip
         refuse_layer(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
-        if acc == "systolic" and layer.kind == "fc" and layer.as_gemm() is not None:
-            layer = layer.as_gemm()  # runs as its dense GEMM
+        layer = _as_run(acc, layer)
         if acc == "systolic" and layer.kind in ("conv", "gemm"):
             refuse_layer(origin, i, layer, "folds", _folds(hw, layer), "ARCHSIM_MAX_FOLDS")
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, NonNegativeFloat, field_validator
+from pydantic import AfterValidator, Field, NonNegativeFloat
 
 from archsim.config.base import ArchsimModel
 
 __all__ = [
     "SUPPORTED_NODES_NM",
+    "NodeNm",
     "ClockConfig",
     "TechnologyConfig",
     "SramConfig",
@@ -57,17 +58,20 @@ class ClockConfig(ArchsimModel):
     )
 
 
+def _known_node(v: int) -> int:
+    if v not in SUPPORTED_NODES_NM:
+        raise ValueError(f"unsupported node {v} nm; allowed: {list(SUPPORTED_NODES_NM)}")
+    return v
+
+
+#: a process node with scaling factors (any field that names one)
+NodeNm = Annotated[int, AfterValidator(_known_node)]
+
+
 class TechnologyConfig(ArchsimModel):
     """Process node; energies and areas are scaled from the 45 nm tables."""
 
-    node_nm: int = Field(description=f"Process node, nm; one of {list(SUPPORTED_NODES_NM)}.")
-
-    @field_validator("node_nm")
-    @classmethod
-    def _known_node(cls, v: int) -> int:
-        if v not in SUPPORTED_NODES_NM:
-            raise ValueError(f"unsupported node {v} nm; allowed: {list(SUPPORTED_NODES_NM)}")
-        return v
+    node_nm: NodeNm = Field(description=f"Process node, nm; one of {list(SUPPORTED_NODES_NM)}.")
 
 
 class _Priced(ArchsimModel):

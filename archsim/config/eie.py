@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, field_validator, model_validator
+from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from archsim.config.base import ArchsimModel
 from archsim.config.components import (
@@ -13,6 +13,7 @@ from archsim.config.components import (
     ClockConfig,
     DramConfig,
     FifoConfig,
+    NodeNm,
     PeArrayConfig,
     SramConfig,
     TechnologyConfig,
@@ -70,19 +71,12 @@ class EieStaticPowerConfig(ArchsimModel):
         "costs a fixed energy per cycle (W / this clock), so its power follows "
         "clock.frequency_hz. Unset: a fixed power whatever the clock.",
     )
-    reference_node_nm: int | None = Field(
+    reference_node_nm: NodeNm | None = Field(
         default=None,
         description="Process node of clock_network_w_per_pe, nm (one of "
         f"{list(SUPPORTED_NODES_NM)}). Set: the clock network's energy is scaled to "
         "technology.node_nm as the other on-chip energies are. Unset: not scaled.",
     )
-
-    @field_validator("reference_node_nm")
-    @classmethod
-    def _known_node(cls, v: int | None) -> int | None:
-        if v is not None and v not in SUPPORTED_NODES_NM:
-            raise ValueError(f"unsupported node {v} nm; allowed: {list(SUPPORTED_NODES_NM)}")
-        return v
 
     source: str = ""
 

@@ -131,13 +131,14 @@ def _context(result: RunResult) -> dict[str, Any]:
             caption += " The red mark is the layer's time with perfect load balance."
         figures.append({"id": fig_id, "caption": caption, "svg": Markup(svg)})  # noqa: S704
     columns, rows = _layer_table(result, names, records)
+    actions_only = _actions_only(result)  # v100, a100: no board power model
     totals = [
         ("layers", fmt_int(summary["layers"])),
         ("cycles", fmt_int(summary["total_cycles"])),
         ("time", fmt_time(summary["total_time_s"])),
         ("throughput", fmt_throughput(summary)),
-        ("energy", fmt_energy(summary["total_energy_pj"]) + _actions_only(result)),
-        ("average power", fmt_power(summary["average_power_w"]) + _actions_only(result)),
+        ("energy", fmt_energy(summary["total_energy_pj"]) + actions_only),
+        ("average power", fmt_power(summary["average_power_w"]) + actions_only),
         (
             "area",
             f"{fmt_num(summary['total_area_mm2'])} mm\u00b2 (priced components)"

@@ -225,7 +225,8 @@ def _what_ran(points: pd.DataFrame) -> list[tuple[str, str]]:
         return shown + (f" and {len(values) - 4} more" if len(values) > 4 else "")
 
     pairs = (("hardware", "hardware"), ("workload", "workload"), ("seeds", "seed"))
-    return [(label, listed(col)) for label, col in pairs if col in points and listed(col)]
+    cards = [(label, listed(col)) for label, col in pairs if col in points]
+    return [(label, text) for label, text in cards if text]
 
 
 def _context(

@@ -261,6 +261,8 @@ class _Work:
     opt_bytes: int  # the optimizer's bytes per GPU
     opt_s: float
     grad_bytes: int
+    hbm_bytes_per_s: float  # achievable HBM bandwidth: the memory-bound passes' rate
+    hbm_pj: float  # price of an HBM byte (read or write)
 
 
 def _work(system: SystemConfig, wl: WorkloadSpec, opts: StepOptions) -> _Work:
@@ -276,7 +278,9 @@ def _work(system: SystemConfig, wl: WorkloadSpec, opts: StepOptions) -> _Work:
     per_param = t.sgd_bytes_per_param if opts.optimizer == "sgd" else t.adam_bytes_per_param
     opt_bytes = sum(tl.params for tl in layers) * (per_param + (2 if act == 2 else 0))
     opt_s = opt_bytes / hbm + t.elementwise_launch_s
-    return _Work(gpu, wl, layers, gemms, ew_f, ew_b, ew_bytes, opt_bytes, opt_s, grad)
+    hbm_pj = gpu_price_list(gpu).energy_pj["hbm"]["read_bytes"]
+    return _Work(gpu, wl, layers, gemms, ew_f, ew_b, ew_bytes, opt_bytes, opt_s, grad, hbm,
+                 hbm_pj)  # fmt: skip
 
 
 def train_step(
@@ -371,7 +375,7 @@ def _topk_hook(sysn: SystemConfig, work: _Work, buckets: list[list[int]],
     write)."""
     if opts.topk_density is None or sysn.gpus == 1:
         return [(0.0, 0)] * len(buckets)
-    hbm = work.gpu.hbm.bandwidth_bytes_per_s * work.gpu.hbm_achievable_fraction
+    hbm = work.hbm_bytes_per_s
     launch = sysn.training.elementwise_launch_s
     gb, out = work.grad_bytes, []
     for idx in buckets:
@@ -383,22 +387,25 @@ def _topk_hook(sysn: SystemConfig, work: _Work, buckets: list[list[int]],
     return out
 
 
+def _ddp_copies(sysn: SystemConfig) -> int:
+    """DDP's gradient copies per step (the hook's copy into the buckets, then
+    ``gradient_copies - 1`` copies back); none on one GPU."""
+    return 0 if sysn.gpus == 1 else sysn.ddp.gradient_copies
+
+
 def _ddp_copy_s(sysn: SystemConfig, work: _Work) -> list[float]:
     """Seconds of one DDP gradient copy (a read and a write) per layer; none on one GPU."""
-    if sysn.gpus == 1 or sysn.ddp.gradient_copies == 0:
+    if not _ddp_copies(sysn):
         return [0.0] * len(work.layers)
-    hbm = work.gpu.hbm.bandwidth_bytes_per_s * work.gpu.hbm_achievable_fraction
     launch = sysn.training.elementwise_launch_s
-    return [max(2 * tl.params * work.grad_bytes / hbm, launch) for tl in work.layers]
+    return [max(2 * tl.params * work.grad_bytes / work.hbm_bytes_per_s, launch)
+            for tl in work.layers]  # fmt: skip
 
 
 def _ddp_copy_bytes(sysn: SystemConfig, work: _Work) -> int:
-    """HBM bytes of DDP's gradient copies per GPU (each a read and a write of the gradients:
-    the hook's copy into the buckets, then ``gradient_copies - 1`` copies back)."""
-    if sysn.gpus == 1 or sysn.ddp.gradient_copies == 0:
-        return 0
+    """HBM bytes of all DDP gradient copies per GPU (each a read and a write)."""
     grads = sum(tl.params for tl in work.layers) * work.grad_bytes
-    return 2 * grads * sysn.ddp.gradient_copies
+    return 2 * grads * _ddp_copies(sysn)
 
 
 def _kernels(work: _Work, copy_s: list[float]) -> list[tuple[str, float, bool, int | None]]:
@@ -440,7 +447,7 @@ def _step(sysn: SystemConfig, work: _Work, opts: StepOptions):
     sms = work.gpu.sms
     channels = max((c.channels for c in comms if c is not None), default=0)
     slow = max(1, sms - channels * sysn.nccl.sm_per_channel) / sms
-    hbm = work.gpu.hbm.bandwidth_bytes_per_s * work.gpu.hbm_achievable_fraction
+    hbm = work.hbm_bytes_per_s
     # HBM bytes NCCL moves per second while a collective runs (busbw x its passes per byte)
     nccl_hbm = max(
         (c.busbw_bytes_per_s * sysn.nccl.hbm_passes_per_byte for c in comms if c is not None),
@@ -558,12 +565,11 @@ def _comm_rows(sysn, work, comms, buckets, hooks) -> list[LayerResult]:
     """One row per all-reduced bucket, priced per bit on the links it crosses; with top-k,
     its compression hook's time and HBM bytes (all GPUs) too."""
     clock = work.gpu.clock.frequency_hz
-    hbm_pj = gpu_price_list(work.gpu).energy_pj["hbm"]["read_bytes"]
     rows = []
     for b, (c, idx, (hook_s, hook_bytes)) in enumerate(zip(comms, buckets, hooks, strict=True)):
         if c is None:
             continue
-        pj = c.energy_pj(sysn) + hook_bytes * hbm_pj * sysn.gpus
+        pj = c.energy_pj(sysn) + hook_bytes * work.hbm_pj * sysn.gpus
         extras = {
             "comm_bytes": c.bytes,
             "comm_algorithm": c.algorithm,
@@ -581,8 +587,7 @@ def _result(
 ) -> RunResult:
     """The RunResult: one row per layer (all GPUs), per bucket and for the optimizer."""
     gpu = work.gpu
-    clock = gpu.clock.frequency_hz
-    hbm_pj = gpu_price_list(gpu).energy_pj["hbm"]["read_bytes"]
+    clock, hbm_pj = gpu.clock.frequency_hz, work.hbm_pj
     # a board (power: block) draws its static power all step long; the GEMMs' rows carry it
     # already, the memory passes, the optimizer and the waits add it here
     static_pj_per_s = gpu.power.static_power_w * 1e12 if gpu.power is not None else 0.0

@@ -257,7 +257,7 @@ def read_onnx(
         lines.append(f"{name}: weights {w_src}; activations {a_src}")
         if pl.note:
             warnings.append(f"{path}: node {name!r}: {pl.note}")
-    digest = _digest(path)
+    digest = _digest(path, g.external_files)
     try:
         spec = WorkloadSpec.model_validate(
             {
@@ -284,21 +284,12 @@ def read_onnx(
     )
 
 
-def _digest(path: Path) -> str:
-    """sha256 (16 hex digits) of the model and of the external data files it names, so that
-    changed weights beside an unchanged ``.onnx`` change the provenance. Only a small
-    ``.onnx`` is parsed for them (weights stored inline make a large one)."""
+def _digest(path: Path, external: tuple[Path, ...]) -> str:
+    """sha256 (16 hex digits) of the model and of its ``external`` data files, so that
+    changed weights beside an unchanged ``.onnx`` change the provenance."""
     h = hashlib.sha256(path.read_bytes())
-    if path.stat().st_size < (16 << 20):
-        import onnx
-
-        model = onnx.load(str(path), load_external_data=False)
-        locations = sorted({e.value for t in model.graph.initializer for e in t.external_data
-                            if e.key == "location"})  # fmt: skip
-        for loc in locations:
-            data = path.parent / loc
-            if data.is_file():
-                h.update(data.read_bytes())
+    for data in external:
+        h.update(data.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -6,7 +6,6 @@ Needs the ``[onnx]`` extra (``onnx``). Everything here reports user mistakes as
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +73,7 @@ class OnnxGraph:
     consts: dict[str, ConstTensor]
     inputs: dict[str, tuple[int, ...]]  # graph inputs that are not constants
     consumers: dict[str, list[int]] = field(default_factory=dict)
+    external_files: tuple[Path, ...] = ()  # data files the initialisers were read from
 
     def node_label(self, i: int) -> str:
         """The node's name, or ``<op>_<index>`` when the graph leaves it empty."""
@@ -103,23 +103,40 @@ def initializer_array(path: Path, tensor: Any) -> np.ndarray:
 
 
 def read_model(path: Path) -> Any:
+    """The ONNX model at ``path``, external data loaded (see :func:`read_model_files`)."""
+    return read_model_files(path)[0]
+
+
+def read_model_files(path: Path) -> tuple[Any, tuple[Path, ...]]:
+    """(model, the external data files its initialisers name): the weights of a model whose
+    exporter stored them beside it (torch's dynamo exporter writes MODEL.onnx.data) are
+    loaded; a missing file is named."""
     onnx = require_onnx()
     if not path.is_file():
         what = "not a regular file" if path.exists() else "file not found"
         raise WorkloadError(f"{path}: {what}; allowed: an .onnx model file")
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf raises its own DecodeError types
-        missing = re.search(r"should be stored in (.+?), but it is not", str(exc))
-        if missing:  # external data (torch's dynamo exporter writes MODEL.onnx.data)
-            raise WorkloadError(
-                f"{path}: its weights are stored outside it, in {missing.group(1)}, which is "
-                "missing or not a file; allowed: the model with its external data file beside "
-                "it, as the exporter wrote them"
-            ) from None
         raise WorkloadError(
             f"{path}: not a readable ONNX model ({type(exc).__name__}); allowed: an ONNX "
             "ModelProto file (truncated or non-ONNX files are rejected)"
+        ) from None
+    files = tuple(sorted({path.parent / e.value for t in model.graph.initializer
+                          for e in t.external_data if e.key == "location"}))  # fmt: skip
+    missing = next((f for f in files if not f.is_file()), None)
+    if missing is not None:
+        raise WorkloadError(
+            f"{path}: its weights are stored outside it, in {missing}, which is missing or not "
+            "a file; allowed: the model with its external data file beside it, as the exporter "
+            "wrote them"
+        )
+    try:
+        onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
+    except Exception as exc:  # a truncated or foreign data file, a location outside the folder
+        raise WorkloadError(
+            f"{path}: cannot read its external data ({one_line(exc, 200)}); allowed: the data "
+            "files the exporter wrote beside it"
         ) from None
     if not model.graph.node:
         raise WorkloadError(f"{path}: graph: no nodes (not an ONNX model?); allowed: an ONNX model")
@@ -130,7 +147,7 @@ def read_model(path: Path) -> Any:
                 f"{path}: opset_import: opset {imp.version} is newer than this onnx supports; "
                 f"allowed: opset <= {newest} (upgrade onnx or export with an older opset)"
             )
-    return model
+    return model, files
 
 
 def _check_nodes(path: Path, model: Any) -> None:
@@ -305,7 +322,7 @@ def load_graph(
         # 2.5 became 2; 0 said "nodes cannot be placed"; 10^30 a ValueError from onnx
         raise WorkloadError(f"{path}: batch {batch!r}; allowed: an integer from 1 to 2^63-1")
     path = Path(path)
-    model = read_model(path)
+    model, files = read_model_files(path)
     _check_nodes(path, model)
     _set_input_shapes(path, model, batch, input_shape, batch_required)
     model = _infer(path, model)
@@ -342,4 +359,5 @@ def load_graph(
         consts=consts,
         inputs=inputs,
         consumers=consumers,
+        external_files=files,
     )
