@@ -77,6 +77,7 @@ class GemmStep:
     grouped: bool = False  # a grouped conv in one launch: runs in conv_library.grouped_families
     large_filter: bool = False  # runs in conv_library.large_filter_families
     flattened: bool = False  # K = C*R*S in one run: the families of conv_reduction "flattened"
+    narrow: bool = False  # channels off the tensor-op rule: conv_library.narrow_channel_families
 
     @property
     def memo_key(self) -> GemmStep:
@@ -179,6 +180,10 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
             prob = _problem(layer, name, m, n, layer.r * layer.s * cg, layer.groups, True)
             step = GemmStep(name, prob, simt, None, grouped, large, flattened=True)
             out.append(ConvCandidate(name, (step,)))
+        if simt and _narrow(cfg, layer):
+            prob = _problem(layer, name, m, n, layer.r * layer.s * cg, 1, True)
+            step = GemmStep(name, prob, flattened=True, narrow=True)
+            out.append(ConvCandidate(name, (step,)))
     if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
         for tk in _tile_ks(cfg, False):
             k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
@@ -205,17 +210,35 @@ def _large_filter(cfg: GpuConfig, layer: ConvLayer) -> bool:
     return bool(lib.large_filter_families) and max(layer.r, layer.s) >= lib.large_filter_min_size
 
 
-def _conv_families(cfg: GpuConfig, grouped: bool, large: bool) -> list[KernelFamily] | None:
-    """The conv library's kernel families for a tensor-core conv GEMM: the grouped families for
-    a one-launch grouped conv, the large-filter families for a large filter, else the conv
-    families (each when the preset has them); None: the preset has none (the GEMM library's
-    families run the conv)."""
+def _narrow(cfg: GpuConfig, layer: ConvLayer) -> bool:
+    """Whether an ungrouped layer whose channels break the tensor-op rule may also run in
+    ``conv_library.narrow_channel_families`` (one of them takes its precision)."""
+    fams = cfg.conv_library.narrow_channel_families or []
+    ok = [f for f in fams if f.precisions is None or layer.precision in f.precisions]
+    return bool(ok) and layer.groups == 1
+
+
+def _conv_families(
+    cfg: GpuConfig, grouped: bool, large: bool, narrow: bool = False
+) -> list[KernelFamily] | None:
+    """The conv library's kernel families for a tensor-core conv GEMM: the narrow-channel
+    families for channels off the tensor-op rule, the grouped families for a one-launch
+    grouped conv, the large-filter families for a large filter, else the conv families (each
+    when the preset has them); None: the preset has none (the GEMM library's families run the
+    conv)."""
     lib = cfg.conv_library
+    if narrow:
+        return lib.narrow_channel_families
     if grouped and lib.grouped_families:
         return lib.grouped_families
     if large and lib.large_filter_families:
         return lib.large_filter_families
     return lib.families
+
+
+def _step_families(cfg: GpuConfig, step: GemmStep) -> list[KernelFamily] | None:
+    """The conv library's kernel families for ``step`` (:func:`_conv_families`)."""
+    return _conv_families(cfg, step.grouped, step.large_filter, step.narrow)
 
 
 def _tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False) -> list[int]:
@@ -330,7 +353,7 @@ def timed_families(cfg: GpuConfig, step: GemmStep) -> list[str | None]:
     conv family (:func:`_conv_families`) with a tile of the step's ``tile_k`` (or no menu of
     its own); ``[None]``: on the CUDA cores, or in the GEMM library's families as it picks
     (the preset has no conv families)."""
-    fams = _conv_families(cfg, step.grouped, step.large_filter)
+    fams = _step_families(cfg, step)
     if step.simt or not fams:
         return [None]
     fams = [f for f in fams if (f.conv_reduction == "flattened") == step.flattened] or fams
@@ -344,7 +367,7 @@ def kernel_overhead_s(cfg: GpuConfig, step: GemmStep, family: str) -> float:
     ``kernel_overhead_s``, else the conv library's; 0 on the CUDA cores."""
     if step.simt:
         return 0.0
-    fams = _conv_families(cfg, step.grouped, step.large_filter) or []
+    fams = _step_families(cfg, step) or []
     own = next((f.kernel_overhead_s for f in fams if f.name == family), None)
     return cfg.conv_library.kernel_overhead_s if own is None else own
 
@@ -358,7 +381,7 @@ def gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None = None) -> Gp
     own). Memoised per config object: validating the derived config is most of a conv
     layer's simulation time, and timing, counting and pricing a layer ask for it again."""
     key = (id(cfg), step.simt, step.tile_k, step.grouped, step.large_filter, step.flattened,
-           family)  # fmt: skip
+           step.narrow, family)  # fmt: skip
     hit = _GEMM_CONFIGS.get(key)
     if hit is None or hit[0] is not cfg:  # the entry holds cfg, so its id is not reused
         if len(_GEMM_CONFIGS) >= 1024:
@@ -374,7 +397,7 @@ def _build_gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None) -> Gp
     over: dict[str, Any] = {}
     if not cfg.conv_library.split_k:
         over["library.split_k_factors"] = [1]
-    families = _conv_families(cfg, step.grouped, step.large_filter) or cfg.library.families
+    families = _step_families(cfg, step) or cfg.library.families
     if family is not None:  # a name none of them has: the GEMM model's CUDA-core fallback
         families = [f for f in families if f.name == family] or families  # (fp32 on h100)
     if step.simt:

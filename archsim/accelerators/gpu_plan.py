@@ -69,6 +69,7 @@ class KernelPlan:
     transpose_bytes: int = 0  # bytes of those operands (each read once and written once)
     fragment_bytes: int = 0  # shared->register fragment reads per k-step of one CTA (mma.sync)
     n_fastest: bool = False  # CTAs launched N-tile fastest (a cluster sharing A rasters along N)
+    cta_fill_bytes_per_clock: float | None = None  # one CTA's own load rate (None: no limit)
 
     @property
     def name(self) -> str:
@@ -270,18 +271,21 @@ def k_step_elements(tile: ThreadBlockTile, prob: GemmProblem) -> int:
 
 
 def _occupancy(
-    cfg: GpuConfig, prob: GemmProblem, tile: ThreadBlockTile, in_registers: bool = False
+    cfg: GpuConfig, prob: GemmProblem, tile: ThreadBlockTile, fam: KernelFamily | None = None
 ) -> int:
-    """Co-resident CTAs per SM: shared memory, registers, warps and the CTA limit;
-    ``in_registers``: the stages' operand tiles are held in registers, not shared memory."""
+    """Co-resident CTAs per SM: shared memory, registers, warps and the CTA limit; a family
+    with ``stages_in_registers`` holds the stages' operand tiles in registers, not shared
+    memory; one with ``registers_per_thread`` takes that many registers a thread."""
     sm = cfg.sm_memory
+    in_registers = fam is not None and fam.stages_in_registers
     staged = tile.stages * (tile.m + tile.n) * k_step_elements(tile, prob) * prob.in_bytes
     regs = tile.m * tile.n * 4 + tile.warps * 32 * sm.overhead_registers_per_thread * 4
-    bounds = [sm.max_warps // tile.warps, sm.max_ctas]
-    if in_registers:
-        bounds.append(sm.register_file_bytes // (regs + staged))
-    else:
-        bounds += [sm.max_shared_bytes // staged, sm.register_file_bytes // regs]
+    regs += staged if in_registers else 0
+    if fam is not None and fam.registers_per_thread is not None:
+        regs = tile.warps * 32 * fam.registers_per_thread * 4
+    bounds = [sm.max_warps // tile.warps, sm.max_ctas, sm.register_file_bytes // regs]
+    if not in_registers:
+        bounds.append(sm.max_shared_bytes // staged)
     return min(bounds)
 
 
@@ -359,7 +363,7 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
     frags_shared = fam is not None and fam.fragments_from_shared
     out: list[KernelPlan] = []
     for tile in tiles:
-        per_sm = _occupancy(cfg, prob, tile, fam is not None and fam.stages_in_registers)
+        per_sm = _occupancy(cfg, prob, tile, fam)
         if per_sm < 1:
             continue
         ks = k_step_elements(tile, prob)
@@ -405,6 +409,7 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
                     transpose_bytes=transpose_bytes,
                     fragment_bytes=fragment_bytes(tile, ks, prob.in_bytes) if frags_shared else 0,
                     n_fastest=n_fastest,
+                    cta_fill_bytes_per_clock=fam.cta_fill_bytes_per_clock if fam else None,
                 )
             )
         if stream_k and len(out) > first and out[first].split_k == 1:

@@ -163,7 +163,7 @@ class _KernelModel:
         self.floor = seconds_to_cycles(cfg.min_kernel_s, clock)
         self.load_hbm = activation_limited_load_bandwidth(cfg, prob, plan)
         self.hbm_floor = self._hbm_floor_cycles()
-        self._cache: dict[tuple[int, int, int], np.ndarray] = {}
+        self._cache: dict[tuple[int, int, int, int], np.ndarray] = {}
 
     def _hbm_floor_cycles(self) -> int:
         """Least main-loop cycles of the kernel's whole HBM traffic at the achievable
@@ -185,13 +185,16 @@ class _KernelModel:
             port = self.cfg.sm_memory.shared_bandwidth_bytes_per_clock
             load = max(load, math.ceil((p.stage_bytes + p.fragment_bytes) / port - 1e-9))
         epi = max(1, math.ceil(p.epilogue_bytes / mem.share() - 1e-9))
-        key = (n_cta, load, epi)
+        latency = self.latency
+        if p.cta_fill_bytes_per_clock:  # the CTA's own loads arrive no faster than it issues
+            own = math.ceil(p.stage_bytes / p.cta_fill_bytes_per_clock - 1e-9)
+            latency += max(0, own - load)
+        key = (n_cta, load, epi, latency)
         if key not in self._cache:
             sub = self.cfg.tensor_cores.sub_cores_per_sm
             self._cache[key] = sm_round(
                 n_cta, p.steps, p.tile.stages, p.tile.warps, sub, p.groups, p.frags,
-                p.issue_cycles, p.mma_latency, p.bubble_cycles, load, self.latency, epi,
-                self.latency,
+                p.issue_cycles, p.mma_latency, p.bubble_cycles, load, latency, epi, self.latency,
             )  # fmt: skip
         return self._cache[key]
 

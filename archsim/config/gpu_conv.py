@@ -102,6 +102,14 @@ class ConvLibraryConfig(ArchsimModel):
         description="Kernel families of the tensor-core conv GEMMs whose filter is at least "
         "``large_filter_min_size`` wide (ungrouped), fastest first; None: ``families``.",
     )
+    narrow_channel_families: list[KernelFamily] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_MENU_ITEMS,
+        description="Tensor-core kernel families that cudnn.benchmark also times for an "
+        "ungrouped conv whose channels break ``tensor_op_channel_alignment_elements`` (the "
+        "CUDA-core kernel is timed too; the faster wins); None: only the CUDA-core kernel.",
+    )
     large_filter_min_size: PositiveInt = Field(
         default=7,
         le=64,

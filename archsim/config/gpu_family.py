@@ -108,6 +108,21 @@ class KernelFamily(ArchsimModel):
         "pre-Hopper fallbacks come in 1-, 2- and 8-element alignments of 16-bit types, none of "
         "4); None: any power of two up to 16.",
     )
+    registers_per_thread: PositiveInt | None = Field(
+        default=None,
+        le=255,
+        description="Registers each thread of the family's kernels holds, as a profiler "
+        "reports them (CUPTI/Nsight 'regs'): bounds co-resident CTAs by the register file. "
+        "None: estimated from the tile (FP32 accumulators, register-held stages and "
+        "sm_memory.overhead_registers_per_thread).",
+    )
+    cta_fill_bytes_per_clock: PositiveFloat | None = Field(
+        default=None,
+        description="Global->register rate of ONE CTA, bytes per SM clock, for kernels whose "
+        "threads issue their loads one by one (element-wide gathers): a k-step's data is in "
+        "place no sooner than its bytes at this rate, however idle the SM's port "
+        "(fill_bytes_per_clock) is. None: no per-CTA limit.",
+    )
     multicast_ctas: PositiveInt = Field(
         default=1,
         description="CTAs of a thread-block cluster (along M) that receive each B tile from one "

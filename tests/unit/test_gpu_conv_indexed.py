@@ -59,7 +59,9 @@ def test_stages_in_registers_bound_occupancy_by_the_register_file() -> None:
         sm.max_shared_bytes // staged, sm.register_file_bytes // regs, sm.max_warps // 4,
         sm.max_ctas,
     )  # fmt: skip
-    assert _occupancy(H100, prob, tile, in_registers=True) == min(
+    fam = next(f for f in H100.conv_library.large_filter_families or [] if f.stages_in_registers)
+    assert fam.registers_per_thread is None
+    assert _occupancy(H100, prob, tile, fam) == min(
         sm.register_file_bytes // (regs + staged), sm.max_warps // 4, sm.max_ctas
     )
 
