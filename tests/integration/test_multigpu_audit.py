@@ -175,9 +175,13 @@ def test_buckets_close_as_pytorch_closes_them(tmp_path) -> None:
 
 
 def test_trained_parameters_include_biases_and_batch_norm(tmp_path) -> None:
-    """ResNet-50's convs (without the fc the preset leaves out): 23,454,912 weights plus
-    53,120 batch-norm scales and shifts; an fc layer's bias counts too."""
+    """ResNet-50's convs (the v1 preset, which has no fc): 23,454,912 weights plus 53,120
+    batch-norm scales and shifts; with the classifier's 2,048,000 weights and 1,000 biases
+    (resnet50_v1_5) 25,557,032, torchvision's resnet50 parameter count; an fc layer's bias
+    counts too."""
     assert sum(t.params for t in training_layers(load_workload("resnet50"), 1)) == 23_508_032
+    v15 = training_layers(load_workload("resnet50_v1_5"), 1)
+    assert sum(t.params for t in v15) == 25_557_032
     mlp = training_layers(load_workload(_mlp(tmp_path, (8, 4))), 1)
     assert mlp[0].params == 8 * 4 + 4
 
