@@ -28,6 +28,7 @@ __all__ = [
     "activation_limited_load_bandwidth",
     "check_supported",
     "clockless_key",
+    "eligible",
     "families_for",
     "family_for",
     "fragment_bytes",
@@ -184,7 +185,9 @@ def mn_major_operands(prob: GemmProblem) -> int:
     return int(prob.transpose_a) + int(not prob.transpose_b)
 
 
-def _eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
+def eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
+    """Whether ``fam`` can run ``prob``: its precisions, the part's tensor-core precisions,
+    its operand-layout and size rules and its leading-dimension alignment."""
     key = rate_key(prob.precision)
     if fam.precisions is not None and key not in fam.precisions:
         return False
@@ -199,7 +202,7 @@ def _eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
 
 def _eligible_families(cfg: GpuConfig, prob: GemmProblem) -> list[KernelFamily]:
     """The families of ``library.families`` that ``prob`` is eligible for, in preset order."""
-    return [f for f in cfg.library.families if _eligible(cfg, f, prob)]
+    return [f for f in cfg.library.families if eligible(cfg, f, prob)]
 
 
 def family_for(cfg: GpuConfig, prob: GemmProblem) -> KernelFamily | None:

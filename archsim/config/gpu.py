@@ -437,14 +437,47 @@ class GpuConfig(ArchsimModel):
 
     @model_validator(mode="after")
     def _tiles_fit(self) -> GpuConfig:
-        tiles = [(f"tiles.{i}", t) for i, t in enumerate(self.tiles)]
-        for j, fam in enumerate(self.library.families):
-            tiles += [(f"library.families.{j}.tiles.{i}", t) for i, t in enumerate(fam.tiles or [])]
-        for where, t in tiles:
-            need = t.stages * (t.m + t.n) * t.k * 2  # FP16 A and B tiles per stage
-            if need > self.sm_memory.max_shared_bytes:
+        """Every tile of the menu and of each family fits one SM: its stages in shared memory,
+        or (``stages_in_registers``) with its accumulators in the register file; a family's
+        ``registers_per_thread`` holds at least its tiles' FP32 accumulators."""
+        sm = self.sm_memory
+        tiles = [(f"tiles.{i}", t, None) for i, t in enumerate(self.tiles)]
+        for where, fams in self._family_lists():
+            for j, fam in enumerate(fams):
+                own = [(f"{where}.{j}.tiles.{i}", t) for i, t in enumerate(fam.tiles or [])]
+                tiles += [(w, t, fam) for w, t in own or [(f"{where}.{j}", t) for t in self.tiles]]
+        for where, t, fam in tiles:
+            staged = t.stages * (t.m + t.n) * t.k * 2  # FP16 A and B tiles per stage
+            threads = t.warps * 32
+            acc = -(-t.m * t.n // threads)  # FP32 accumulator registers a thread
+            regs = fam.registers_per_thread if fam is not None else None
+            if regs is not None and regs < acc:
                 raise ValueError(
-                    f"{where}: {t.m}x{t.n}x{t.k} with {t.stages} stages needs {need} B of "
-                    f"shared memory; allowed <= {self.sm_memory.max_shared_bytes}"
+                    f"{where}: registers_per_thread {regs} is fewer than the {acc} FP32 "
+                    f"accumulators a thread of the {t.m}x{t.n} tile ({t.warps} warps) holds; "
+                    f"allowed >= {acc}"
+                )
+            in_regs = fam is not None and fam.stages_in_registers
+            if in_regs or regs is not None:
+                need = regs * 4 * threads if regs is not None else t.m * t.n * 4 + staged
+                if need > sm.register_file_bytes:
+                    raise ValueError(
+                        f"{where}: {t.m}x{t.n}x{t.k} with {t.stages} stages needs {need} B of "
+                        f"registers; allowed <= {sm.register_file_bytes}"
+                    )
+            if not in_regs and staged > sm.max_shared_bytes:
+                raise ValueError(
+                    f"{where}: {t.m}x{t.n}x{t.k} with {t.stages} stages needs {staged} B of "
+                    f"shared memory; allowed <= {sm.max_shared_bytes}"
                 )
         return self
+
+    def _family_lists(self) -> list[tuple[str, list[KernelFamily]]]:
+        """(dotted path, families) of every family list: the GEMM library's and the conv
+        library's."""
+        lib = self.conv_library
+        out = [("library.families", self.library.families)]
+        for name in ("families", "grouped_families", "large_filter_families",
+                     "narrow_channel_families"):  # fmt: skip
+            out.append((f"conv_library.{name}", getattr(lib, name) or []))
+        return out

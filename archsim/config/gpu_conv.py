@@ -110,6 +110,13 @@ class ConvLibraryConfig(ArchsimModel):
         "ungrouped conv whose channels break ``tensor_op_channel_alignment_elements`` (the "
         "CUDA-core kernel is timed too; the faster wins); None: only the CUDA-core kernel.",
     )
+    narrow_channel_filter_multiple: PositiveInt = Field(
+        default=4,
+        le=64,
+        description="narrow_channel_families take only layers whose input channels C break "
+        "the tensor-op rule and whose filters K are multiples of this (cuDNN's traced aligna2 "
+        "kernels end alignc4 or alignc8: output channels stored in 4- or 8-element vectors).",
+    )
     large_filter_min_size: PositiveInt = Field(
         default=7,
         le=64,

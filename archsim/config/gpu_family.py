@@ -116,8 +116,10 @@ class KernelFamily(ArchsimModel):
         "None: estimated from the tile (FP32 accumulators, register-held stages and "
         "sm_memory.overhead_registers_per_thread).",
     )
-    cta_fill_bytes_per_clock: PositiveFloat | None = Field(
+    cta_fill_bytes_per_clock: float | None = Field(
         default=None,
+        ge=0.001,
+        le=10_000,
         description="Global->register rate of ONE CTA, bytes per SM clock, for kernels whose "
         "threads issue their loads one by one (element-wide gathers): a k-step's data is in "
         "place no sooner than its bytes at this rate, however idle the SM's port "

@@ -17,9 +17,9 @@ is longer:
 * ``fused_bn_relu``: batch-norm, the add and the ReLU are one kernel (MXNet's
   BatchNormAddRelu / fused BN-ReLU, cuDNN's fused ops): one read of the output (and of the
   shortcut) and one write;
-* ``autocast_weight_casts``: torch.autocast casts every conv's FP32 weight to FP16 in each
-  forward pass (its cast cache lives for one autocast region): a kernel reading 4 and writing 2
-  bytes per weight;
+* ``autocast_weight_casts``: torch.autocast casts every conv's and linear layer's FP32 weight
+  (and a linear layer's bias) to FP16 in each forward pass (its cast cache lives for one
+  autocast region): a kernel reading 4 and writing 2 bytes per weight;
 * ``memory_format="nchw"`` with a tensor-core precision: cuDNN transposes each conv's input to
   NHWC and its output back (``TrainingConfig.nchw_transpose_passes`` each), except around a
   Winograd conv, whose transforms read and write NCHW. The layers run in the pass's memory
@@ -219,13 +219,22 @@ def _elementwise(
     return out
 
 
-def _linear_elementwise(spec: FcLayer, batch: int, act: int) -> list[Kernel]:
-    """The memory-bound kernels after a linear layer's GEMM: its ReLU (``FcLayer.relu``),
-    reading and writing the batch x outputs result (``_conv_workload`` admits only fc layers
-    with a shape)."""
-    if not spec.relu or spec.matrix_shape is None:
+def _linear_elementwise(spec: FcLayer, act: int, opts: InferenceOptions) -> list[Kernel]:
+    """The memory-bound kernels of a linear layer besides its GEMM: autocast's casts of its
+    FP32 weight and bias (``autocast_weight_casts``: 4 bytes read, 2 written each), then its
+    ReLU (``FcLayer.relu``), reading and writing the batch x outputs result
+    (``_conv_workload`` admits only fc layers with a shape)."""
+    if spec.matrix_shape is None:
         return []
-    return [("elementwise", 2 * batch * spec.matrix_shape[0] * act, 0)]
+    rows, cols = spec.matrix_shape
+    out: list[Kernel] = []
+    if opts.autocast_weight_casts:
+        out.append(("elementwise", rows * cols * (4 + 2), 0))
+        if spec.bias:
+            out.append(("elementwise", rows * (4 + 2), 0))
+    if spec.relu:
+        out.append(("elementwise", 2 * opts.batch * rows * act, 0))
+    return out
 
 
 def _head(spec: ConvLayer, outputs: int, act: int, opts: InferenceOptions) -> list[Kernel]:
@@ -317,7 +326,7 @@ def inference_pass(
     sequence: list[float] = []  # GPU seconds of every kernel, in launch order
     for spec, lr in zip(wl.layers, run.layers, strict=True):
         if isinstance(spec, FcLayer):  # a linear layer: its GEMM (and its ReLU)
-            relu = [_kernel_s(cfg, *k) for k in _linear_elementwise(spec, opts.batch, act)]
+            relu = [_kernel_s(cfg, *k) for k in _linear_elementwise(spec, act, opts)]
             conv_s, ew_s = conv_s + lr.time_s, ew_s + sum(relu)
             kernels += 1 + len(relu)
             per_layer[spec.name] = lr.time_s + sum(relu)

@@ -260,14 +260,14 @@ def test_conv_families_tiles_set_the_tap_padding() -> None:
     """The k-steps a conv's taps are padded to come from the conv families' own tiles when
     they have some (else the preset's menu): a family of 32-wide k-steps pads a 16-channel tap
     to 32, not to the menu's 64."""
-    from archsim.accelerators.gpu_conv import _tile_ks
+    from archsim.accelerators.conv_candidates import tile_ks
 
-    assert _tile_ks(H100, grouped=False) == [32, 64]
+    assert tile_ks(H100, grouped=False) == [32, 64]
     fam = H100.conv_library.families[0].model_dump()
     assert {t["k"] for t in fam["tiles"]} == {64}
     fam["tiles"] = [{"m": 128, "n": 128, "k": 32, "warps": 4, "stages": 5}]
     cfg = H100.with_overrides({"conv_library.families": [fam]})
-    assert _tile_ks(cfg, grouped=False) == [32]
+    assert tile_ks(cfg, grouped=False) == [32]
     layer = _conv(c=16, k=32, r=5, s=5, pad=2)
     (cand,) = [c for c in conv_candidates(cfg, layer) if c.algorithm == "implicit_gemm"]
     assert cand.steps[0].problem.k == 5 * 5 * 32

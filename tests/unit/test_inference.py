@@ -86,8 +86,8 @@ def test_h100_framework_kernels_at_their_measured_rates() -> None:
 def test_h100_resnet50_forward_against_the_measured_h100() -> None:
     """torchvision ResNet-50 v1.5 forward, fp16 channels-last, CUDA graph, timed on an H100
     SXM (benchmarks/measured/h100_2026-11-27/network_resnet50.csv) against the simulated pass
-    (convs, three-kernel batch-norm, ReLU, adds, max-pool; the head of avg-pool and fc is
-    not modelled): within 16 % at batch 1 and 10 % from batch 8 to 256."""
+    (convs, three-kernel batch-norm, ReLU, adds, max-pool and the fc GEMM; the average pool
+    before it is not modelled): within 16 % at batch 1 and 10 % from batch 8 to 256."""
     import pandas as pd
 
     rows = pd.read_csv(MEASURED / "network_resnet50.csv")
@@ -122,7 +122,8 @@ def test_samples_per_s_and_autocast_casts() -> None:
     plain = inference_pass("v100", wl, InferenceOptions("amp_fp16", 256))
     cast = inference_pass("v100", wl, InferenceOptions("amp_fp16", 256, autocast_weight_casts=True))
     assert plain.samples_per_s == pytest.approx(256 / plain.time_s)
-    assert cast.kernels == plain.kernels + 53 and cast.time_s > plain.time_s
+    # one cast per conv weight, and the fc's weight and bias
+    assert cast.kernels == plain.kernels + 53 + 2 and cast.time_s > plain.time_s
 
 
 @pytest.mark.parametrize(
