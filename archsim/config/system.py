@@ -50,7 +50,9 @@ class LinkKindConfig(ArchsimModel):
     """Bandwidth and latency of one physical link of a kind."""
 
     bandwidth_bytes_per_s: Bandwidth = Field(
-        description="Raw signalling bandwidth of one link, per direction, bytes/s."
+        description="Raw signalling bandwidth of one link, per direction, bytes/s (a record: "
+        "collectives are timed at nccl_bandwidth_bytes_per_s, so a what-if on link speed "
+        "sets that field)."
     )
     nccl_bandwidth_bytes_per_s: Bandwidth = Field(
         description="Payload bandwidth NCCL achieves on one link, per direction, bytes/s "
@@ -89,7 +91,10 @@ class NicConfig(ArchsimModel):
     """The network adapters of one node."""
 
     count: PositiveInt = Field(description="NICs per node.")
-    bandwidth_bytes_per_s: Bandwidth = Field(description="Line rate per NIC and direction.")
+    bandwidth_bytes_per_s: Bandwidth = Field(
+        description="Line rate per NIC and direction (a record: collectives are timed at "
+        "nccl_bandwidth_bytes_per_s)."
+    )
     nccl_bandwidth_bytes_per_s: Bandwidth = Field(
         description="Per NIC and direction as NCCL models it (topo.h NET_BW: 12 GB/s per 100 Gbit)."
     )
