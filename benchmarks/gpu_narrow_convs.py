@@ -4,7 +4,7 @@ Reads each ``conv_*.csv`` of the given measurement folders (recursively), keeps 
 C is not a multiple of ``conv_library.tensor_op_channel_alignment_elements`` (C = 3 image
 inputs), simulates each at its measured clock (``sm_mhz``; the model's when absent) and prints
 one line per row (measured and simulated us, signed error, the kernel family the model ran)
-and the median / p90 of |error|.
+and the median / p90 of |error| (p90 as ``np.percentile``, like ``validation.measured``).
 
 Usage::
 
@@ -17,6 +17,8 @@ import argparse
 import csv
 import statistics
 from pathlib import Path
+
+import numpy as np
 
 import archsim
 from archsim.config.workload import ConvLayer
@@ -61,8 +63,7 @@ def main() -> None:
         shape = f"n={r['batch']} C={r['c']} K={r['k']} {r['h']}px {r['r']}x{r['s']}/{r['stride']}"
         print(f"{where:48.48s} {r['layer']:14.14s} {shape:34s} {meas * 1e6:8.1f} {sim * 1e6:8.1f} "
               f"{sim / meas - 1:+7.1%}  {family}")  # fmt: skip
-    errs.sort()
-    p90 = errs[max(0, int(0.9 * len(errs)) - 1)]
+    p90 = float(np.percentile(errs, 90))  # as archsim.validation.measured.error_stats
     print(f"{len(errs)} rows: median |error| {statistics.median(errs):.1%}, p90 {p90:.1%}")
 
 

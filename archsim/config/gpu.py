@@ -460,10 +460,15 @@ class GpuConfig(ArchsimModel):
             in_regs = fam is not None and fam.stages_in_registers
             if in_regs or regs is not None:
                 need = regs * 4 * threads if regs is not None else t.m * t.n * 4 + staged
+                what = (
+                    f"{regs} registers x {threads} threads"
+                    if regs is not None
+                    else f"{t.m}x{t.n}x{t.k} with {t.stages} stages in registers"
+                )
                 if need > sm.register_file_bytes:
                     raise ValueError(
-                        f"{where}: {t.m}x{t.n}x{t.k} with {t.stages} stages needs {need} B of "
-                        f"registers; allowed <= {sm.register_file_bytes}"
+                        f"{where}: {what} needs {need} B of registers; allowed <= "
+                        f"{sm.register_file_bytes}"
                     )
             if not in_regs and staged > sm.max_shared_bytes:
                 raise ValueError(

@@ -18,7 +18,7 @@ is longer:
   BatchNormAddRelu / fused BN-ReLU, cuDNN's fused ops): one read of the output (and of the
   shortcut) and one write;
 * ``autocast_weight_casts``: torch.autocast casts every conv's and linear layer's FP32 weight
-  (and a linear layer's bias) to FP16 in each forward pass (its cast cache lives for one
+  (and bias, where the layer has one) to FP16 in each forward pass (its cast cache lives for one
   autocast region): a kernel reading 4 and writing 2 bytes per weight;
 * ``memory_format="nchw"`` with a tensor-core precision: cuDNN transposes each conv's input to
   NHWC and its output back (``TrainingConfig.nchw_transpose_passes`` each), except around a
@@ -213,9 +213,11 @@ def _elementwise(
         out.append(("maxpool_disjoint" if disjoint else "maxpool",
                     _max_pool(pooled, st, act)[0], ctas))  # fmt: skip
     out += _head(spec, outputs, act, opts)
-    if opts.autocast_weight_casts:
+    if opts.autocast_weight_casts:  # the weight's cast, and the bias's when it has one
         weights = spec.k * (spec.c // spec.groups) * spec.r * spec.s
         out.append(("elementwise", weights * (4 + 2), 0))
+        if spec.bias:
+            out.append(("elementwise", spec.k * (4 + 2), 0))
     return out
 
 

@@ -157,8 +157,10 @@ def test_alexnet_conv1_against_the_reference_h100() -> None:
 
 
 @pytest.mark.parametrize("sub", sorted(ALIGN2_ROWS))
-def test_traced_aligna2_convs_within_35_percent(sub: str) -> None:
-    """The C = 3 convs that ran the aligna2 kernels on the H100 (model clock): within 35 %,
+def test_traced_aligna2_convs_timed_within_35_percent(sub: str) -> None:
+    """The C = 3 convs that ran the aligna2 kernels on the H100 (model clock), timed in
+    whichever kernel the model finds faster (r073, r078, 2031 r079 and r098 run on its CUDA
+    cores): within 35 %,
     most within 20 % (the CUDA-core model alone: r050 +228 %, r105 +58 %, r083 +62 %, r036
     +38 %); r050 (16 filters) is +33 %: cuDNN ran a 128x16 tile there, the menu has only
     128x32."""
@@ -217,7 +219,7 @@ def test_a_second_narrow_family_of_another_precision_is_not_timed_for_this_one()
     ("update", "needle"),
     [
         ({"tiles": [{"m": 256, "n": 128, "k": 16, "warps": 32, "stages": 1}]},
-         "needs 434176 B of registers; allowed <= 262144"),
+         "106 registers x 1024 threads needs 434176 B of registers; allowed <= 262144"),
         ({"registers_per_thread": 1}, "registers_per_thread 1 is fewer than the 32 FP32"),
         ({"tiles": [{"m": 1024, "n": 1024, "k": 16, "warps": 4, "stages": 1}]},
          "fewer than the 8192 FP32 accumulators"),
