@@ -217,7 +217,7 @@ def test_split_k_reduces_fp32_partials_in_slice_order(half: bool) -> None:
 def test_plan_schedule_equals_its_simpy_run(hw: str) -> None:
     """The plan search's SimPy-free schedule is the twin of the SimPy run: same cycles, time
     split, busy cycles and traffic for every plan (a sample of the DeepBench shapes, which
-    cover one and two SM groups, batched full rounds, tails and split-K)."""
+    cover one and two SM groups, batched full rounds, tails and split-K, and C = 3 convs)."""
     from archsim.accelerators.gpu_conv import conv_candidates, gemm_config
     from archsim.accelerators.gpu_plan import plans_for
     from archsim.accelerators.tensor_core import _KernelModel
@@ -230,8 +230,15 @@ def test_plan_schedule_equals_its_simpy_run(hw: str) -> None:
     # an output-heavy conv GEMM (a 1x1 expansion at batch 256: 411 MB of FP16 written) whose
     # rounds end before its HBM traffic can: the write-back floor decides its length
     wide = ConvLayer(kind="conv", name="wide", n=256, c=64, k=256, h=56, w=56, r=1, s=1)
-    for cand in conv_candidates(cfg, wide):
-        cases += [(gemm_config(cfg, step), step.problem) for step in cand.steps]  # type: ignore[arg-type]
+    # C = 3 image inputs (H100: the narrow-channel family, whose per-CTA gather rate lengthens
+    # each k-step's latency) at batch 1, 8 and 64: one CTA an SM, tails, full rounds
+    image = [ConvLayer(kind="conv", name=f"img{n}", n=n, c=3, k=96, h=227, w=227, r=11, s=11,
+                       stride=4) for n in (1, 8, 64)]  # fmt: skip
+    for layer in (wide, *image):
+        for cand in conv_candidates(cfg, layer):
+            cases += [(gemm_config(cfg, step), step.problem) for step in cand.steps]  # type: ignore[arg-type]
+    narrow = [p for c, prob in cases for p in plans_for(c, prob) if p.cta_fill_bytes_per_clock]
+    assert bool(narrow) == (hw == "h100")
     n = floored = 0
     for c, prob in cases:
         for plan in plans_for(c, prob):
