@@ -87,6 +87,11 @@ FIELDS: tuple[CalibrationField, ...] = (
         "a kernel family's global->shared fill rate per SM (B/clk): its memory-fed GEMMs",
     ),
     CalibrationField(
+        "conv_library.narrow_channel_families.*.cta_fill_bytes_per_clock", 0.5, 64.0,
+        "one CTA's element-wise gather rate (B/clk) of the narrow-channel conv kernels: C = 3 "
+        "convs at batch 1 (AlexNet conv1)",
+    ),
+    CalibrationField(
         "power.tensor_current_clock_hz", 1.0e9, 1.98e9,
         "peak-current clock of busy tensor pipes (Hz): sustained light-power tensor GEMMs",
     ),
@@ -106,13 +111,14 @@ FIELDS: tuple[CalibrationField, ...] = (
 
 
 def fields_for(hw: Any) -> tuple[CalibrationField, ...]:
-    """:data:`FIELDS` with ``*`` expanded to each of ``hw``'s kernel families (by index)."""
-    n = len(hw.library.families) if hasattr(hw, "library") else 0
+    """:data:`FIELDS` with ``*`` expanded to each entry (by index) of the family list it
+    follows in ``hw`` (``library.families``, ``conv_library.narrow_channel_families``)."""
     out: list[CalibrationField] = []
     for f in FIELDS:
         if "*" not in f.path:
             out.append(f)
             continue
+        n = len(_get(hw, f.path.split(".*")[0]) or [])
         out += [replace(f, path=f.path.replace("*", str(i))) for i in range(n)]
     return tuple(out)
 
@@ -208,16 +214,19 @@ def fit(
 
 
 def _with(hw: Any, values: dict[str, float]) -> Any:
-    """``hw`` with the fitted values (family fields set inside ``library.families``)."""
-    plain = {p: v for p, v in values.items() if not p.startswith("library.families.")}
-    fams = [f.model_dump() for f in hw.library.families] if hasattr(hw, "library") else []
+    """``hw`` with the fitted values (a family's field set inside its list, which is
+    overridden whole)."""
+    over: dict[str, Any] = {}
     for path, value in values.items():
-        if path.startswith("library.families."):
-            _, _, i, name = path.split(".")
-            fams[int(i)][name] = value
-    if len(plain) < len(values):
-        plain["library.families"] = fams
-    return hw.with_overrides(plain, source="calibrate")
+        head, _, name = path.rpartition(".")
+        where, _, index = head.rpartition(".")
+        if not index.isdigit():
+            over[path] = value
+            continue
+        if where not in over:
+            over[where] = [f.model_dump() for f in _get(hw, where)]
+        over[where][int(index)][name] = value
+    return hw.with_overrides(over, source="calibrate")
 
 
 def _golden(

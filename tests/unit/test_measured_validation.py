@@ -339,3 +339,22 @@ def test_cli_measured_options_out_of_place(folder, capsys, argv, needle) -> None
     assert main([a.format(folder=folder) for a in argv]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_calibration_fields_expand_over_every_family_list() -> None:
+    """``*`` expands over the list it follows: the GEMM library's families and the conv
+    library's narrow-channel families (H100: one); a fitted value lands inside its list, the
+    rest of the list unchanged."""
+    hw = archsim.load_hardware("h100")
+    paths = [f.path for f in calibrate.fields_for(hw)]
+    narrow = "conv_library.narrow_channel_families.0.cta_fill_bytes_per_clock"
+    assert narrow in paths and not any("narrow_channel_families.1" in p for p in paths)
+    fams = len(hw.library.families)
+    assert sum(p.startswith("library.families.") for p in paths) == 2 * fams
+    cal = calibrate._with(hw, {narrow: 3.0, "library.families.1.mma_rate_fraction": 0.5})
+    (fam,) = cal.conv_library.narrow_channel_families or []
+    assert fam.cta_fill_bytes_per_clock == 3.0 and fam.registers_per_thread == 106
+    assert cal.library.families[1].mma_rate_fraction == 0.5
+    assert cal.library.families[0] == hw.library.families[0]
+    v100 = [f.path for f in calibrate.fields_for(archsim.load_hardware("v100"))]
+    assert not any(p.startswith("conv_library.") for p in v100)
