@@ -42,7 +42,6 @@ __all__ = [
     "Step",
     "cdiv",
     "conv_candidates",
-    "narrow_families",
     "step_families",
     "tile_ks",
 ]
@@ -164,7 +163,7 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
             out.append(ConvCandidate(name, (step,)))
         if _narrow_layer(cfg, layer):
             prob = _problem(layer, name, m, n, layer.r * layer.s * cg, 1, True)
-            if narrow_families(cfg, prob):
+            if _narrow_families(cfg, prob):
                 step = GemmStep(name, prob, flattened=True, narrow=True)
                 out.append(ConvCandidate(name, (step,)))
     if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
@@ -204,24 +203,19 @@ def _narrow_layer(cfg: GpuConfig, layer: ConvLayer) -> bool:
     )
 
 
-def narrow_families(cfg: GpuConfig, prob: GemmProblem) -> list[KernelFamily]:
+def _narrow_families(cfg: GpuConfig, prob: GemmProblem) -> list[KernelFamily]:
     """The ``conv_library.narrow_channel_families`` that can run ``prob`` (its precision on
     the part's tensor cores, its alignment): a family that cannot would fall back to the GEMM
     model's CUDA-core kernel, which is not the conv library's."""
     return [f for f in cfg.conv_library.narrow_channel_families or [] if eligible(cfg, f, prob)]
 
 
-def _conv_families(
-    cfg: GpuConfig, grouped: bool, large: bool, narrow: bool = False
-) -> list[KernelFamily] | None:
-    """The conv library's kernel families for a tensor-core conv GEMM: the narrow-channel
-    families for channels off the tensor-op rule, the grouped families for a one-launch
-    grouped conv, the large-filter families for a large filter, else the conv families (each
-    when the preset has them); None: the preset has none (the GEMM library's families run the
-    conv)."""
+def _conv_families(cfg: GpuConfig, grouped: bool, large: bool) -> list[KernelFamily] | None:
+    """The conv library's kernel families for a tensor-core conv GEMM: the grouped families
+    for a one-launch grouped conv, the large-filter families for a large filter, else the
+    conv families (each when the preset has them); None: the preset has none (the GEMM
+    library's families run the conv)."""
     lib = cfg.conv_library
-    if narrow:
-        return lib.narrow_channel_families
     if grouped and lib.grouped_families:
         return lib.grouped_families
     if large and lib.large_filter_families:
@@ -230,8 +224,11 @@ def _conv_families(
 
 
 def step_families(cfg: GpuConfig, step: GemmStep) -> list[KernelFamily] | None:
-    """The conv library's kernel families for ``step`` (:func:`_conv_families`)."""
-    return _conv_families(cfg, step.grouped, step.large_filter, step.narrow)
+    """The conv library's kernel families for ``step`` (:func:`_conv_families`); a narrow
+    step's are those that can run it (:func:`_narrow_families`)."""
+    if step.narrow:
+        return _narrow_families(cfg, step.problem)
+    return _conv_families(cfg, step.grouped, step.large_filter)
 
 
 def tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False) -> list[int]:

@@ -29,7 +29,6 @@ from archsim.accelerators.conv_candidates import (
     Step,
     cdiv,
     conv_candidates,
-    narrow_families,
     step_families,
 )
 from archsim.config.gpu import GpuConfig, KernelFamily, ThreadBlockTile
@@ -60,10 +59,10 @@ __all__ = [
 
 def timed_families(cfg: GpuConfig, step: GemmStep) -> list[str | None]:
     """The kernel families ``cudnn.benchmark`` times for a conv GEMM kernel, by name: every
-    conv family of the step (``conv_candidates.step_families``; a narrow step's that can run
-    it) with a tile of the step's ``tile_k`` (or no menu of its own); ``[None]``: on the CUDA
-    cores, or in the GEMM library's families as it picks (the preset has no conv families)."""
-    fams = narrow_families(cfg, step.problem) if step.narrow else step_families(cfg, step)
+    conv family of the step (``conv_candidates.step_families``) with a tile of the step's
+    ``tile_k`` (or no menu of its own); ``[None]``: on the CUDA cores, or in the GEMM
+    library's families as it picks (the preset has no conv families)."""
+    fams = step_families(cfg, step)
     if step.simt or not fams:
         return [None]
     fams = [f for f in fams if (f.conv_reduction == "flattened") == step.flattened] or fams

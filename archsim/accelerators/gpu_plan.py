@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.config.gpu import DramPageConfig, GpuConfig, KernelFamily, ThreadBlockTile, rate_key
+from archsim.config.gpu_family import cta_register_bytes
 from archsim.datapath.gpu_sm import warp_job_cycles
 from archsim.errors import SimulationError
 from archsim.workload.gemm import GemmProblem
@@ -280,14 +281,10 @@ def _occupancy(
     with ``stages_in_registers`` holds the stages' operand tiles in registers, not shared
     memory; one with ``registers_per_thread`` takes that many registers a thread."""
     sm = cfg.sm_memory
-    in_registers = fam is not None and fam.stages_in_registers
     staged = tile.stages * (tile.m + tile.n) * k_step_elements(tile, prob) * prob.in_bytes
-    regs = tile.m * tile.n * 4 + tile.warps * 32 * sm.overhead_registers_per_thread * 4
-    regs += staged if in_registers else 0
-    if fam is not None and fam.registers_per_thread is not None:
-        regs = tile.warps * 32 * fam.registers_per_thread * 4
+    regs = cta_register_bytes(tile, fam, staged, sm.overhead_registers_per_thread)
     bounds = [sm.max_warps // tile.warps, sm.max_ctas, sm.register_file_bytes // regs]
-    if not in_registers:
+    if fam is None or not fam.stages_in_registers:
         bounds.append(sm.max_shared_bytes // staged)
     return min(bounds)
 

@@ -23,6 +23,7 @@ from archsim.config.gpu_family import (
     KernelSeconds,
     Precision,
     ThreadBlockTile,
+    cta_register_bytes,
     rate_key,
 )
 from archsim.config.gpu_power import GpuPowerConfig
@@ -438,8 +439,9 @@ class GpuConfig(ArchsimModel):
     @model_validator(mode="after")
     def _tiles_fit(self) -> GpuConfig:
         """Every tile of the menu and of each family fits one SM: its stages in shared memory,
-        or (``stages_in_registers``) with its accumulators in the register file; a family's
-        ``registers_per_thread`` holds at least its tiles' FP32 accumulators."""
+        or (``stages_in_registers``) its registers (``cta_register_bytes``, as occupancy counts
+        them) in the register file; a family's ``registers_per_thread`` holds at least its
+        tiles' FP32 accumulators."""
         sm = self.sm_memory
         tiles = [(f"tiles.{i}", t, None) for i, t in enumerate(self.tiles)]
         for where, fams in self._family_lists():
@@ -459,7 +461,7 @@ class GpuConfig(ArchsimModel):
                 )
             in_regs = fam is not None and fam.stages_in_registers
             if in_regs or regs is not None:
-                need = regs * 4 * threads if regs is not None else t.m * t.n * 4 + staged
+                need = cta_register_bytes(t, fam, staged, sm.overhead_registers_per_thread)
                 what = (
                     f"{regs} registers x {threads} threads"
                     if regs is not None

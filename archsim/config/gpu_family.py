@@ -14,6 +14,7 @@ __all__ = [
     "KernelSeconds",
     "Precision",
     "ThreadBlockTile",
+    "cta_register_bytes",
     "rate_key",
 ]
 
@@ -213,3 +214,17 @@ class KernelFamily(ArchsimModel):
                 f"{self.k_major_precisions}; allowed: a subset of k_major_precisions"
             )
         return self
+
+
+def cta_register_bytes(
+    tile: ThreadBlockTile, fam: KernelFamily | None, staged_bytes: int, overhead_per_thread: int
+) -> int:
+    """Register-file bytes one CTA of ``tile`` holds: the family's ``registers_per_thread``
+    a thread when it states them, else the tile's FP32 accumulators plus
+    ``overhead_per_thread`` registers a thread, and the stages (``staged_bytes``) when the
+    family holds them in registers."""
+    threads = tile.warps * 32
+    if fam is not None and fam.registers_per_thread is not None:
+        return fam.registers_per_thread * 4 * threads
+    regs = tile.m * tile.n * 4 + threads * overhead_per_thread * 4
+    return regs + (staged_bytes if fam is not None and fam.stages_in_registers else 0)

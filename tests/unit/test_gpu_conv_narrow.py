@@ -22,7 +22,6 @@ from archsim.workload.gemm import GemmProblem
 H100 = archsim.load_hardware("h100")
 NARROW = "cudnn_sm80_indexed_wo_smem_align2"
 MEASURED = Path(__file__).parents[2] / "benchmarks" / "measured" / "h100_2026-11-27"
-SHARED = Path(__file__).parents[3] / "shared" / "data" / "h100" / "conv_alexnet.csv"
 
 #: the C = 3 convs cuDNN ran in the aligna2 kernels (kernels_random.csv of each folder), less
 #: three that the model's CUDA-core kernel puts -42 .. -67 % fast, so that it beats their
@@ -131,13 +130,12 @@ def test_cta_fill_rate_slows_lone_ctas_more_than_full_sms() -> None:
     assert full / full_free - 1 < 0.5 * (lone / lone_free - 1), (full, full_free)
 
 
-@pytest.mark.skipif(not SHARED.is_file(), reason="../shared/data/h100 not beside the clone")
-def test_alexnet_conv1_against_the_reference_h100() -> None:
+def test_alexnet_conv1_against_the_reference_h100(h100_dir: Path) -> None:
     """../shared/data/h100/conv_alexnet.csv conv1 (C = 3, 11x11 stride 4) at each batch, at
     the row's clock: batch 1 is the calibration row of cta_fill_bytes_per_clock (within 2 %),
     batch 32 and 256 are predictions (within 12 %: -5.9 / -9.4 %; the CUDA-core model was
     +5.9 / +9.8 % there and priced its energy 78 % high)."""
-    with SHARED.open() as f:
+    with (h100_dir / "conv_alexnet.csv").open() as f:
         rows = [r for r in csv.DictReader(f) if r["layer"] == "conv1"]
     assert [r["batch"] for r in rows] == ["1", "32", "256"]
     for r, tol in zip(rows, (0.02, 0.12, 0.12), strict=True):
