@@ -270,7 +270,7 @@ def _cap_jobs(args: argparse.Namespace) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from archsim.explore import plan_sweep, run_plan, totals
+    from archsim.explore import plan_sweep, run_plan  # not yet totals: pandas (see below)
 
     if args.max_points < 1:
         raise ArchsimError(f"--max-points: must be >= 1 (got {args.max_points})")
@@ -326,6 +326,8 @@ def _sweep(args: argparse.Namespace) -> int:
                 loader.join(LOADER_JOIN_S)
     if _interrupt_came(args):  # a Ctrl-C during that wait, every point done
         return _stopped(out)
+    from archsim.explore import totals
+
     points = totals(frame)
     try:
         _write_outputs(out, frame, points, f"Sweep {plan.spec.name}")

@@ -298,3 +298,20 @@ def test_a_cached_kernel_loads_without_numbas_compiler_registries(tmp_path):
     second = _python(call, **env).split()  # loads from the cache
     assert first[1:] == ["True", "True"]
     assert second == [first[0], "False", "True"]
+
+
+def test_planning_a_sweep_loads_no_pandas(tmp_path):
+    """`archsim sweep` plans while its fork server builds the first layers: pandas (0.4 s) and
+    pyarrow.compute load after the workers have started, not on that path."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: t\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+        "axes:\n  pe_array.num_pes: [2, 4]\n",
+        "utf-8",
+    )
+    code = (
+        "import sys; from archsim.explore import plan_sweep, run_plan; "
+        f"plan = plan_sweep({str(spec)!r}); "
+        "print(len(plan.points), 'pandas' in sys.modules, 'pyarrow.compute' in sys.modules)"
+    )
+    assert _python(code).split() == ["2", "False", "False"]
