@@ -178,6 +178,25 @@ def test_constraints_derived_quantities_and_invalid_combinations(tmp_path):
     assert [s.index for s in plan.skipped] == [1, 3, 4, 5]  # numbers follow the spec's order
 
 
+def test_points_share_the_sections_no_axis_changes_and_equal_full_validation(tmp_path):
+    plan = plan_sweep(
+        write_spec(
+            tmp_path,
+            "axes:\n  pe_array.num_pes: [2, 4]\n  activation_fifo.depth: [2, 8]\n"
+            "derive: {spmat_sram.width_bits: '48 if pe_array.num_pes > 2 else 24'}\n",
+        )
+    )
+    base = plan.base
+    for p in plan.points:
+        hw = p.hardware
+        assert hw.dram is base.dram and hw.encoding is base.encoding  # taken as validated
+        assert hw.pe_array is not base.pe_array and hw.spmat_sram is not base.spmat_sram
+        full = type(base).model_validate(hw.model_dump())  # every section validated again
+        assert full == hw
+        assert hw.spmat_sram.width_bits == (48 if hw.pe_array.num_pes > 2 else 24)
+    assert len({p.key for p in plan.points}) == 4
+
+
 def test_point_key_depends_on_hardware_workload_seed():
     hw = archsim.load_hardware("tiny_eie")
     wl = archsim.load_workload("eie_benchmarks")
