@@ -245,11 +245,14 @@ class _Timed:
 
 def _solve(cfg: GpuConfig, measure, prices: Prices, toggle: float):  # type: ignore[no-untyped-def]
     """(clock, the layer timed there, board W, limit name) for ``measure(clock) -> _Timed``,
-    first called at max boost (see :func:`solve_clock`)."""
+    first called at max boost, or at the user's locked clock below it, where the kernel
+    runs whenever the power allows (see :func:`solve_clock`)."""
     p = cfg.power
     if p is None:
         raise ValueError(f"{cfg.name}: no power block; the clock cannot be solved")
     f_hi = p.max_clock_hz
+    if p.locked_clock_hz is not None:
+        f_hi = min(f_hi, p.locked_clock_hz)
     top = cur = measure(f_hi)
     base = top.counts
     cap, limit = _cap(cfg, top.cycles, base.get("tensor_core", {}).get("busy_cycles", 0))
@@ -283,7 +286,8 @@ def solve_clock(
     under the limit at max boost takes its cap (one timing run). Otherwise a first clock is
     solved as if all time were SM-clock-bound, timed, and the solve repeated with the time
     split through both timed clocks; it stops when the supported clock no longer changes.
-    The kernel is picked at max boost and kept at every other clock.
+    The kernel is picked at max boost (at a locked clock below it: there) and kept at every
+    other clock.
     """
     tried: list[KernelRun] = []
 
@@ -357,7 +361,8 @@ def solve_conv_clock(
 ) -> tuple[float, ConvChoice, Counts, float, str]:
     """(clock, algorithm, board counts there, board W, limit name) of a conv layer: the
     algorithm (``gpu_conv.best_conv``) is picked at max boost and kept; its GEMM kernels take
-    the GEMM model's fastest plan at each clock."""
+    the GEMM model's fastest plan at each clock (a locked clock below max boost: picked
+    there)."""
     chosen: list[ConvChoice] = []
 
     def measure(f: float) -> _Timed:
@@ -443,9 +448,35 @@ def simulate_gpu(
                 counts=counts,
                 action_scale=action_scale(config.power, counts, f, toggle),
                 extras={**o.extras, **extras},
+                warnings=o.warnings + _over_limit(config, spec.name, extras),
             )
         )
     return outcomes, ctx
+
+
+#: board power above the limit by more than this fraction is reported (below it: the solve's
+#: time fit through two timed clocks against the run re-timed at the clock it picked)
+OVER_LIMIT_WARN_FRACTION = 0.02
+
+
+def _over_limit(config: GpuConfig, layer: str, extras: dict) -> tuple[str, ...]:
+    """A warning when the layer's board power exceeds ``power.power_limit_w``: even the
+    lowest clock of the V/F curve (``power.min_clock_hz``) draws more than the limit allows."""
+    p = config.power
+    assert p is not None
+    watts = extras["board_power_w"]
+    if watts <= p.power_limit_w * (1 + OVER_LIMIT_WARN_FRACTION):
+        return ()
+    f = extras["clock_hz"]
+    why = (
+        f"the V/F curve has no lower clock (power.min_clock_hz {p.min_clock_hz / 1e6:g} MHz)"
+        if f <= p.min_clock_hz
+        else "the clock solve's time fit through two timed clocks missed this layer's run"
+    )
+    return (
+        f"layer {layer!r}: board power {watts:.0f} W exceeds power.power_limit_w "
+        f"({p.power_limit_w:g} W) at {f / 1e6:.0f} MHz; {why}",
+    )
 
 
 def _advance(ctx: SimContext, cycles: int) -> Generator[Any, Any, None]:

@@ -225,7 +225,9 @@ class _KernelModel:
         def sm_group(n_sms: int, segments: list[tuple[int, int]]) -> Generator[Any, Any, None]:
             nonlocal busiest_tensor
             tensor = 0
-            for n_cta, count in segments:
+            for i, (n_cta, count) in enumerate(segments):
+                if i:  # after the groups that end now have left (their SMs idle): see schedule
+                    yield ctx.timeout(0)
                 r = self.round(n_cta, mem)
                 tensor += count * (int(r[_TENSOR_BUSY]) // sub_cores)
                 yield ctx.timeout(count * int(r[0]))
@@ -263,21 +265,28 @@ class _KernelModel:
         groups = self.groups()
         sub_cores = self.cfg.tensor_cores.sub_cores_per_sm
         mem.active = sum(n for n, _ in groups)
-        pending = [iter(segments) for _, segments in groups]
+        done = [0] * len(groups)  # segments each group has started
         tensor = [0] * len(groups)
-        events = [(self.launch, i, i) for i in range(len(groups))]  # (time, creation, group)
+        # (time, 0 for a group's end / 1 for its next round, creation, group): at one instant
+        # the groups whose last round ends leave first, so a round that starts then (a tail
+        # after the full rounds) gets the bandwidth share of the SMs still busy, as the SimPy
+        # run's zero-delay wait before each later round orders it
+        events = [(self.launch, 1, i, i) for i in range(len(groups))]
         created, main_end, busiest = len(groups), self.launch, 0
         while events:
-            now, _, g = heapq.heappop(events)
-            seg = next(pending[g], None)
-            if seg is None:  # the group's last round ended: its SMs go idle
+            now, _, _, g = heapq.heappop(events)
+            segments = groups[g][1]
+            if done[g] == len(segments):  # the group's last round ended: its SMs go idle
                 mem.active -= groups[g][0]
                 busiest = max(busiest, tensor[g])
                 main_end = max(main_end, now)
                 continue
+            seg = segments[done[g]]
+            done[g] += 1
             r = self.round(seg[0], mem)
             tensor[g] += seg[1] * (int(r[_TENSOR_BUSY]) // sub_cores)
-            heapq.heappush(events, (now + seg[1] * int(r[0]), created, g))
+            last = done[g] == len(segments)
+            heapq.heappush(events, (now + seg[1] * int(r[0]), 0 if last else 1, created, g))
             created += 1
         main_end = max(main_end, self.launch + self.hbm_floor)
         end = max(main_end, self.floor)

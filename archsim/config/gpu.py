@@ -286,6 +286,11 @@ class GemmLibraryConfig(ArchsimModel):
                 f"families {flat} set conv_reduction; allowed: only in conv_library families "
                 "(a GEMM has no filter taps)"
             )
+        if 1 not in self.split_k_factors:
+            raise ValueError(
+                f"split_k_factors {self.split_k_factors} lacks 1; allowed: a list with 1 (the "
+                "unsplit kernel, the only plan for a GEMM with a wave of output tiles or more)"
+            )
         return self
 
 

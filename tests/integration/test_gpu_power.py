@@ -210,3 +210,37 @@ def test_an_off_grid_lock_under_the_limit_is_kept_exactly(h100):
     locked = h100.with_overrides({"power.locked_clock_hz": 1.60636e9, "power.power_limit_w": 1e9})
     r = _run(locked, (4096, 4096, 4096)).to_dataframe().iloc[0]
     assert r.clock_hz == 1.60636e9 and r.tc_clock_limit == "locked_clock" and not r.power_limited
+
+
+def test_a_locked_clock_picks_the_kernel_it_runs_at(h100):
+    """Locked below max boost, with power to spare, a GEMM takes the plan that is fastest at
+    the locked clock (it was picked at max boost and kept: 22 % slow for this split-K GEMV)."""
+    layer = (128, 128, 131072)
+    for precision in ("tf32", "fp16"):
+        locked = h100.with_overrides(
+            {"power.locked_clock_hz": 1.2e9, "power.power_limit_w": 1e6,
+             "power.tensor_current_clock_hz": None}
+        )  # fmt: skip
+        fixed = h100.with_overrides({"power": None, "clock.frequency_hz": 1.2e9})
+        a = _run(locked, layer, precision).layers[0]
+        b = _run(fixed, layer, precision).layers[0]
+        assert a.extras["clock_hz"] == 1.2e9
+        assert a.extras["tc_tile"] == b.extras["tc_tile"]
+        assert a.time_s == pytest.approx(b.time_s, rel=1e-4)
+
+
+def test_a_limit_the_lowest_clock_cannot_meet_is_a_warning(h100):
+    """A 200 W limit under a sustained GEMM: even the V/F curve's lowest clock draws more, so
+    the layer runs there and says so; the stock limit warns of nothing."""
+    r = _run(h100.with_overrides({"power.power_limit_w": 200}), (4096, 4096, 4096))
+    extras = r.layers[0].extras
+    assert extras["clock_hz"] == h100.power.min_clock_hz and extras["board_power_w"] > 200 * 1.02
+    assert len(r.warnings) == 1 and "exceeds power.power_limit_w (200 W)" in r.warnings[0]
+    assert "power.min_clock_hz" in r.warnings[0]
+    assert _run(h100, (4096, 4096, 4096)).warnings == ()
+
+
+def test_split_k_factors_without_1_are_refused(h100):
+    with pytest.raises(archsim.ConfigError) as exc:
+        h100.with_overrides({"library.split_k_factors": [2, 4, 8]})
+    assert "library.split_k_factors" in str(exc.value) and "lacks 1" in str(exc.value)

@@ -289,3 +289,33 @@ def test_fp16_rounding_on_bits_equals_numpy_half() -> None:
             want = np.float32(np.float16(v))
         got = _round_fp16_f32(v, fbuf, ibuf)
         assert np.float32(got).view(np.uint32) == want.view(np.uint32), v
+
+
+def test_a_tail_round_gets_the_bandwidth_share_of_the_sms_that_run_it() -> None:
+    """288 CTAs on 264 SMs: every SM runs one, then 24 run one more. The 240 SMs whose last
+    round ends as the tail starts have left by then (the same instant), so the tail's round
+    is timed at the share of 24 active SMs, not of 264 (it was, by event order: 1.3x slower
+    than on 200 SMs). Both the SimPy run and its replay."""
+    from archsim.accelerators.gpu_plan import plans_for
+    from archsim.accelerators.tensor_core import _KernelModel, _Memory
+    from archsim.config.workload import GemmLayer
+    from archsim.engine.context import SimContext
+
+    cfg = archsim.load_hardware("h100").with_overrides(
+        {"power": None, "clock.frequency_hz": 1.5e9, "sms": 264}
+    )
+    prob = lower_to_gemm(GemmLayer(kind="gemm", name="g", m=3072, n=3072, k=3072, precision="tf32"))
+    plan = next(p for p in plans_for(cfg, prob) if p.ctas == 288 and p.ctas_per_sm == 1)
+    model = _KernelModel(cfg, prob, plan)
+    assert [(n, segs) for n, segs in model.groups()] == [(24, [(1, 1), (1, 1)]), (240, [(1, 1)])]
+
+    def round_at(active: int) -> int:
+        mem = _Memory(cfg, model.miss, plan.fill_bytes_per_clock, model.load_hbm)
+        mem.active = active
+        return int(model.round(1, mem)[0])
+
+    assert round_at(24) < round_at(264)  # the case tells the two apart
+    expected = max(round_at(264) + round_at(24), model.hbm_floor)
+    assert model.schedule().main_cycles == expected
+    run = _KernelModel(cfg, prob, plan).run(SimContext(cfg.clock.frequency_hz))
+    assert run.main_cycles == expected
