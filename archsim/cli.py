@@ -198,8 +198,9 @@ def format_layer_table(result: RunResult) -> str:
             row.append(f"{v * extra[2]:.2f}" if ok else "-")
         cells.append(row)
     widths = [
-        max([least, *(len(row[i]) + 1 for row in cells)]) for i, (_, least) in enumerate(spec)
-    ]
+        max([least, len(h) + 1, *(len(row[i]) + 1 for row in cells)])
+        for i, (h, least) in enumerate(spec)
+    ]  # a header as wide as its column ("vs tensor_core x") keeps a space before it
     head = f"{'layer':<{width}}" + "".join(
         f"{h:>{w}}" for (h, _), w in zip(spec, widths, strict=True)
     )

@@ -143,13 +143,16 @@ def cmd_collective(args: argparse.Namespace) -> int:
                            f"2 to {cfg.gpus}")  # fmt: skip
     with _naming_the_file(args.system, cfg):
         frame = collective(cfg, args.op, args.sizes, args.gpus, args.algo, args.proto)
-    out = _out_dir(args.out)
-    _atomic(out / "results.csv", frame.to_csv(index=False))
+        # before anything is written: it loads the GPU the system names (a collective's
+        # time does not), whose file may be missing or not a GPU
+        provenance = _provenance(_determinism("collective"), cfg)
     meta: dict[str, Any] = {"system": cfg.model_dump(mode="json"), "op": args.op}
     # the options that change the results, as given (None: NCCL's choice / every GPU)
     meta["options"] = {"gpus": args.gpus, "algorithm": args.algo, "protocol": args.proto,
                        "sizes": args.sizes}  # fmt: skip
-    meta |= _provenance(_determinism("collective"), cfg)
+    meta |= provenance
+    out = _out_dir(args.out)
+    _atomic(out / "results.csv", frame.to_csv(index=False))
     _atomic(out / "results.json", json_text({**meta, "rows": frame.to_dict(orient="records")}))
     write_collective_report(frame, out)
     if not args.quiet:

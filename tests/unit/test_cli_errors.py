@@ -715,3 +715,25 @@ def test_a_rerun_into_the_folder_leaves_only_its_own_outputs(tmp_path: Path) -> 
     (out / "SRAM_TRACE_layer0.csv.gz").write_bytes(b"old")
     assert main(["run", "tiny_eie", "eie_benchmarks", "-o", str(out), "-q", "--no-report"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "results.csv", "results.json"]
+
+
+@pytest.mark.parametrize("gpu", ["/nonexistent.yaml", "eie"])
+def test_a_collective_on_a_system_whose_gpu_is_bad_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], gpu: str
+) -> None:
+    """The GPU a system names is loaded for the results' provenance only; a missing or non-GPU
+    file is an error before the output folder exists (results.csv was left behind)."""
+    out = tmp_path / "o"
+    argv = ["collective", "all_reduce", "--system", "dgx_h100", "--set", f"gpu={gpu}",
+            "--sizes", "1M:1M", "-o", str(out)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and ("gpu" in err or gpu in err)
+    assert not out.exists()
+
+
+def test_a_baseline_column_header_keeps_its_space(tmp_path: Path, capsys) -> None:
+    argv = ["run", "h100", "resnet50_v1_5", "--baseline", "a100", "-o", str(tmp_path / "o")]
+    assert main(argv) == 0
+    head = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("layer"))
+    assert head.endswith("power mW vs tensor_core x")
