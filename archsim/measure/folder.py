@@ -204,8 +204,14 @@ def _need(doc: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
         raise MeasurementError(where, key, f"missing; required: a {kind.__name__}")
     value = doc[key]
     ok = isinstance(value, kind) and not isinstance(value, bool)
-    if kind is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    if kind is float:  # JSON's Infinity / NaN (Python's json reads them) are no reading
+        ok = (
+            isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0
+        )  # fmt: skip
+        if not ok:
+            raise MeasurementError(where, key, f"{value!r} is not valid; allowed: a finite "
+                                   "number >= 0")  # fmt: skip
     if not ok:
         raise MeasurementError(where, key, f"{value!r} is not valid; allowed: a {kind.__name__}")
     return value
@@ -239,7 +245,13 @@ def _check_entries(block: dict[str, Any], prefix: str, where: str) -> None:
                 if num in value and value[num] == 0:
                     raise MeasurementError(f"{where}: {path}", num, "0 is not valid; allowed: "
                                            "a number > 0")  # fmt: skip
-        elif key != "idle_watts" and not isinstance(value, int | float) or isinstance(value, bool):
+        elif (
+            key != "idle_watts"
+            and not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or isinstance(value, float)
+            and not math.isfinite(value)
+        ):
             raise MeasurementError(where, path, f"{value!r} is not valid; allowed: a number or "
                                    "an object of readings")  # fmt: skip
 

@@ -659,6 +659,12 @@ def _row(
 ) -> LayerResult:  # fmt: skip
     """One row of the step, all GPUs together; ``busy``: one GPU's cycles at its peak MAC rate
     (its GEMMs' utilization x cycles), so utilization is busy / the row's cycles."""
+    if not math.isfinite(t * clock) or t * clock >= 2**63:
+        raise SimulationError(
+            f"{name}: {t:.3g} s, beyond what a step's 64-bit cycle count holds; allowed: "
+            "times and rates of the system's fields (training.*, host.*, nccl.*) that give a "
+            "step under 2**63 cycles"
+        )
     cycles = round(t * clock)
     return LayerResult(
         layer=name, kind=kind, cycles=cycles, time_s=t, macs_dense=macs, macs_effective=macs,

@@ -737,3 +737,14 @@ def test_a_baseline_column_header_keeps_its_space(tmp_path: Path, capsys) -> Non
     assert main(argv) == 0
     head = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("layer"))
     assert head.endswith("power mW vs tensor_core x")
+
+
+def test_a_training_step_beyond_64_bit_cycles_is_one_line(tmp_path: Path, capsys) -> None:
+    """A huge per-kernel launch time made a step of 1e300 s: an OverflowError traceback."""
+    out = tmp_path / "o"
+    argv = ["train", "dgx_h100", "resnet50_v1_5", "--gpus", "8", "--set",
+            "training.elementwise_launch_s=1e300", "-o", str(out)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "beyond what a step's 64-bit cycle count holds" in err
+    assert not out.exists()

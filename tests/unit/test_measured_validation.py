@@ -260,6 +260,26 @@ def test_a_snapshot_clock_that_is_not_a_positive_number_is_one_line(tmp_path, ca
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.parametrize(
+    "path",
+    [("energy", "gemm_fp16_2048", "joules_per_call"), ("energy", "idle_watts"),
+     ("device", "max_sm_clock_mhz")],
+)  # fmt: skip
+def test_an_infinite_reading_is_one_line(tmp_path, capsys, path) -> None:
+    """JSON's Infinity (Python's json reads it) passed as a measured energy or clock: an
+    infinite J/call was printed against the model and calibrate fitted to it."""
+    gpu = write_folder(tmp_path / "gpu", {"gemm_square.csv": _gemm_frame(GEMMS[:1])}, DEVICE)
+    doc = json.loads((gpu / DEVICE_FILE).read_text())
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = float("inf")
+    (gpu / DEVICE_FILE).write_text(json.dumps(doc))
+    assert main(["validate", "tensor_core", "--measured", str(gpu), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path[-1]}: inf is not valid; allowed: a finite" in err
+
+
 def test_golden_section_finds_a_bracketed_minimum() -> None:
     x, fx = calibrate._golden(lambda v: (v - 0.3) ** 2, 0.0, 1.0)
     width = 0.618 ** (calibrate.STEPS - 2)
