@@ -460,17 +460,18 @@ OVER_LIMIT_WARN_FRACTION = 0.02
 
 
 def _over_limit(config: GpuConfig, layer: str, extras: dict) -> tuple[str, ...]:
-    """A warning when the layer's board power exceeds ``power.power_limit_w``: even the
-    lowest clock of the V/F curve (``power.min_clock_hz``) draws more than the limit allows."""
+    """A warning when the layer's board power exceeds ``power.power_limit_w``: at the lowest
+    clock of the grid any excess (no lower clock exists), above it more than
+    ``OVER_LIMIT_WARN_FRACTION`` (the solve's fit missed the re-timed run)."""
     p = config.power
     assert p is not None
-    watts = extras["board_power_w"]
-    if watts <= p.power_limit_w * (1 + OVER_LIMIT_WARN_FRACTION):
+    watts, f = extras["board_power_w"], extras["clock_hz"]
+    lowest = f <= _highest_clock(p, lambda _: False, p.max_clock_hz)  # the grid's lowest
+    if watts <= p.power_limit_w * (1 if lowest else 1 + OVER_LIMIT_WARN_FRACTION):
         return ()
-    f = extras["clock_hz"]
     why = (
-        f"the V/F curve has no lower clock (power.min_clock_hz {p.min_clock_hz / 1e6:g} MHz)"
-        if f <= p.min_clock_hz
+        "the clock grid has no lower clock (power.vf_curve.0.clock_hz, power.clock_step_hz)"
+        if lowest
         else "the clock solve's time fit through two timed clocks missed this layer's run"
     )
     return (

@@ -259,8 +259,9 @@ class _KernelModel:
 
     def schedule(self) -> KernelRun:
         """:meth:`run` in a scratch context, computed without SimPy: the SM groups' rounds
-        are replayed in SimPy's event order (time, then creation order), so the cycles and
-        the bandwidth shares are the same (the tests hold the two to identical results)."""
+        are replayed in SimPy's event order (time; a group's end before a round that starts
+        then; creation order), so the cycles and the bandwidth shares are the same (the tests
+        hold the two to identical results)."""
         mem = _Memory(self.cfg, self.miss, self.plan.fill_bytes_per_clock, self.load_hbm)
         groups = self.groups()
         sub_cores = self.cfg.tensor_cores.sub_cores_per_sm

@@ -640,6 +640,12 @@ def _result(
         "hardware_config": sysn.model_dump(mode="json"),
         "train_step": summary,
     }
+    if summary["step_s"] * clock >= 2**63:  # each row fits, their sum may not
+        raise SimulationError(
+            f"step of {summary['step_s']:.3g} s, beyond what a 64-bit cycle count holds; "
+            "allowed: times and rates of the system's fields (training.*, host.*, nccl.*) "
+            "that give a step under 2**63 cycles"
+        )
     return RunResult(
         accelerator="system",
         hardware=sysn.name,

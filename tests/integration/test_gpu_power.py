@@ -236,7 +236,7 @@ def test_a_limit_the_lowest_clock_cannot_meet_is_a_warning(h100):
     extras = r.layers[0].extras
     assert extras["clock_hz"] == h100.power.min_clock_hz and extras["board_power_w"] > 200 * 1.02
     assert len(r.warnings) == 1 and "exceeds power.power_limit_w (200 W)" in r.warnings[0]
-    assert "power.min_clock_hz" in r.warnings[0]
+    assert "power.vf_curve.0.clock_hz" in r.warnings[0]
     assert _run(h100, (4096, 4096, 4096)).warnings == ()
 
 

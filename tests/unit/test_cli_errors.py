@@ -748,3 +748,12 @@ def test_a_training_step_beyond_64_bit_cycles_is_one_line(tmp_path: Path, capsys
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "beyond what a step's 64-bit cycle count holds" in err
     assert not out.exists()
+
+
+def test_a_step_whose_rows_fit_but_whose_sum_does_not_is_one_line(tmp_path: Path, capsys) -> None:
+    """Each row under 2**63 cycles, the step over it: a sweep's parent crashed in pyarrow."""
+    argv = ["train", "dgx_h100", "resnet50_v1_5", "--gpus", "8", "--set",
+            "training.elementwise_launch_s=4.6e7", "-o", str(tmp_path / "o")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "beyond what a 64-bit cycle count holds" in err
