@@ -442,6 +442,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
         what = "a file, not a folder" if folder.exists() else "folder not found"
         raise ArchsimError(f"{folder}: {what}; {allowed} (the folder that holds results.json)")
     results = folder / "results.json"
+    sweep_only = not results.exists() and (folder / "results.parquet").exists()
+    if sweep_only and not (folder / "sweep.json").exists():  # not "results.json: no such file"
+        raise ArchsimError(
+            f"{folder / 'sweep.json'}: missing, and the sweep's report needs its record of "
+            f"the spec; allowed: a whole `archsim sweep` folder (running the sweep again "
+            f"into {folder} resumes it and rewrites sweep.json)"
+        )
     try:
         if not results.exists() and (folder / "sweep.json").exists():
             from archsim.cli_sweep import rebuild_sweep_report

@@ -76,8 +76,19 @@ def _system(args: argparse.Namespace):
 
     cfg = load_system(args.system)
     if args.overrides:
-        cfg = cfg.with_overrides(parse_overrides(args.overrides), source="--set")
+        over = parse_overrides(args.overrides)
+        step = next((p for p in over if p.split(".")[0] == "step"), None)
+        if step is not None:  # a sweep point's step: this command's options set it
+            raise ArchsimError(
+                f"--set {step}: the step block is what a sweep point runs, not read here; "
+                f"allowed: {_STEP_OPTIONS}"
+            )
+        cfg = cfg.with_overrides(over, source="--set")
     return cfg
+
+
+#: what sets the training step in `archsim train` (``step.*`` is a sweep's)
+_STEP_OPTIONS = "archsim train's --gpus, --precision, --batch, --optimizer, --topk, --memory-format"
 
 
 def json_text(payload: Any) -> str:
@@ -266,11 +277,13 @@ def _gpu_counts(text: str | None, cfg: Any, unit: int = 1) -> list[int]:
         counts = [g for g in (1 << i for i in range(per.bit_length())) if g <= per]
         counts += [per * k for k in (1 << i for i in range(nodes.bit_length())) if k <= nodes]
         counts = [g for g in {*counts, per, cfg.gpus} if g % unit == 0]
-        if not counts:
+        if unit > cfg.gpus:
             raise ArchsimError(
                 f"--tensor x --pipeline = {unit}: more than the {cfg.gpus} GPUs of {cfg.name}; "
                 f"allowed: up to {cfg.gpus}"
             )
+        if not counts:  # e.g. 3 pipeline stages on 8 GPUs: 3 and 6
+            counts = [unit << i for i in range(cfg.gpus.bit_length()) if unit << i <= cfg.gpus]
         return sorted(counts)
     try:
         counts = [int(x) for x in str(text).split(",")]  # an empty item ("1,,2") is an error

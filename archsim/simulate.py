@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -131,6 +132,33 @@ def _listed(names: list[str], most: int = 3) -> str:
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
+#: ``layer NAME: text`` (NAME bare or quoted), the form of every per-layer warning
+_LAYER_WARNING = re.compile(r"^layer ('[^']*'|\S+?): (.*)$", re.DOTALL)
+_FIGURES = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def merge_layer_warnings(warnings: list[str]) -> list[str]:
+    """One line per cause: warnings that differ only in the layer and their figures (53
+    ResNet-50 layers over a power limit were 53 lines) become ``layer a, layer b, layer c and
+    50 more: <the first's text> (figures of layer a; ...)``; order of first appearance."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for w in warnings:
+        m = _LAYER_WARNING.match(w)
+        key = _FIGURES.sub("#", m.group(2)) if m else w
+        groups.setdefault(key, []).append((m.group(1), m.group(2)) if m else ("", w))
+    out = []
+    for members in groups.values():
+        name, text = members[0]
+        if len(members) == 1:
+            out.append(f"layer {name}: {text}" if name else text)
+            continue
+        names = list(dict.fromkeys(n for n, _ in members))
+        same = all(t == text for _, t in members)
+        out.append(f"{_listed(names)}: {text}" + ("" if same else
+                   f" (figures of layer {name}; the others' differ)"))  # fmt: skip
+    return out
+
+
 #: each model's functional check: (largest |output - NumPy reference| column, its bound column;
 #: None where the output must be exact)
 FUNCTIONAL_CHECKS: tuple[tuple[str, str | None], ...] = (
@@ -254,6 +282,7 @@ def simulate(
             f"{_listed(active)}: operand_activity not used; only a GPU preset with a power: "
             f"block (h100) prices operand data, and {hw.name} has none"  # type: ignore[attr-defined]
         )
+    per_layer: list[str] = []
     for o in outcomes:
         t = cycles_to_seconds(o.cycles, clock)
         by_comp = price_counts(prices, o.counts, t, o.action_scale)
@@ -281,8 +310,9 @@ def simulate(
                 extras=extras,
             )
         )
-        warnings.extend(o.warnings)
-        warnings.extend(_functional_warnings(o.layer, o.extras))
+        per_layer.extend(o.warnings)
+        per_layer.extend(_functional_warnings(o.layer, o.extras))
+    warnings.extend(merge_layer_warnings(per_layer))
     meta = {
         **origin,
         "deterministic": "results depend only on (hardware, workload, seed)",

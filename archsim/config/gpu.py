@@ -303,11 +303,11 @@ class LaunchConfig(ArchsimModel):
         "measurement files time so); eager: launched one by one from Python, the host issuing "
         "each while the GPU runs the ones before it.",
     )
-    graph_s: NonNegativeFloat = Field(
+    graph_s: KernelSeconds = Field(
         description="Per kernel in a CUDA graph, s: the GPU's own cost of starting a kernel "
         "after the one before it, in either mode."
     )
-    eager_s: NonNegativeFloat = Field(
+    eager_s: KernelSeconds = Field(
         description="Per kernel launched eagerly from Python, s: the host's interval between "
         "two launches. The host issues while the GPU runs, so an eager kernel takes the longer "
         "of this and its time in a graph (a back-to-back loop of one tiny kernel measures it)."

@@ -117,8 +117,8 @@ def collective(
     ``sizes`` is a list of byte counts or nccl-tests' ``MIN:MAX[:FACTOR]``; elements are
     ``float`` (4 bytes) as nccl-tests' default. busbw follows nccl-tests' definitions
     (all-reduce ``2(n-1)/n``, reduce-scatter/all-gather ``(n-1)/n``, broadcast/reduce 1).
-    As nccl-tests does, reduce-scatter and all-gather round a size down to whole elements per
-    rank and count elements per rank (``count``); a size under one element per rank has no row.
+    As nccl-tests does, a size is rounded down to whole elements (reduce-scatter and all-gather:
+    whole elements per rank, and ``count`` is per rank); a size under one element has no row.
     """
     import pandas as pd
 
@@ -131,10 +131,9 @@ def collective(
     per_rank = op in ("reduce_scatter", "all_gather")  # nccl-tests' paramcount: count / ranks
     for nbytes in sizes:
         count = nbytes // dtype_bytes // (cfg.gpus if per_rank else 1)
-        if per_rank:
-            nbytes = count * cfg.gpus * dtype_bytes
-            if nbytes == 0:
-                continue
+        nbytes = count * (cfg.gpus if per_rank else 1) * dtype_bytes
+        if nbytes == 0:  # 1 and 2 bytes of floats were rows of 0 elements
+            continue
         c = collective_time(cfg, op, nbytes, algorithm, protocol)
         if not (math.isfinite(c.time_s) and math.isfinite(c.energy_pj(cfg))):
             raise ArchsimError(
@@ -158,9 +157,11 @@ def collective(
             }
         )
     if not rows:
+        least = (cfg.gpus if per_rank else 1) * dtype_bytes
+        where = f" per rank on {cfg.gpus} GPUs" if per_rank else ""
         raise ArchsimError(
-            f"{op}: every size is under one {dtype_bytes}-byte element per rank on {cfg.gpus} "
-            f"GPUs; allowed: sizes of at least {cfg.gpus * dtype_bytes} bytes"
+            f"{op}: every size is under one {dtype_bytes}-byte element{where}; allowed: sizes "
+            f"of at least {least} bytes"
         )
     frame = pd.DataFrame(rows, columns=list(COLLECTIVE_COLUMNS))
     frame.attrs.update({"system": cfg.name, "op": op})

@@ -23,7 +23,12 @@ import yaml
 from archsim.config.io import _resolve, load_hardware, read_yaml
 from archsim.errors import ArchsimError
 from archsim.measure.folder import MeasuredFolder
-from archsim.validation.measured import error_stats, measured_rows, simulate_rows
+from archsim.validation.measured import (
+    error_stats,
+    measured_rows,
+    require_simulated,
+    simulate_rows,
+)
 
 __all__ = [
     "FIELDS",
@@ -189,6 +194,7 @@ def fit(
 
     start = dict(values)
     best = first = evaluate(values)
+    require_simulated(cache[tuple(values[f.path] for f in fields)][1], hw, folder.path)
     for f in fields:
         value, score = _golden(lambda x, f=f: evaluate({**values, f.path: x}), f.low, f.high)
         if score < best:

@@ -235,6 +235,36 @@ def _at_clock(hw: Any, mhz: float) -> Any:
     return hw.with_overrides(pin, source="--clock measured")
 
 
+def require_simulated(rows: pd.DataFrame, hw: Any, path: Any) -> None:
+    """Refuse a folder none of whose timed rows ``hw`` could simulate (statistics over no row
+    are NaN, a fit over none is no fit), naming the first row's reason."""
+    if rows.empty or rows["sim_time_s"].notna().any():
+        return
+    why = _cause(str(rows["reason"].iloc[0])) or "no reason given"
+    raise ArchsimError(
+        f"{path}: none of its {len(rows)} timed row(s) can be simulated on {hw.name} (first: "
+        f"{rows['file'].iloc[0]} line {rows['line'].iloc[0]}: {why}); allowed: rows of the "
+        f"precisions and layers {hw.name} runs, or --hardware a GPU that runs them"
+    )
+
+
+def _clamped_note(hw: Any, done: pd.DataFrame) -> list[str]:
+    """A note on the rows whose measured clock lies outside the preset's V/F range (``_at_clock``
+    locks them at its nearer end), so that a clamp is never silent."""
+    p = getattr(hw, "power", None)
+    if p is None:
+        return []
+    hz = done.loc[done["clock_source"] == "measured", "sm_mhz"].astype(float) * 1e6
+    out = hz[(hz < p.min_clock_hz) | (hz > p.max_clock_hz)]
+    if out.empty:
+        return []
+    return [
+        f"{len(out)} row(s) read an sm_mhz outside {hw.name}'s clock range "
+        f"{p.min_clock_hz / 1e6:g}-{p.max_clock_hz / 1e6:g} MHz (power.vf_curve): simulated at "
+        f"the nearer end ({out.min() / 1e6:g}-{out.max() / 1e6:g} MHz read)"
+    ]
+
+
 def simulate_rows(
     hw: Any,
     rows: pd.DataFrame,
@@ -449,6 +479,7 @@ def compare(
     if clock not in ("model", "measured"):
         raise ArchsimError(f"--clock: {clock!r} is not valid; allowed: model, measured")
     rows = simulate_rows(hw, measured_rows(folder), clock, progress)
+    require_simulated(rows, hw, folder.path)
     done = rows[rows["sim_time_s"].notna()]
     notes = []
     skipped = rows[rows["sim_time_s"].isna()]
@@ -471,6 +502,7 @@ def compare(
         blank = int((done["clock_source"] == "preset").sum())
         if blank:
             notes.append(f"{blank} row(s) have no sm_mhz reading: simulated at the preset clock")
+        notes += _clamped_note(hw, done)
     return Comparison(
         rows=rows,
         overall=error_stats(done["time_s"], done["sim_time_s"]),

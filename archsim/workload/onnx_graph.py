@@ -205,6 +205,12 @@ def _set_input_shapes(
                 d.dim_value = int(v)
             continue
         for j, d in enumerate(dims):
+            if d.HasField("dim_value") and d.dim_value <= 0:  # set, so not a dynamic one
+                raise WorkloadError(
+                    f"{path}: input {inp.name!r}: dimension {j} is {d.dim_value}, an empty "
+                    "tensor; allowed: a model whose input sizes are positive (or dynamic, "
+                    "with --batch / --input-shape)"
+                )
             if d.dim_value > 0:
                 # the first data input's leading dimension, when the input has no dynamic
                 # one (a sequence-first LSTM's dimension 0 is its length; see below)

@@ -240,6 +240,32 @@ def test_a_limit_the_lowest_clock_cannot_meet_is_a_warning(h100):
     assert _run(h100, (4096, 4096, 4096)).warnings == ()
 
 
+def test_layers_over_the_limit_make_one_warning_not_one_each(h100):
+    """ResNet-50 at batch 256 under a 150 W limit printed 53 warnings, one per layer, that
+    differed only in the layer and its watts."""
+    layers = [
+        GemmLayer(kind="gemm", name=f"g{i}", m=4096, n=4096, k=s, precision="fp16")
+        for i, s in enumerate((4096, 2048, 4096, 1024))
+    ]
+    wl = WorkloadSpec(schema_version=1, name="w", source="test", layers=layers)
+    r = archsim.simulate(h100.with_overrides({"power.power_limit_w": 200}), wl)
+    (line,) = r.warnings
+    assert line.startswith("layer 'g0', layer 'g1', layer 'g2' and 1 more: board power "), line
+    assert "exceeds power.power_limit_w (200 W)" in line and "(figures of layer 'g0';" in line
+
+
+def test_merging_keeps_single_and_identical_warnings_as_they_were():
+    from archsim.simulate import merge_layer_warnings
+
+    same = ["layer a: data: not read", "layer b: data: not read", "no layer here"]
+    assert merge_layer_warnings(same) == ["layer a, layer b: data: not read", "no layer here"]
+    assert merge_layer_warnings(["layer 'x': 3 W over"]) == ["layer 'x': 3 W over"]
+    assert merge_layer_warnings(["layer a: 1 off", "layer b: 2 on"]) == [
+        "layer a: 1 off",
+        "layer b: 2 on",
+    ]
+
+
 def test_split_k_factors_without_1_are_refused(h100):
     with pytest.raises(archsim.ConfigError) as exc:
         h100.with_overrides({"library.split_k_factors": [2, 4, 8]})

@@ -412,6 +412,8 @@ def test_train_default_gpu_counts_fit_the_system_and_errors_name_the_option(tmp_
     assert gpus("pcie4_v100") == [1, 2, 4]
     assert gpus("dgx_a100", "--set", "nodes=2") == [1, 2, 4, 8, 16]
     assert gpus("dgx_a100", "--pipeline", "2") == [2, 4, 8]
+    # no default count is a multiple of 3: its own multiples (was "3: more than the 8 GPUs")
+    assert gpus("dgx_a100", "--pipeline", "3", "--micro-batches", "4") == [3, 6]
     mine = tmp_path / "mine.yaml"
     preset = next(
         d / "dgx_a100.yaml" for d in preset_dirs("hardware") if (d / "dgx_a100.yaml").is_file()
@@ -426,6 +428,9 @@ def test_train_default_gpu_counts_fit_the_system_and_errors_name_the_option(tmp_
         (["dgx_a100", "--tensor", "16"],
          "--tensor x --pipeline = 16: more than the 8 GPUs of dgx_a100; allowed: up to 8"),
         ([str(mine), "--gpus", "8"], f"{mine}: ddp.bucket_bytes=999999999999 is larger"),
+        # the sweep's step block was accepted and ignored: the step ran at --batch 32
+        (["dgx_a100", "--set", "step.batch_per_gpu=64"],
+         "--set step.batch_per_gpu: the step block is what a sweep point runs, not read here"),
     ):  # fmt: skip
         out = tmp_path / "bad"
         assert main(["train", args[0], wl, *args[1:], "--batch", "32", "-o", str(out)]) == 2

@@ -209,6 +209,11 @@ def test_allgather_and_reduce_scatter_count_elements_per_rank() -> None:
     assert collective("dgx_h100", "all_reduce", [100])["count"].iloc[0] == 25
     with pytest.raises(Exception, match="under one 4-byte element per rank"):
         collective("dgx_h100", "reduce_scatter", [8])
+    # every op rounds to whole elements: 1 and 2 bytes of floats were rows of count 0
+    reduce = collective("dgx_h100", "all_reduce", [1, 2, 6, 8])
+    assert reduce["size_bytes"].tolist() == [4, 8] and reduce["count"].tolist() == [1, 2]
+    with pytest.raises(Exception, match="every size is under one 4-byte element; allowed: si"):
+        collective("dgx_h100", "broadcast", [1, 3])
 
 
 def test_topk_compression_pays_for_its_selection_and_scatter(tmp_path) -> None:

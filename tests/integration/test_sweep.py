@@ -208,6 +208,10 @@ def test_cli_writes_outputs_and_prints_the_front(tmp_path, capsys):
     assert (
         "sweep.json: not a sweep.json written by `archsim sweep`" in err and "Traceback" not in err
     )
+    (out / "sweep.json").unlink()  # was "results.json: cannot read results", a file never there
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{out / 'sweep.json'}: missing, and the sweep's report" in err
 
 
 def test_unreachable_scheduler_fails_fast(tmp_path, capsys):

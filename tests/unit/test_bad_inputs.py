@@ -1293,3 +1293,14 @@ def test_yaml_nesting_limit_does_not_depend_on_libyaml_or_the_recursion_limit() 
             "levels$",
         ):
             parse_yaml(text, "x.yaml")
+
+
+@pytest.mark.parametrize("field", ["launch.graph_s", "launch.eager_s"])
+def test_a_launch_time_beyond_a_millisecond_names_the_field(tmp_path: Path, capsys, field) -> None:
+    """`--set launch.graph_s=1e300` was blamed on the workload's first layer ("beyond what the
+    GPU model's 64-bit arithmetic holds")."""
+    out = tmp_path / "o"
+    assert main(["run", "h100", "resnet50", "--set", f"{field}=1e300", "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"--set: {field}: Input should be less than" in err, err
+    assert "layer" not in err and not out.exists()

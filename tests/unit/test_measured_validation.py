@@ -187,6 +187,38 @@ def test_measured_clock_pins_each_row(folder: Path) -> None:
     assert rows[rows["precision"] == "int8"].iloc[0]["clock_source"] == "preset"  # blank sm_mhz
 
 
+def test_a_measured_clock_outside_the_vf_range_is_named_not_silently_clamped(tmp_path) -> None:
+    """An sm_mhz above the preset's highest clock (a card with a higher boost, a mislabelled
+    column) was locked at max_clock_hz with no word: the run looked like it honoured it."""
+    frame = _gemm_frame(GEMMS[:2])
+    frame["sm_mhz"] = [2200.0, 1980.0]
+    folder = write_folder(tmp_path / "gpu", {"gemm_square.csv": frame}, DEVICE)
+    hw = archsim.load_hardware("h100")
+    cmp = compare(hw, read_folder(folder), clock="measured")
+    fast = cmp.rows.set_index("label").loc["512x512x512"]
+    assert fast["clock_source"] == "measured" and fast["sim_clock_hz"] == hw.power.max_clock_hz
+    line = "1 row(s) read an sm_mhz outside h100's clock range"
+    assert any(line in n and "(2200-2200 MHz read)" in n for n in cmp.notes), cmp.notes
+    assert not any("clock range" in n for n in compare(hw, read_folder(folder)).notes)
+
+
+def test_a_folder_with_no_row_the_gpu_runs_is_refused_and_writes_nothing(tmp_path, capsys):
+    """fp8 rows against v100: validate printed NaN statistics and exited 1 (its HTML written);
+    calibrate "fitted" seven fields on an infinite objective and wrote the YAML."""
+    frame = _gemm_frame([g for g in GEMMS if g[5] == "fp8"])
+    folder = write_folder(tmp_path / "gpu", {"gemm_square.csv": frame}, DEVICE)
+    html, out = tmp_path / "v.html", tmp_path / "my.yaml"
+    for argv in (["validate", "tensor_core", "--measured", str(folder), "--hardware", "v100",
+                  "--html", str(html), "-q"],
+                 ["calibrate", "tensor_core", "--measured", str(folder), "--hardware", "v100",
+                  "-o", str(out), "-q"]):  # fmt: skip
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "none of its 1 timed row(s) can be simulated on v100" in err[0]
+        assert "gemm_square.csv line 2: precision" in err[0], err
+    assert not html.exists() and not out.exists()
+
+
 def test_networks_sum_their_conv_layers(comparison) -> None:
     """Issue 16 states whole-network goals: each conv file's network at each batch, its
     layers' measured and simulated times summed."""

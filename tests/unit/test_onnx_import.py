@@ -179,6 +179,7 @@ def test_matmul_measured_densities_and_dynamic_batch(tmp_path: Path) -> None:
         ("opset", "is newer than this onnx supports"),
         ("only_unsupported", "cannot be placed"),
         ("dynamic", "dimension 0 is dynamic (N) and no size was given"),
+        ("empty", "dimension 1 is 0, an empty tensor"),  # was "is dynamic (?)"
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path: Path, capsys, make, expect: str) -> None:
@@ -192,6 +193,8 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys, make, expect: str) ->
         _tiny(tmp_path, [node], "bad.onnx")
     elif make == "dynamic":
         _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], "bad.onnx")
+    elif make == "empty":
+        _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], "bad.onnx", dims=(1, 0))
     else:
         make(tmp_path / "bad.onnx")
     out = tmp_path / "wl.yaml"
