@@ -319,15 +319,23 @@ class _KernelModel:
             return 0
         return q.batch * q.m * q.n * (4 * p.split_k + q.c_d_bytes)
 
+    def _round_trips(self) -> int:
+        """Cycles a memory-bound helper kernel (split-K reduction, transpose) waits on L2
+        beyond its bytes: its loads' data arrives a hit latency after they issue and it ends
+        when its stores are acknowledged, one more (the data was just written, so it hits;
+        the GEMM's own rounds charge the same two latencies, load and epilogue)."""
+        return 2 * self.cfg.l2.hit_latency_cycles
+
     def _reduce_kernel_cycles(self, mem: _Memory) -> int:
         """The split-K reduction kernel, launch included (at least ``floor``)."""
-        body = max(1, math.ceil(self._reduce_bytes() / mem.hbm))
+        body = self._round_trips() + max(1, math.ceil(self._reduce_bytes() / mem.hbm))
         return max(self.floor, self.launch + body)
 
     def _transpose_cycles(self, mem: _Memory) -> int:
         """The operand transpose kernels, launches included (each at least ``floor``)."""
         p = self.plan  # the bytes split evenly between them
-        body = p.transposes * self.launch + math.ceil(2 * p.transpose_bytes / mem.hbm)
+        body = p.transposes * (self.launch + self._round_trips())
+        body += math.ceil(2 * p.transpose_bytes / mem.hbm)
         return max(p.transposes * self.floor, body)
 
 

@@ -132,6 +132,25 @@ def test_launch_mode_is_a_config_option() -> None:
     assert es.cycles >= 2 * math.ceil(h100.launch.eager_s * clock - 1e-9)
 
 
+def test_a_split_k_reduction_waits_on_l2_for_its_loads_and_stores() -> None:
+    """The reduction kernel was its launch plus bytes / bandwidth: it read and wrote with no
+    latency, where the GEMM's own rounds pay one for loads and one for the epilogue. CUPTI
+    (random_gemms_2031/2033 kernels_gemm_random.csv) puts a split-K call's two kernels and
+    gaps at 1.2 us more than a one-kernel call's, beyond the reduction's own duration."""
+    from archsim.accelerators.tensor_core import _KernelModel, _Memory
+
+    h100 = archsim.load_hardware("h100")
+    prob = _prob(64, 192, 14336, "bf16", transpose_a=True)
+    run = run_gemm(h100, prob)[0]
+    assert run.plan.split_k > 1
+    model = _KernelModel(h100, prob, run.plan)
+    mem = _Memory(h100, model.miss, run.plan.fill_bytes_per_clock, model.load_hbm)
+    partials = prob.m * prob.n * (4 * run.plan.split_k + prob.c_d_bytes)
+    body = 2 * h100.l2.hit_latency_cycles + math.ceil(partials / mem.hbm)
+    assert model._reduce_kernel_cycles(mem) == max(model.floor, model.launch + body)
+    assert run.cycles == model.launch + run.main_cycles + model._reduce_kernel_cycles(mem)
+
+
 def test_time_at_any_clock_hbm_in_bytes_per_second() -> None:
     """Compute-bound time scales as 1/f; an HBM-bound GEMV barely moves with the SM clock."""
     h100 = archsim.load_hardware("h100")
