@@ -640,12 +640,7 @@ def _result(
         "hardware_config": sysn.model_dump(mode="json"),
         "train_step": summary,
     }
-    if summary["step_s"] * clock >= 2**63:  # each row fits, their sum may not
-        raise SimulationError(
-            f"step of {summary['step_s']:.3g} s, beyond what a 64-bit cycle count holds; "
-            "allowed: times and rates of the system's fields (training.*, host.*, nccl.*) "
-            "that give a step under 2**63 cycles"
-        )
+    _check_cycles("step", summary["step_s"], clock)  # each row fits, their sum may not
     return RunResult(
         accelerator="system",
         hardware=sysn.name,
@@ -665,12 +660,7 @@ def _row(
 ) -> LayerResult:  # fmt: skip
     """One row of the step, all GPUs together; ``busy``: one GPU's cycles at its peak MAC rate
     (its GEMMs' utilization x cycles), so utilization is busy / the row's cycles."""
-    if not math.isfinite(t * clock) or t * clock >= 2**63:
-        raise SimulationError(
-            f"{name}: {t:.3g} s, beyond what a step's 64-bit cycle count holds; allowed: "
-            "times and rates of the system's fields (training.*, host.*, nccl.*) that give a "
-            "step under 2**63 cycles"
-        )
+    _check_cycles(name, t, clock)
     cycles = round(t * clock)
     return LayerResult(
         layer=name, kind=kind, cycles=cycles, time_s=t, macs_dense=macs, macs_effective=macs,
@@ -678,3 +668,13 @@ def _row(
         power_w=pj * 1e-12 / t if t else 0.0, dram_bytes=dram_bytes, start_cycle=0,
         end_cycle=cycles, energy_by_component_pj={kind: pj}, counts={}, extras=extras,
     )  # fmt: skip
+
+
+def _check_cycles(what: str, t: float, clock: float) -> None:
+    """A step's row or the whole step, ``t`` s at ``clock`` Hz, must fit a 64-bit cycle count."""
+    if not math.isfinite(t * clock) or t * clock >= 2**63:
+        raise SimulationError(
+            f"{what}: {t:.3g} s, beyond what a 64-bit cycle count holds; allowed: times and "
+            "rates of the system's fields (training.*, host.*, nccl.*) that give a step under "
+            "2**63 cycles"
+        )
