@@ -149,7 +149,7 @@ def merge_layer_warnings(warnings: list[str]) -> list[str]:
     out = []
     for members in groups.values():
         name, text = members[0]
-        if len(members) == 1:
+        if not name or len(members) == 1:  # a warning of no layer, or of one
             out.append(f"layer {name}: {text}" if name else text)
             continue
         names = list(dict.fromkeys(n for n, _ in members))
