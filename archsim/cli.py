@@ -28,6 +28,7 @@ from archsim.errors import (
     ConfigError,
     WorkloadError,
     one_line,
+    os_reason,
     shown_name,
     shown_value,
 )
@@ -467,7 +468,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
                 path = write_run_report(RunResult.from_data(data, str(results)), folder)
     except OSError as exc:
-        raise ArchsimError(f"{folder / 'report.html'}: cannot write: {exc.strerror}") from None
+        raise ArchsimError(f"{folder / 'report.html'}: cannot write: {os_reason(exc)}") from None
     print(f"wrote {path}")
     return 0
 
@@ -500,10 +501,20 @@ _COMMANDS = {
 _NAMED_OPTIONS = ("out", "markdown", "html", "baseline", "dask", "hardware", "system")
 
 
+#: commands whose -o is a file, and what it takes
+_FILE_OUT = {
+    "compress": "a .onnx file path",
+    "import": "a .yaml file path",
+    "calibrate": "a .yaml file path",
+}
+
+
 def _no_empty_names(args: argparse.Namespace) -> None:
     for name in _NAMED_OPTIONS:
         value = getattr(args, name, None)
         if isinstance(value, str) and not value.strip():
+            if name == "out" and args.command in _FILE_OUT:  # -o names a file there
+                raise ArchsimError(f"--out: empty file name; allowed: {_FILE_OUT[args.command]}")
             if name == "out":  # as ``output.check_out_dir`` says it
                 raise ArchsimError("--out: empty folder name; allowed: a folder path, e.g. out")
             allowed = "a file path" if name in ("markdown", "html") else "a preset name or path"

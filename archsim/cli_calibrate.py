@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, os_reason
 
 __all__ = ["add_parser", "cmd"]
 
@@ -74,7 +74,7 @@ def cmd(args: argparse.Namespace) -> int:
     try:
         path = write_yaml(args.hardware, result, folder, out)
     except OSError as exc:
-        raise ArchsimError(f"-o: {out}: cannot write: {exc.strerror}") from None
+        raise ArchsimError(f"-o: {out}: cannot write: {os_reason(exc)}") from None
     print(f"fitted {len(result.after)} field(s) of {hw.name} to {folder.path} "
           f"({result.evaluations} evaluations, {seconds:.1f} s):")  # fmt: skip
     for p, v in result.after.items():

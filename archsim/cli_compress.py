@@ -47,6 +47,8 @@ def _plan(args: argparse.Namespace):
     per: dict[str, float] = {}
     for item in args.density:
         name, sep, val = item.rpartition("=")
+        if name in per:  # the last one silently won
+            raise ConfigError("--density", name, "given twice; allowed: each NODE once")
         try:
             per[name] = float(val)
         except ValueError:

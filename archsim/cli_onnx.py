@@ -68,7 +68,9 @@ def _read(args: argparse.Namespace):
     from archsim.workload.onnx import read_onnx
 
     if args.batch is not None and args.batch < 1:
-        raise ConfigError("--batch", "", f"must be >= 1 (got {args.batch})")
+        raise ConfigError(
+            "--batch", "", f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
+        )
     return read_onnx(
         args.model,
         batch=args.batch,

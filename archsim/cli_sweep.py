@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.background import import_in_background
-from archsim.errors import ArchsimError, one_line
+from archsim.errors import ArchsimError, one_line, os_reason
 from archsim.limits import DEFAULT_MAX_POINTS
 
 if TYPE_CHECKING:  # pandas and the sweep engine load when a sweep runs, not for `--help`
@@ -158,6 +158,7 @@ def rebuild_sweep_report(folder: Path) -> Path:
         ) from None
     try:
         frame = pd.read_parquet(parquet)
+        _check_numbers(frame)
         points = totals(frame)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # pyarrow's errors among them
         raise ArchsimError(
@@ -165,6 +166,26 @@ def rebuild_sweep_report(folder: Path) -> Path:
             f"{one_line(exc, 160)}); allowed: re-run the sweep to rewrite it"
         ) from None
     return write_sweep_report(points, folder, axes=axes, metrics=metrics, title=f"Sweep {name}")
+
+
+#: the columns a sweep's ok rows always hold as finite numbers >= 0 (the page plots them)
+_SWEEP_NUMBERS = ("total_cycles", "total_time_s", "total_energy_pj", "cycles", "time_s",
+                  "energy_pj")  # fmt: skip
+
+
+def _check_numbers(frame: pd.DataFrame) -> None:
+    """Raise ValueError on an ok row whose times, cycles or energy are not finite numbers
+    >= 0 (a hand-edited table drew 'best time -494 us' and a Pareto front of none)."""
+    import numpy as np
+    import pandas as pd
+
+    ok = frame[frame["status"] == "ok"]
+    for col in _SWEEP_NUMBERS:
+        values = pd.to_numeric(ok[col], errors="coerce").astype(float).to_numpy()
+        bad = ~np.isfinite(values) | (values < 0)
+        if bad.any():
+            raise ValueError(f"{col}: {ok[col].to_numpy()[bad][0]} in an ok row; allowed: a "
+                             "finite number >= 0")  # fmt: skip
 
 
 def _interrupt_came(args: argparse.Namespace) -> bool:
@@ -273,10 +294,12 @@ def _sweep(args: argparse.Namespace) -> int:
     from archsim.explore import plan_sweep, run_plan  # not yet totals: pandas (see below)
 
     if args.max_points < 1:
-        raise ArchsimError(f"--max-points: must be >= 1 (got {args.max_points})")
+        raise ArchsimError(
+            f"--max-points: must be >= 1 (got {args.max_points}); allowed: an integer >= 1"
+        )
     plan = plan_sweep(args.spec, max_points=args.max_points)
     if args.jobs is not None and args.jobs < 1:
-        raise ArchsimError(f"-j: must be >= 1 (got {args.jobs})")
+        raise ArchsimError(f"-j: must be >= 1 (got {args.jobs}); allowed: an integer >= 1")
     _cap_jobs(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -332,7 +355,10 @@ def _sweep(args: argparse.Namespace) -> int:
     try:
         _write_outputs(out, frame, points, f"Sweep {plan.spec.name}")
     except OSError as exc:
-        raise ArchsimError(f"{out}: cannot write results: {exc.strerror}") from None
+        raise ArchsimError(
+            f"{out}: cannot write results: {os_reason(exc)}; allowed: a writable folder with "
+            "room for them (the store keeps every point: running the sweep again resumes)"
+        ) from None
     failed = points[points["status"] != "ok"]
     if not args.quiet:
         _summary(out, frame, points)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,20 +98,24 @@ def json_text(payload: Any) -> str:
     return strict(payload)
 
 
-def _atomic(path: Path, text: str) -> None:
-    from archsim.output import write_text_atomically
+def _write_outputs(
+    arg: str, texts: dict[str, str], page: Callable[[Path], Any] | None = None
+) -> Path:
+    """Write ``texts`` (file name -> text) and ``page(folder)``'s report.html into the folder
+    ``arg``, all or nothing (a full disk, a file limit or a folder in a file's place leaves
+    neither a half-written folder nor some of the files); without ``page`` an earlier
+    report.html is removed (it would describe other results)."""
+    from archsim.output import write_outputs_atomically
 
-    write_text_atomically(path, text)
+    def write(tmp: Path) -> list[str]:
+        for name, text in texts.items():
+            (tmp / name).write_text(text, encoding="utf-8", newline="\n")
+        if page is not None:
+            page(tmp)
+        return [*texts, *(["report.html"] if page is not None else [])]
 
-
-def _out_dir(arg: str) -> Path:
-    if not str(arg).strip():
-        raise ArchsimError("-o: empty output folder; allowed: a folder path")
     out = Path(arg)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ArchsimError(f"{out}: cannot create the output folder: {exc.strerror}") from None
+    write_outputs_atomically(out, write, "-o", stale=("report.html",))
     return out
 
 
@@ -162,10 +166,12 @@ def cmd_collective(args: argparse.Namespace) -> int:
     meta["options"] = {"gpus": args.gpus, "algorithm": args.algo, "protocol": args.proto,
                        "sizes": args.sizes}  # fmt: skip
     meta |= provenance
-    out = _out_dir(args.out)
-    _atomic(out / "results.csv", frame.to_csv(index=False))
-    _atomic(out / "results.json", json_text({**meta, "rows": frame.to_dict(orient="records")}))
-    write_collective_report(frame, out)
+    out = _write_outputs(
+        args.out,
+        {"results.csv": frame.to_csv(index=False),
+         "results.json": json_text({**meta, "rows": frame.to_dict(orient="records")})},
+        lambda tmp: write_collective_report(frame, tmp),
+    )  # fmt: skip
     if not args.quiet:
         print(f"# {args.op} on {cfg.name}: {int(frame['gpus'].iloc[0])} GPUs, "
               f"{cfg.nodes} node(s); busbw = algbw x nccl-tests' bus factor")  # fmt: skip
@@ -186,7 +192,7 @@ def rebuild_system_report(folder: Path, data: dict[str, Any]) -> Path:
     source = folder / "results.json"
     try:
         system = data["system"]["name"]
-        if "op" in data:
+        if "op" in data or "rows" in data:  # a collective's (its op missing: "no 'op'")
             if data["op"] not in OPS:
                 raise ValueError(f"op {data['op']!r} is not one of {', '.join(OPS)}")
             rows = _checked_rows(data["rows"], "rows", _COLLECTIVE_NUMBERS)
@@ -245,6 +251,8 @@ def _checked_rows(rows: Any, name: str, numbers: tuple[str, ...]) -> list[dict[s
 
 def _checked_span(i: int, entry: Any) -> list[Any]:
     """One timeline entry: [stream, name, start s, end s], 0 <= start <= end."""
+    if not isinstance(entry, list) or len(entry) != 4:  # not "not enough values to unpack"
+        raise ValueError(f"timeline.{i} is not [compute|nccl, name, start, end >= start]")
     stream, label, start, end = entry
     _finite(start, f"timeline.{i}.start")
     _finite(end, f"timeline.{i}.end")
@@ -357,20 +365,22 @@ def cmd_train(args: argparse.Namespace) -> int:
                                                        args.memory_format))
             for g in _gpu_counts(args.gpus, cfg)
         ]  # fmt: skip
-    out = _out_dir(args.out)
     rows = []
     for r in results:
         s = {k: v for k, v in r.metadata["train_step"].items() if k != "timeline"}
         rows.append(s)
     import pandas as pd
 
-    _atomic(out / "results.csv", pd.DataFrame(rows).to_csv(index=False))
     timeline, name = results[-1].metadata["train_step"]["timeline"], results[-1].workload
-    _atomic(out / "results.json", json_text(
-        {"system": cfg.model_dump(mode="json"), "workload": args.workload, "workload_name": name,
-         **_provenance(_determinism("train"), cfg, args.workload), "steps": rows,
-         "timeline": timeline}))  # fmt: skip
-    write_training_report(rows, timeline, name, out)
+    out = _write_outputs(
+        args.out,
+        {"results.csv": pd.DataFrame(rows).to_csv(index=False),
+         "results.json": json_text(
+             {"system": cfg.model_dump(mode="json"), "workload": args.workload,
+              "workload_name": name, **_provenance(_determinism("train"), cfg, args.workload),
+              "steps": rows, "timeline": timeline})},
+        lambda tmp: write_training_report(rows, timeline, name, tmp),
+    )  # fmt: skip
     if not args.quiet:
         print(f"# {args.workload} on {cfg.name}, {args.precision}, batch {args.batch}/GPU")
         print(f"{'GPUs':>5} {'step ms':>9} {'compute':>9} {'exposed':>9} {'overlap':>9} "
@@ -397,20 +407,20 @@ def _cmd_parallel(args: argparse.Namespace, cfg) -> int:
                       args.precision, args.batch, args.optimizer)
         for g in _gpu_counts(args.gpus, cfg, args.tensor * args.pipeline)
     ]  # fmt: skip
-    out = _out_dir(args.out)
-    _atomic(out / "results.csv", pd.DataFrame(rows).to_csv(index=False))
     # no page for model-parallel steps: one left by an earlier run would describe other results
-    (out / "report.html").unlink(missing_ok=True)
-    _atomic(
-        out / "results.json",
-        json_text(
-            {
-                "system": cfg.model_dump(mode="json"),
-                "workload": args.workload,
-                **_provenance(_determinism("train"), cfg, args.workload),
-                "steps": rows,
-            }
-        ),
+    out = _write_outputs(
+        args.out,
+        {
+            "results.csv": pd.DataFrame(rows).to_csv(index=False),
+            "results.json": json_text(
+                {
+                    "system": cfg.model_dump(mode="json"),
+                    "workload": args.workload,
+                    **_provenance(_determinism("train"), cfg, args.workload),
+                    "steps": rows,
+                }
+            ),
+        },
     )
     if not args.quiet:
         print(

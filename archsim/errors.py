@@ -16,6 +16,7 @@ __all__ = [
     "check_count",
     "is_count",
     "one_line",
+    "os_reason",
     "shown_name",
     "shown_value",
 ]
@@ -29,6 +30,12 @@ def one_line(message: object, limit: int | None = None) -> str:
     cut to ``limit`` characters when given: how an error quotes another's message."""
     text = " ".join(str(message).split())
     return text if limit is None else text[:limit]
+
+
+def os_reason(exc: OSError) -> str:
+    """Why ``exc`` failed, as a message says it: its strerror, or (pyarrow's and onnx's
+    errors carry none) its text on one line."""
+    return exc.strerror or one_line(exc)
 
 
 def shown_name(text: str) -> str:

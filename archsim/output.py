@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.errors import ConfigError
+from archsim.errors import ConfigError, one_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "check_out_dir",
     "check_out_file",
+    "first_missing_folder",
     "frame_to_parquet",
     "replace_after_writing",
     "write_outputs_atomically",
@@ -82,6 +83,13 @@ def check_out_file(
                 option, "", f"{target} is the input {source}; allowed: another file name"
             )
     return target
+
+
+def first_missing_folder(path: Path) -> Path | None:
+    """The outermost folder above ``path`` that does not exist yet (None: its folder does):
+    what a writer that creates the folders removes again when its write fails."""
+    missing = [p for p in Path(path).absolute().parents if not p.exists()]
+    return missing[-1] if missing else None
 
 
 def write_text_atomically(
@@ -178,15 +186,28 @@ def write_outputs_atomically(
         tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out_dir))
     except OSError as exc:
         raise ConfigError(option, "", f"cannot create {out_dir}: {exc.strerror}") from None
+    target = out_dir
     try:
         names = list(write(tmp))
+        for name in names:  # before any is moved: none or all of them land
+            target = out_dir / name
+            if target.exists() and not target.is_file():
+                raise ConfigError(
+                    option, "", f"{target} exists and is not a regular file; allowed: a folder "
+                    "whose output names are free or regular files to replace"
+                )  # fmt: skip
         for name in names:
-            _move(tmp / name, out_dir / name)
+            target = out_dir / name
+            _move(tmp / name, target)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if created:
             shutil.rmtree(out_dir, ignore_errors=True)
-        raise ConfigError(option, "", f"cannot write {out_dir}: {exc.strerror}") from None
+        why = exc.strerror or one_line(exc)
+        raise ConfigError(
+            option, "", f"cannot write {target}: {why}; allowed: a writable folder with room "
+            "for the outputs"
+        ) from None  # fmt: skip
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if created:

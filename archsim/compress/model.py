@@ -9,6 +9,7 @@ finds its codebooks.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import numpy as np
 from archsim.compress.prune import prune_mask
 from archsim.compress.share import kmeans_share
 from archsim.compress.storage import LayerStorage, layer_storage
-from archsim.errors import WorkloadError
+from archsim.errors import WorkloadError, os_reason
 
 __all__ = [
     "ALEXNET_DENSITIES",
@@ -129,6 +130,12 @@ def compress_onnx(
             "a model whose layer weights are initialisers"
         )
     names = {t[0] for t in targets}
+    twice = sorted({n for n in plan.densities or {} if [t[0] for t in targets].count(n) > 1})
+    if twice:  # one --density would set every node of that name
+        raise WorkloadError(
+            f"{src}: --density {twice[0]}: {twice[0]!r} names more than one Conv/Gemm/MatMul "
+            "node; allowed: a model whose nodes have distinct names"
+        )
     unknown = sorted(set(plan.densities or {}) - names)
     if unknown:
         raise WorkloadError(
@@ -148,10 +155,11 @@ def compress_onnx(
     seen = {"conv": 0, "fc": 0}
     for name, kind, init, transposed in targets:
         w = initializer_array(src, by_name[init]).astype(np.float32)
-        if w.ndim != (4 if kind == "conv" else 2):
+        if w.ndim != (4 if kind == "conv" else 2) or w.size == 0:
             raise WorkloadError(
                 f"{src}: initializer {init!r} of {kind} layer {name!r} has shape {w.shape}; "
-                f"allowed: a {'4-D (k, c, r, s)' if kind == 'conv' else '2-D'} weight tensor"
+                f"allowed: a {'4-D (k, c, r, s)' if kind == 'conv' else '2-D'} weight tensor "
+                "with no empty dimension"
             )
         mat = weight_matrix(w, kind, transposed)
         bits, ibits = plan.bits(kind)
@@ -169,7 +177,10 @@ def compress_onnx(
 def _save(model: Any, dst: Path) -> None:
     import onnx
 
+    from archsim.output import first_missing_folder
+
     dst = dst.resolve()
+    made = first_missing_folder(dst)  # removed again if the write fails
     try:
         dst.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", dir=dst.parent)
@@ -182,4 +193,8 @@ def _save(model: Any, dst: Path) -> None:
             if os.path.exists(tmp):
                 os.unlink(tmp)
     except OSError as exc:
-        raise WorkloadError(f"{dst}: cannot write: {exc.strerror}") from None
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise WorkloadError(
+            f"{dst}: cannot write: {os_reason(exc)}; allowed: a writable folder with room for it"
+        ) from None

@@ -169,7 +169,7 @@ def _resolve(name_or_path: str | Path, kind: str) -> Path:
     names = ", ".join(list_presets(kind)) or "(none)"
     other = next((k for k in _KINDS if k != kind and text in list_presets(k)), None)
     hint = f" ({shown} is a {other} preset)" if other else ""
-    raise ConfigError(shown, "", f"unknown {kind} preset{hint}; available: {names}")
+    raise ConfigError(shown, "", f"unknown {kind} preset{hint}; allowed: {names}")
 
 
 #: Most values a YAML document may hold once its aliases are expanded (a config has hundreds).

@@ -21,6 +21,7 @@ metrics: {total_time_s: min, total_energy_pj: min}
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -103,6 +104,10 @@ class SweepEvaluation(ArchsimModel):
 
     inputs: str = Field(min_length=1, description="``.npy`` of model inputs, one sample per row.")
     labels: str = Field(min_length=1, description="``.npy`` of integer class labels, shape (n,).")
+
+
+#: the dotted names an expression's text refers to
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
 
 
 class SweepSpec(ArchsimModel):
@@ -225,6 +230,14 @@ class SweepSpec(ArchsimModel):
         overlap = sorted(set(self.axes) & set(self.derive))
         if overlap:
             raise ValueError(f"derive: {overlap[0]} is also an axis; allowed: one or the other")
+        order = list(self.derive)
+        for i, (path, text) in enumerate(self.derive.items()):
+            later = [k for k in order[i + 1 :] if k in set(_DOTTED.findall(text))]
+            if later:  # entries apply in file order: it would read the base value, not this
+                raise ValueError(
+                    f"derive: {path} reads {later[0]}, which a later derive entry sets; "
+                    "allowed: entries that read axes, base fields and derive entries above them"
+                )
         return self
 
     @property

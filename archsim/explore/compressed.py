@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import ConfigError, one_line
+from archsim.errors import ConfigError, WorkloadError, one_line
 
 __all__ = ["COMPRESS_AXES", "compress_axis", "check_compress_values", "compressed_workload"]
 
@@ -85,13 +85,16 @@ def _cache_root() -> Path:
 
 
 def _digest(model: Path, setting: dict[str, Any], evaluation: tuple[Path, Path] | None) -> str:
+    from archsim.provenance import model_fingerprint
     from archsim.simulate import archsim_version
 
     h = hashlib.sha256()
     for path in (model, *(evaluation or ())):
         h.update(path.read_bytes())
     h.update(json.dumps(setting, sort_keys=True).encode())
-    h.update(archsim_version().encode())
+    # the code's fingerprint too, as sweep stores key points: a changed compressor, importer
+    # or evaluation check under the same version number builds the point again
+    h.update(archsim_version().encode() + model_fingerprint().encode())
     return h.hexdigest()[:20]
 
 
@@ -128,6 +131,11 @@ def _accuracy(model: Path, evaluation: tuple[Path, Path], source: str) -> float:
     feed = sess.get_inputs()[0]
     shape = [d if isinstance(d, int) else -1 for d in feed.shape]
     x = x.astype(np.float32)
+    if not np.isfinite(x).all():  # NaN inputs "scored" 0.1 on ten classes
+        raise ConfigError(
+            source, "evaluation.inputs", f"{evaluation[0]}: NaN or infinite values; allowed: "
+            "finite numbers"
+        )  # fmt: skip
     try:
         if shape and shape[0] == 1:  # a batch-1 graph: one sample at a time
             out = [sess.run(None, {feed.name: xi.reshape(shape)})[0] for xi in x]
@@ -139,6 +147,13 @@ def _accuracy(model: Path, evaluation: tuple[Path, Path], source: str) -> float:
             source, "evaluation.inputs", f"do not fit the model's input {feed.shape} "
             f"({str(exc).splitlines()[0]}); allowed: one sample per row"
         ) from None  # fmt: skip
+    classes = logits.reshape(len(x), -1).shape[1]
+    if y.dtype.kind not in "biu" or y.min() < 0 or y.max() >= classes:  # else a fake accuracy
+        raise ConfigError(
+            source, "evaluation.labels", f"{evaluation[1]}: labels of dtype {y.dtype} from "
+            f"{y.min()} to {y.max()}; allowed: integer class indices 0 to {classes - 1} (the "
+            "model's outputs)"
+        )  # fmt: skip
     pred = logits.reshape(len(x), -1).argmax(axis=1)
     return float(np.mean(pred == y))
 
@@ -151,9 +166,13 @@ def _build(model: Path, setting: dict[str, Any], evaluation, folder: Path, sourc
     fields: dict[str, Any] = {}
     for axis, value in setting.items():
         fields.update(dict.fromkeys(COMPRESS_AXES[axis], value))
-    compress_onnx(model, folder / "model.onnx", CompressionPlan(**fields))
-    write_workload(read_onnx(folder / "model.onnx"), folder / "workload.yaml")
-    acc = _accuracy(folder / "model.onnx", evaluation, source) if evaluation else None
+    built = folder / "model.onnx"
+    try:
+        compress_onnx(model, built, CompressionPlan(**fields))
+        write_workload(read_onnx(built), folder / "workload.yaml")
+    except WorkloadError as exc:  # named the cache's copy, not the user's model
+        raise WorkloadError(str(exc).replace(str(built), str(model))) from None
+    acc = _accuracy(built, evaluation, source) if evaluation else None
     (folder / "point.json").write_text(json.dumps({"setting": setting, "accuracy": acc}))
 
 

@@ -22,7 +22,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from archsim.errors import ArchsimError, one_line
+from archsim.errors import ArchsimError, one_line, os_reason
 from archsim.output import replace_after_writing
 from archsim.provenance import provenance_metadata
 
@@ -177,7 +177,7 @@ class SweepStore:
             with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
                 writer.write_table(table)
 
-        return replace_after_writing(self.parts / name, write)
+        return _written(self.parts / name, write)
 
     def _stamp(self, table: pa.Table) -> pa.Table:
         """``table`` with this sweep's provenance in its schema metadata (if it has one)."""
@@ -196,7 +196,7 @@ class SweepStore:
         if merged is None:
             return []
         merged = self._stamp(merged)
-        replace_after_writing(self.parts / _COMPACTED, lambda tmp: pq.write_table(merged, tmp))
+        _written(self.parts / _COMPACTED, lambda tmp: pq.write_table(merged, tmp))
         for f in files:
             if f.name != _COMPACTED:
                 f.unlink(missing_ok=True)
@@ -207,6 +207,16 @@ class SweepStore:
     def write_json(self, name: str, payload: Mapping[str, Any]) -> Path:
         """Write ``DIR/name`` atomically."""
         text = json.dumps(payload, indent=1, default=str)
-        return replace_after_writing(
-            self.folder / name, lambda tmp: tmp.write_text(text, encoding="utf-8")
-        )
+        return _written(self.folder / name, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _written(target: Path, write: Callable[[Path], Any]) -> Path:
+    """:func:`replace_after_writing`, a failed write (a full disk, a file-size limit; pyarrow
+    names no file) as a one-line error naming the file."""
+    try:
+        return replace_after_writing(target, write)
+    except OSError as exc:
+        raise ArchsimError(
+            f"{target}: cannot write the sweep's results: {os_reason(exc)}; allowed: a "
+            "writable folder with room for them"
+        ) from None

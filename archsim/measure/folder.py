@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from archsim.errors import ArchsimError, one_line
+from archsim.errors import ArchsimError, one_line, os_reason
 
 __all__ = [
     "CONV_COLUMNS",
@@ -172,6 +172,8 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
     if path.name.startswith("conv_"):
         for i, row in enumerate(rows):
             _check_conv_row(f"{path}: line {i + 2}", row)
+    if path.name.startswith("gemm_"):
+        _check_gemm_rate(path, frame)
     bad = frame.index[frame["min_s"] > frame["time_s"] * (1 + 1e-9)]
     if len(bad):
         raise MeasurementError(
@@ -179,6 +181,27 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
             "allowed: min_s <= time_s",
         )  # fmt: skip
     return frame, extra
+
+
+#: how far a GEMM row's ``tflops`` may sit from 2 m n k / time_s (the probe's own figure
+#: agrees to 0.04 % in every folder it wrote; the reference folder's rows likewise)
+TFLOPS_TOLERANCE = 0.01
+
+
+def _check_gemm_rate(path: Path, frame: pd.DataFrame) -> None:
+    """A GEMM row's ``tflops`` (when not 0) is its shape's FLOPs over its time: a row whose
+    shape or time contradicts it (m = 1e12 done in 2.7 us) is refused, not simulated."""
+    given = frame["tflops"].astype(float)
+    m, n, k = (frame[c].astype(float) for c in ("m", "n", "k"))  # no int64 overflow
+    implied = 2.0 * m * n * k / frame["time_s"] / 1e12
+    off = frame.index[(given > 0) & ((implied / given - 1).abs() > TFLOPS_TOLERANCE)]
+    if len(off):
+        i = int(off[0])
+        raise MeasurementError(
+            f"{path}: line {i + 2}", "tflops",
+            f"{given[i]:.6g} disagrees with 2 m n k / time_s = {implied[i]:.6g}; allowed: "
+            f"the row's own rate (within {TFLOPS_TOLERANCE:.0%}), or 0 when not measured",
+        )  # fmt: skip
 
 
 def _check_conv_row(where: str, row: Mapping[str, Any]) -> None:
@@ -408,7 +431,7 @@ def write_folder(
             target.rmdir()
         os.replace(tmp, target)
     except OSError as exc:
-        raise MeasurementError(target, "", f"cannot write: {exc.strerror}") from None
+        raise MeasurementError(target, "", f"cannot write: {os_reason(exc)}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target

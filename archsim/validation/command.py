@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, os_reason, shown_name
 from archsim.validation.names import EIE_DATA_RELATIVE, MODELS
 
 __all__ = ["add_parser", "run_command"]
@@ -75,8 +75,11 @@ def run_command(args: argparse.Namespace) -> int:
     from archsim.validation.report import format_table, write_html, write_markdown
     from archsim.validation.runner import summary_counts, validate
 
-    if args.seed < 0:
-        raise ArchsimError(f"--seed: must be >= 0 (got {args.seed})")
+    if not 0 <= args.seed < 2**63:  # as `archsim run` (results hold it as a 64-bit integer)
+        raise ArchsimError(
+            f"--seed: must be from 0 to 2**63-1 (got {shown_name(repr(args.seed))}); allowed: "
+            "a seed in that range"
+        )
     if args.measured is not None:
         from archsim.validation.measured_command import run_measured
 
@@ -126,7 +129,7 @@ def run_command(args: argparse.Namespace) -> int:
             try:
                 path = writer(frame, Path(option), seed=args.seed, command=command)
             except OSError as exc:
-                raise ArchsimError(f"{option}: cannot write: {exc.strerror}") from None
+                raise ArchsimError(f"{option}: cannot write: {os_reason(exc)}") from None
             _echo(f"wrote {path}")
     return 1 if summary_counts(frame)["FAIL"] else 0
 

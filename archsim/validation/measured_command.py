@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.errors import ArchsimError
+from archsim.errors import ArchsimError, os_reason
 
 if TYPE_CHECKING:  # pandas and the model load when the command runs, not for `--help`
     import pandas as pd
@@ -177,7 +177,7 @@ def _write_html(cmp: Comparison, args: argparse.Namespace, hw_name: str, goals: 
     try:
         path = write_measured_report(Path(args.html), text)
     except OSError as exc:
-        raise ArchsimError(f"{args.html}: cannot write: {exc.strerror}") from None
+        raise ArchsimError(f"{args.html}: cannot write: {os_reason(exc)}") from None
     _echo(f"wrote {path}")
 
 

@@ -157,6 +157,7 @@ def _place_all(g, path: Path) -> tuple[list[PlacedLayer], list[str], set[int]]:
     placed: list[PlacedLayer] = []
     warnings: list[str] = []
     used: set[int] = set()
+    why: dict[int, str] = {}  # MAC nodes not placed: the reason
     for i, node in enumerate(g.nodes):
         if node.op_type in UNPLACEABLE_MAC_OPS:
             warnings.append(
@@ -166,6 +167,7 @@ def _place_all(g, path: Path) -> tuple[list[PlacedLayer], list[str], set[int]]:
             continue
         got = place_node(g, i)
         if isinstance(got, str):
+            why.setdefault(i, got)
             warnings.append(f"{path}: node {g.node_label(i)!r} ({node.op_type}): not placed: {got}")
         elif got is not None:
             placed.append(got)
@@ -178,9 +180,12 @@ def _place_all(g, path: Path) -> tuple[list[PlacedLayer], list[str], set[int]]:
             if n.op_type in UNPLACEABLE_MAC_OPS or n.op_type in MAC_OPS
         ]
         what = f"nodes {', '.join(macs)} cannot be placed" if macs else "no MAC-carrying node"
+        if why:  # the first node's own reason (a 7x7 filter on a 4x4 input), not "no Conv"
+            i, reason = next(iter(why.items()))
+            what += f" ({g.node_label(i)}: {reason})"
         raise WorkloadError(
             f"{path}: {what}; allowed: a model with at least one {', '.join(MAC_OPS)} node "
-            "(2-D Conv)"
+            "(2-D Conv) that fits its input"
         )
     return placed, warnings, used
 

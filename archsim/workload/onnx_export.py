@@ -22,7 +22,8 @@ import numpy as np
 import yaml
 
 from archsim.datapath.eie_encode import encode_eie
-from archsim.errors import WorkloadError
+from archsim.errors import WorkloadError, os_reason
+from archsim.output import first_missing_folder
 from archsim.workload.conv import write_conv_dir
 from archsim.workload.eie_format import write_eie_dir
 from archsim.workload.materialize import layer_rng, quantize_to_codebook
@@ -137,11 +138,12 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
         raise WorkloadError(f"{out}: -o: is a folder; allowed: a .yaml file path")
     data_name = f"{out.stem}.data"
     _check_data_dir(out, out.parent / data_name)
+    made = first_missing_folder(out)  # removed again if the write fails
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     except OSError as exc:
-        raise WorkloadError(f"{out}: cannot create: {exc.strerror}") from None
+        raise WorkloadError(f"{out}: cannot create: {os_reason(exc)}") from None
     used: set[str] = set()
     layers, lines = [], []
     real_names: list[str] = []
@@ -206,7 +208,12 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
             os.replace(tmp / data_name, old)
         os.replace(tmp / out.name, out)
     except OSError as exc:
-        raise WorkloadError(f"{out}: cannot write: {exc.strerror}") from None
+        shutil.rmtree(tmp, ignore_errors=True)
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise WorkloadError(
+            f"{out}: cannot write: {os_reason(exc)}; allowed: a writable folder with room for it"
+        ) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return lines

@@ -445,3 +445,18 @@ def test_a_write_interrupted_by_ctrl_c_leaves_no_temporary_file(tmp_path, monkey
     with pytest.raises(KeyboardInterrupt):
         store.compact()
     assert files() == [first] and store.finished() == {"a"}
+
+
+@pytest.mark.parametrize("value", [-1.0, float("nan")])
+def test_report_refuses_a_results_table_with_impossible_numbers(tmp_path, capsys, value):
+    """A negated or NaN total_time_s drew 'best time (us) -494' or a Pareto front of none."""
+    spec = write_spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 3]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+    frame = pd.read_parquet(out / "results.parquet")
+    frame["total_time_s"] = frame["total_time_s"] * 0 + value
+    frame.to_parquet(out / "results.parquet")
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results.parquet: not a results table" in err
+    assert "total_time_s: " in err and "allowed: a finite number >= 0" in err

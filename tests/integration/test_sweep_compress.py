@@ -40,6 +40,11 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     np.save(out / "xv.npy", xv.astype(np.float32))
     np.save(out / "yv.npy", yv.astype(np.int64))
     np.save(out / "xo.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
+    np.save(out / "yr.npy", (yv + 100).astype(np.int64))  # no such class: accuracy 0.0
+    np.save(out / "yf.npy", yv.astype(np.float64) + 0.5)  # not class indices
+    xn = xv.astype(np.float32)
+    xn[0, 0] = np.nan
+    np.save(out / "xn.npy", xn)
     (out / "spec.yaml").write_text(SPEC)
     return out
 
@@ -88,6 +93,9 @@ def test_compress_axes_run_accuracy_and_resume(folder: Path, monkeypatch, capsys
         (("labels: yv.npy", "labels: no.npy"), "evaluation.labels"),
         (("inputs: xv.npy", "inputs: xo.npy"), "evaluation.inputs: "),  # ValueError traceback
         (("evaluation: {inputs: xv.npy, labels: yv.npy}\n", ""), "accuracy"),
+        (("labels: yv.npy", "labels: yr.npy"), "evaluation.labels: "),  # a fake accuracy
+        (("labels: yv.npy", "labels: yf.npy"), "evaluation.labels: "),
+        (("inputs: xv.npy", "inputs: xn.npy"), "evaluation.inputs: "),
     ],
 )  # fmt: skip
 def test_bad_compress_sweeps_are_one_line_errors(folder: Path, edit, field, capsys) -> None:

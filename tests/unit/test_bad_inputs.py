@@ -493,7 +493,7 @@ def test_a_name_longer_than_the_file_system_allows(tmp_path: Path, capsys: Any, 
     code = main(["run", *args, "-o", str(tmp_path / "out"), "-q"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert f"... (5000 chars): unknown {where} preset; available: " in err, err
+    assert f"... (5000 chars): unknown {where} preset; allowed: " in err, err
     assert len(err) < 600 and not (tmp_path / "out").exists()
 
 

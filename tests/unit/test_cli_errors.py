@@ -469,7 +469,7 @@ def test_unknown_hardware_preset(env: Env, capsys: pytest.CaptureFixture[str]) -
 
 def test_unknown_workload_preset(env: Env, capsys: pytest.CaptureFixture[str]) -> None:
     run_main(
-        capsys, env.run_args(wl="no_such_wl"), "no_such_wl", "unknown workload preset", "available"
+        capsys, env.run_args(wl="no_such_wl"), "no_such_wl", "unknown workload preset", "allowed"
     )
     assert_nothing_written(env)
 
@@ -757,3 +757,39 @@ def test_a_step_whose_rows_fit_but_whose_sum_does_not_is_one_line(tmp_path: Path
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "beyond what a 64-bit cycle count holds" in err
+
+
+def test_validate_seed_range_and_file_outputs_named_as_files(tmp_path: Path, capsys) -> None:
+    """`validate --seed 1e23` said `<api>: seed`; `-o ''` on commands whose -o is a file asked
+    for "a folder path"."""
+    for argv, line in (
+        (["validate", "eie", "--seed", "99999999999999999999999", "-q"],
+         "--seed: must be from 0 to 2**63-1 (got 99999999999999999999999); allowed:"),
+        (["compress", "m.onnx", "-o", ""], "--out: empty file name; allowed: a .onnx file path"),
+        (["import", "onnx", "m.onnx", "-o", ""], "--out: empty file name; allowed: a .yaml"),
+        (["calibrate", "tensor_core", "--measured", "d", "-o", ""], "--out: empty file name"),
+    ):  # fmt: skip
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and line in err, err
+
+
+def test_report_on_damaged_system_results_says_what_is_missing(tmp_path: Path, capsys) -> None:
+    """A collective's results.json without `op` was 'written by archsim train --tensor/
+    --pipeline'; a timeline entry that is a string showed 'not enough values to unpack'."""
+    coll, train = tmp_path / "c", tmp_path / "t"
+    assert main(["collective", "all_reduce", "--system", "dgx_h100", "--sizes", "1K", "-q",
+                 "-o", str(coll)]) == 0  # fmt: skip
+    data = json.loads((coll / "results.json").read_text())
+    del data["op"]
+    (coll / "results.json").write_text(json.dumps(data))
+    assert main(["train", "dgx_a100", "resnet50", "--gpus", "1", "--batch", "8", "-q",
+                 "-o", str(train)]) == 0  # fmt: skip
+    data = json.loads((train / "results.json").read_text())
+    data["timeline"][0] = "compute"
+    (train / "results.json").write_text(json.dumps(data))
+    for folder, line in ((coll, ": no 'op'; allowed:"),
+                         (train, "timeline.0 is not [compute|nccl, name, start, end")):  # fmt: skip
+        assert main(["report", str(folder)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and line in err and "--tensor" not in err, err

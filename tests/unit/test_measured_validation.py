@@ -219,6 +219,26 @@ def test_a_folder_with_no_row_the_gpu_runs_is_refused_and_writes_nothing(tmp_pat
     assert not html.exists() and not out.exists()
 
 
+def test_a_gemm_row_whose_rate_contradicts_its_shape_and_time_is_refused(tmp_path, capsys):
+    """m = 1e12 'done' in 2.7 us at 12.4 TFLOPS was simulated: +1.5e10 % in a table whose
+    columns ran together, exit 1, and calibrate fitted to it."""
+    frame = _gemm_frame(GEMMS[:2])
+    folder = write_folder(tmp_path / "gpu", {"gemm_square.csv": frame}, DEVICE)
+    frame.loc[1, "m"] = 10**12  # edited by hand after the probe wrote it
+    frame.to_csv(folder / "gemm_square.csv", index=False)
+    for argv in (["validate", "tensor_core", "--measured", str(folder), "-q"],
+                 ["calibrate", "tensor_core", "--measured", str(folder), "-q", "-o",
+                  str(tmp_path / "c.yaml")]):  # fmt: skip
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "gemm_square.csv: line 3: tflops:" in err, err
+        assert "383.479 disagrees with 2 m n k / time_s = 3.74491e+11" in err
+    assert not (tmp_path / "c.yaml").exists()
+    frame.loc[1, "tflops"] = 0.0  # not measured: nothing to hold it to
+    frame.to_csv(folder / "gemm_square.csv", index=False)
+    assert len(read_folder(folder).tables["gemm_square.csv"]) == 2
+
+
 def test_networks_sum_their_conv_layers(comparison) -> None:
     """Issue 16 states whole-network goals: each conv file's network at each batch, its
     layers' measured and simulated times summed."""

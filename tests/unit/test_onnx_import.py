@@ -180,6 +180,8 @@ def test_matmul_measured_densities_and_dynamic_batch(tmp_path: Path) -> None:
         ("only_unsupported", "cannot be placed"),
         ("dynamic", "dimension 0 is dynamic (N) and no size was given"),
         ("empty", "dimension 1 is 0, an empty tensor"),  # was "is dynamic (?)"
+        # a 7x7 filter on a 4x4 input said only "cannot be placed ... at least one Conv"
+        ("bigkernel", "nodes big (Conv) cannot be placed (big: shapes unknown"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path: Path, capsys, make, expect: str) -> None:
@@ -193,6 +195,18 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys, make, expect: str) ->
         _tiny(tmp_path, [node], "bad.onnx")
     elif make == "dynamic":
         _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], "bad.onnx")
+    elif make == "bigkernel":
+        w = helper.make_tensor("wc", TensorProto.FLOAT, [8, 3, 7, 7], [0.5] * (8 * 3 * 49))
+        g = helper.make_graph(
+            [helper.make_node("Conv", ["x", "wc"], ["y"], name="big", kernel_shape=[7, 7])],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [w],
+        )
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        onnx.save(m, str(tmp_path / "bad.onnx"))
     elif make == "empty":
         _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], "bad.onnx", dims=(1, 0))
     else:

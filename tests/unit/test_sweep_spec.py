@@ -93,6 +93,12 @@ def test_presets_expand():
             "derive.pe_aray",
             "did you mean 'pe_array'",
         ),
+        (  # file order decided which value each read (a cycle was accepted)
+            "axes: {pe_array.num_pes: [2]}\nderive: {activation_fifo.depth: "
+            "activation_fifo.width_bits, activation_fifo.width_bits: activation_fifo.depth}\n",
+            "derive",
+            "activation_fifo.depth reads activation_fifo.width_bits, which a later derive",
+        ),
         (
             "axes: {pe_array.num_pes: [2]}\nconstraints: ['pe_array.num_pes >']\n",
             "constraints.0",

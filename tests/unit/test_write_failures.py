@@ -1,0 +1,142 @@
+"""Outputs that cannot be written (a full disk, a file-size limit, a folder in a file's place)
+and compress's weight checks: one line, exit 2, nothing half-written (an audit found
+tracebacks, folders holding only results.csv, and 'cannot write: None')."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from archsim.cli import main  # noqa: E402
+
+
+def _gemm_model(path: Path, weights: list[tuple[str, np.ndarray]], inputs: int) -> Path:
+    """A chain of Gemm nodes (name, weight n_out x n_in), transB = 1."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, inputs])
+    nodes, inits, prev = [], [], "x"
+    for i, (name, w) in enumerate(weights):
+        out = "y" if i == len(weights) - 1 else f"h{i}"
+        nodes.append(helper.make_node("Gemm", [prev, f"W{i}"], [out], name=name, transB=1))
+        inits.append(numpy_helper.from_array(w.astype(np.float32), f"W{i}"))
+        prev = out
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, weights[-1][1].shape[0]])
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y], inits),
+        opset_imports=[helper.make_opsetid("", 13)],
+    )
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def _one_line_exit_2(capsys: Any, argv: list[str], needle: str) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err, err
+    return err
+
+
+def _fail_writes(monkeypatch: pytest.MonkeyPatch, suffixes: tuple[str, ...]) -> None:
+    """Path.write_text of files ending in ``suffixes`` fails as a file-size limit does."""
+    real = Path.write_text
+
+    def write_text(self: Path, *args: Any, **kw: Any) -> int:
+        if self.name.endswith(suffixes):
+            raise OSError(errno.EFBIG, "File too large")
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(Path, "write_text", write_text)
+
+
+@pytest.mark.parametrize("command", ["collective", "train"])
+def test_system_commands_write_all_their_files_or_none(tmp_path, capsys, monkeypatch, command):
+    """collective/train wrote results.csv, then failed on results.json with an OSError
+    traceback, leaving a new folder with results.csv alone."""
+    argv = {
+        "collective": ["collective", "all_reduce", "--system", "dgx_h100", "--sizes", "1K"],
+        "train": ["train", "dgx_a100", "resnet50", "--gpus", "1", "--batch", "8"],
+    }[command]
+    out = tmp_path / "new"
+    _fail_writes(monkeypatch, ("results.json",))
+    _one_line_exit_2(capsys, [*argv, "-q", "-o", str(out)], "cannot write")
+    assert not out.exists()
+    monkeypatch.undo()
+    # a folder where an output goes: refused before any file lands (results.csv did)
+    old = tmp_path / "old"
+    (old / "results.json").mkdir(parents=True)
+    _one_line_exit_2(capsys, [*argv, "-q", "-o", str(old)],
+                     f"{old / 'results.json'} exists and is not a regular file")  # fmt: skip
+    assert sorted(p.name for p in old.iterdir()) == ["results.json"]
+
+
+def test_run_names_the_output_in_the_way_and_writes_none(tmp_path, capsys) -> None:
+    out = tmp_path / "o"
+    (out / "report.html").mkdir(parents=True)
+    _one_line_exit_2(capsys, ["run", "tiny_eie", "-q", "-o", str(out)],
+                     f"{out / 'report.html'} exists and is not a regular file")  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == ["report.html"]  # no results.csv/json
+
+
+def test_a_sweep_store_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):
+    import archsim.explore.store as store
+
+    def refuse(target: Path, write: Any) -> Path:
+        raise OSError(errno.EFBIG, None)  # pyarrow's errors carry no strerror
+
+    monkeypatch.setattr(store, "replace_after_writing", refuse)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+        "axes:\n  pe_array.num_pes: [2, 4]\n"
+    )
+    _one_line_exit_2(capsys, ["sweep", str(spec), "-o", str(tmp_path / "o"), "-j", "1", "-q"],
+                     "cannot write the sweep's results")  # fmt: skip
+
+
+def test_import_and_compress_leave_no_folder_they_made_when_a_write_fails(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """import onnx said 'cannot write: None' and left the new folder behind, empty."""
+    model = _gemm_model(tmp_path / "m.onnx", [("fc1", np.ones((4, 8)))], 8)
+    _fail_writes(monkeypatch, (".yaml",))
+    out = tmp_path / "new" / "deeper" / "w.yaml"
+    err = _one_line_exit_2(capsys, ["import", "onnx", str(model), "-o", str(out)],
+                           "w.yaml: cannot write: File too large; allowed:")  # fmt: skip
+    assert "None" not in err and not (tmp_path / "new").exists()
+    monkeypatch.undo()
+
+    def no_room(*args: Any, **kw: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(onnx, "save", no_room)
+    dst = tmp_path / "made" / "c.onnx"
+    _one_line_exit_2(capsys, ["compress", str(model), "-o", str(dst)], "No space left on device")
+    assert not (tmp_path / "made").exists()
+
+
+def test_compress_refuses_empty_weights_repeated_and_ambiguous_densities(tmp_path, capsys):
+    """A (16, 0) weight crashed the report with ZeroDivisionError after -o was written; a
+    repeated --density NODE kept the last; a name two nodes share set both."""
+    empty = _gemm_model(tmp_path / "e.onnx", [("fc1", np.zeros((16, 0)))], 0)
+    out = tmp_path / "c.onnx"
+    _one_line_exit_2(
+        capsys,
+        ["compress", str(empty), "-o", str(out)],
+        "has shape (16, 0); allowed: a 2-D weight tensor with no empty dimension",
+    )
+    assert not out.exists()
+    ok = _gemm_model(tmp_path / "ok.onnx", [("fc1", np.ones((4, 8)))], 8)
+    _one_line_exit_2(capsys, ["compress", "--density", "fc1=0.5", "--density", "fc1=0.7",
+                              str(ok)], "--density: fc1: given twice")  # fmt: skip
+    rng = np.random.default_rng(0)
+    dup = _gemm_model(tmp_path / "d.onnx", [("fc", rng.random((8, 8))),
+                                            ("fc", rng.random((4, 8)))], 8)  # fmt: skip
+    _one_line_exit_2(capsys, ["compress", "--density", "fc=0.5", str(dup)],
+                     "'fc' names more than one Conv/Gemm/MatMul node")  # fmt: skip
