@@ -161,10 +161,23 @@ def cases(limit: int) -> list[Case]:
         "from-scalesim-missing": ["run", "--from-scalesim", "a.cfg", "b.csv"],
         "max-points-0": ["sweep", "s.yaml", "--max-points", "0"],
         "jobs-0": ["sweep", "s.yaml", "-j", "0"],
+        # from the 32nd session's audit
+        "pipeline-3": ["train", "dgx_a100", "resnet50", "--pipeline", "3", "--gpus", "4"],
+        "train-set-step": ["train", "dgx_a100", "resnet50", "--set", "step.batch_per_gpu=8"],
+        "launch-huge": ["run", "h100", "resnet50", "--set", "launch.graph_s=1e300"],
+        "validate-seed-huge": ["validate", "eie", "--seed", "99999999999999999999999"],
+        "compress-empty-out": ["compress", "wl.yaml", "-o", ""],
+        "sweep-derive-later": ["sweep", "derive.yaml"],
+        "collective-out-dir-in-way": ["collective", "all_reduce", "--system", "dgx_h100",
+                                      "--sizes", "1K", "-o", "busy"],
     }  # fmt: skip
+    derive = small.replace("metrics:", "derive:\n  activation_fifo.depth: "
+                           "activation_fifo.width_bits\n  activation_fifo.width_bits: "
+                           "activation_fifo.depth\nmetrics:")  # fmt: skip
     for label, args in cli.items():
-        files = {"wl.yaml": tiny_wl, "s.yaml": small}
-        out.append(Case(f"cli:{label}", args, files))
+        files = {"wl.yaml": tiny_wl, "s.yaml": small, "derive.yaml": derive,
+                 "busy/results.json/x": ""}  # fmt: skip
+        out.append(Case(f"cli:{label}", args, files, out="-o" not in args))
     out.append(Case("out:is-file", ["run", "tiny_eie", "wl.yaml", "-o", "f.txt"],
                     {"wl.yaml": tiny_wl, "f.txt": "x"}, out=False))  # fmt: skip
     out.append(Case("out:empty", ["run", "tiny_eie", "wl.yaml", "-o", ""], {"wl.yaml": tiny_wl},
@@ -187,6 +200,7 @@ def run(case: Case, timeout: float) -> tuple[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         for rel, text in case.files.items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
             (d / rel).write_text(text, encoding="utf-8", errors="surrogateescape")
         args = [sys.executable, "-m", "archsim", *case.args]
         if case.out and "-o" not in case.args:
