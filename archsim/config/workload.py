@@ -291,8 +291,8 @@ class ConvLayer(ArchsimModel):
         for ch in ("c", "k"):
             if getattr(self, ch) % self.groups:
                 raise ValueError(
-                    f"{ch} must be divisible by groups={self.groups} "
-                    f"(channels not divisible by groups)"
+                    f"{ch}={getattr(self, ch)} is not divisible by groups={self.groups}; "
+                    "allowed: groups that divide both c and k"
                 )
         return self
 

@@ -670,11 +670,19 @@ def _row(
     )  # fmt: skip
 
 
+#: what a step's own rows are, as an error names them (the row names are results columns)
+_ROW_WHAT = {
+    "ddp_and_waits": "the step's DDP copies and waits for the input loaders (ddp.*, host.*)",
+    "optimizer": "the optimizer update (training.*)",
+}
+
+
 def _check_cycles(what: str, t: float, clock: float) -> None:
     """A step's row or the whole step, ``t`` s at ``clock`` Hz, must fit a 64-bit cycle count."""
     if not math.isfinite(t * clock) or t * clock >= 2**63:
         raise SimulationError(
-            f"{what}: {t:.3g} s, beyond what a 64-bit cycle count holds; allowed: times and "
+            f"{_ROW_WHAT.get(what, what)}: {t:.3g} s, beyond what a 64-bit cycle count holds; "
+            "allowed: times and "
             "rates of the system's fields (training.*, host.*, nccl.*) that give a step under "
             "2**63 cycles"
         )

@@ -143,7 +143,10 @@ def read_eie_dir(
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise WorkloadError(f"{folder}: data folder not found")
+        what = "is a file, not a folder" if folder.exists() else "data folder not found"
+        raise WorkloadError(
+            f"{folder}: {what}; allowed: a folder in EIE's format (act.dat, arithm.dat, ...)"
+        )
     act_file = folder / "act.dat"
     act = _non_negative(_finite(_read(act_file, np.float32), act_file), act_file)
     codebook = _finite(_read(folder / "arithm.dat", np.float32), folder / "arithm.dat")

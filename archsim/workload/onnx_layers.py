@@ -203,8 +203,10 @@ def _matmul(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
     b2 = b_shape if len(b_shape) > 1 else (*b_shape, 1)
     m, kk, nn = a2[-2], a2[-1], b2[-1]
     bconst = _const(g, node.input[1])
-    if bconst is not None and len(b_shape) == 2:
+    if bconst is not None and len(b_shape) in (1, 2):  # a 1-D B is a (k, 1) weight matrix
         w, placeholder = _weights(bconst)
+        if w is not None and w.ndim == 1:  # its real values were dropped
+            w = w.reshape(-1, 1)
         rows = int(np.prod(a2[:-1]))
         fields = {"kind": "fc", "inputs": kk, "outputs": nn, "batch": rows, "bias": False}
         fields |= _fc_relu(g, node)

@@ -354,3 +354,23 @@ def test_a_2d_conv_with_a_rank_5_weight_is_one_line(tmp_path: Path, capsys) -> N
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("archsim: error: ") and "bad.onnx" in err[0], err
     assert not out.exists()
+
+
+def test_a_matmul_by_a_1d_initializer_keeps_its_weights(tmp_path: Path) -> None:
+    """x (1, 32) @ w (32,): was a gemm 1x1x32 'weights default 1.0 (no real weights)' while
+    `compress` refused the same model; it is an fc layer of one output with w's values."""
+    w = np.linspace(-1.0, 1.0, 32, dtype=np.float32)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("w", TensorProto.FLOAT, [32], w.tolist())],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "v.onnx"))
+    imp = read_onnx(tmp_path / "v.onnx", batch=1)
+    (spec,) = imp.spec.layers
+    assert (spec.kind, spec.inputs, spec.outputs) == ("fc", 32, 1)
+    np.testing.assert_array_equal(imp.tensors["mm"].weights, w.reshape(1, 32))
