@@ -122,10 +122,10 @@ def _accuracy(model: Path, evaluation: tuple[Path, Path], source: str) -> float:
 
     x = _evaluation_array(evaluation[0], "inputs", source)
     y = _evaluation_array(evaluation[1], "labels", source)
-    if len(x) != len(y) or y.ndim != 1:
+    if len(x) != len(y) or y.ndim != 1 or not len(y):
         raise ConfigError(
             source, "evaluation", f"{len(x)} inputs but labels of shape {y.shape}; allowed: "
-            "inputs (n, ...) and labels (n,)"
+            "inputs (n, ...) and labels (n,), n >= 1"
         )  # fmt: skip
     sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     feed = sess.get_inputs()[0]

@@ -205,11 +205,13 @@ def _set_input_shapes(
                 d.dim_value = int(v)
             continue
         for j, d in enumerate(dims):
-            if d.HasField("dim_value") and d.dim_value <= 0:  # set, so not a dynamic one
+            # a set 0 (or less) is no size: some exporters write 0 for a dynamic batch, which
+            # --batch sets as below; anywhere else it is an empty tensor, not a dynamic one
+            if d.HasField("dim_value") and d.dim_value <= 0 and not (j == 0 and batch):
                 raise WorkloadError(
                     f"{path}: input {inp.name!r}: dimension {j} is {d.dim_value}, an empty "
-                    "tensor; allowed: a model whose input sizes are positive (or dynamic, "
-                    "with --batch / --input-shape)"
+                    "tensor; allowed: positive sizes (a dynamic batch: --batch N; others: "
+                    "--input-shape)"
                 )
             if d.dim_value > 0:
                 # the first data input's leading dimension, when the input has no dynamic

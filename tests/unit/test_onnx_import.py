@@ -374,3 +374,13 @@ def test_a_matmul_by_a_1d_initializer_keeps_its_weights(tmp_path: Path) -> None:
     (spec,) = imp.spec.layers
     assert (spec.kind, spec.inputs, spec.outputs) == ("fc", 32, 1)
     np.testing.assert_array_equal(imp.tensors["mm"].weights, w.reshape(1, 32))
+
+
+def test_a_zero_batch_dimension_is_a_dynamic_batch_that_batch_sets(tmp_path: Path) -> None:
+    """Some exporters write 0 for a dynamic batch: --batch sets it (as before the empty-tensor
+    check); without --batch, or in another dimension, 0 is an empty tensor."""
+    path = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                 dims=(0, 4))  # fmt: skip
+    assert read_onnx(path, batch=2).spec.layers[0].batch == 2
+    with pytest.raises(WorkloadError, match="dimension 0 is 0, an empty tensor"):
+        read_onnx(path, batch=None)
