@@ -290,8 +290,15 @@ def _gpu_counts(text: str | None, cfg: Any, unit: int = 1) -> list[int]:
                 f"--tensor x --pipeline = {unit}: more than the {cfg.gpus} GPUs of {cfg.name}; "
                 f"allowed: up to {cfg.gpus}"
             )
-        if not counts:  # e.g. 3 pipeline stages on 8 GPUs: 3 and 6
-            counts = [unit << i for i in range(cfg.gpus.bit_length()) if unit << i <= cfg.gpus]
+        if not counts:  # e.g. 3 pipeline stages on 8 GPUs: 3 and 6 (within a node or whole
+            # nodes, as a step runs on)
+            counts = [g for g in (unit << i for i in range(cfg.gpus.bit_length()))
+                      if g <= cfg.gpus and (g <= per or g % per == 0)]  # fmt: skip
+        if not counts:
+            raise ArchsimError(
+                f"--tensor x --pipeline = {unit}: no multiple of it fits one node of {per} or "
+                f"whole nodes of {cfg.name}; allowed: --gpus with such counts"
+            )
         return sorted(counts)
     try:
         counts = [int(x) for x in str(text).split(",")]  # an empty item ("1,,2") is an error

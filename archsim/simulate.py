@@ -141,18 +141,24 @@ def merge_layer_warnings(warnings: list[str]) -> list[str]:
     """One line per cause: warnings that differ only in the layer and their figures (53
     ResNet-50 layers over a power limit were 53 lines) become ``layer a, layer b, layer c and
     50 more: <the first's text> (figures of layer a; ...)``; order of first appearance."""
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for w in warnings:
+    groups: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+    for i, w in enumerate(warnings):
         m = _LAYER_WARNING.match(w)
-        key = _FIGURES.sub("#", m.group(2)) if m else w
-        groups.setdefault(key, []).append((m.group(1), m.group(2)) if m else ("", w))
+        if m is None:  # a warning of no layer stays as it is, each one
+            groups[("", str(i))] = [("", w)]
+            continue
+        members = groups.setdefault(("L", _FIGURES.sub("#", m.group(2))), [])
+        if any(n == m.group(1) for n, _ in members):  # a layer's second such warning: apart
+            groups[("L", str(i))] = [(m.group(1), m.group(2))]
+        else:
+            members.append((m.group(1), m.group(2)))
     out = []
     for members in groups.values():
         name, text = members[0]
-        if not name or len(members) == 1:  # a warning of no layer, or of one
+        if not name or len(members) == 1:
             out.append(f"layer {name}: {text}" if name else text)
             continue
-        names = list(dict.fromkeys(n for n, _ in members))
+        names = [n for n, _ in members]
         same = all(t == text for _, t in members)
         out.append(f"{_listed(names)}: {text}" + ("" if same else
                    f" (figures of layer {name}; the others' differ)"))  # fmt: skip

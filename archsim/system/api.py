@@ -132,8 +132,8 @@ def collective(
     for nbytes in sizes:
         count = nbytes // dtype_bytes // (cfg.gpus if per_rank else 1)
         nbytes = count * (cfg.gpus if per_rank else 1) * dtype_bytes
-        if nbytes == 0:  # 1 and 2 bytes of floats were rows of 0 elements
-            continue
+        if nbytes == 0 or any(r["size_bytes"] == nbytes for r in rows):  # 0 elements, or a
+            continue  # size another rounded to already (4, 6, 7 B: one 4-byte row)
         c = collective_time(cfg, op, nbytes, algorithm, protocol)
         if not (math.isfinite(c.time_s) and math.isfinite(c.energy_pj(cfg))):
             raise ArchsimError(

@@ -205,11 +205,11 @@ def _set_input_shapes(
                 d.dim_value = int(v)
             continue
         for j, d in enumerate(dims):
-            # a set 0 (or less) is no size: some exporters write 0 for a dynamic batch, which
+            # a set 0 is no size: some exporters write 0 for a dynamic batch, which
             # --batch sets as below; anywhere else it is an empty tensor, not a dynamic one
-            if d.HasField("dim_value") and d.dim_value <= 0 and not (j == 0 and batch):
+            if d.HasField("dim_value") and d.dim_value == 0 and not (j == 0 and batch):
                 raise WorkloadError(
-                    f"{path}: input {inp.name!r}: dimension {j} is {d.dim_value}, an empty "
+                    f"{path}: input {inp.name!r}: dimension {j} is 0, an empty "
                     "tensor; allowed: positive sizes (a dynamic batch: --batch N; others: "
                     "--input-shape)"
                 )

@@ -260,7 +260,16 @@ def test_merging_keeps_single_and_identical_warnings_as_they_were():
     same = ["layer a: data: not read", "layer b: data: not read", "no layer here"]
     assert merge_layer_warnings(same) == ["layer a, layer b: data: not read", "no layer here"]
     assert merge_layer_warnings(["layer 'x': 3 W over"]) == ["layer 'x': 3 W over"]
-    assert merge_layer_warnings(["plain", "plain"]) == ["plain"]  # was "layer : plain"
+    assert merge_layer_warnings(["plain", "plain"]) == ["plain", "plain"]  # not "layer : plain"
+    # a layer's own repeat stays apart; a text of no layer never joins a layer's group
+    assert merge_layer_warnings(["layer a: x 1", "layer a: x 2"]) == [
+        "layer a: x 1",
+        "layer a: x 2",
+    ]
+    assert merge_layer_warnings(["data: no", "layer a: data: no"]) == [
+        "data: no",
+        "layer a: data: no",
+    ]
     assert merge_layer_warnings(["layer a: 1 off", "layer b: 2 on"]) == [
         "layer a: 1 off",
         "layer b: 2 on",

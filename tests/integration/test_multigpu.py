@@ -414,6 +414,8 @@ def test_train_default_gpu_counts_fit_the_system_and_errors_name_the_option(tmp_
     assert gpus("dgx_a100", "--pipeline", "2") == [2, 4, 8]
     # no default count is a multiple of 3: its own multiples (was "3: more than the 8 GPUs")
     assert gpus("dgx_a100", "--pipeline", "3", "--micro-batches", "4") == [3, 6]
+    # two nodes: 12 is neither within a node nor whole nodes, so not a default
+    assert gpus("dgx_a100", "--set", "nodes=2", "--pipeline", "3", "--micro-batches", "4") == [3, 6]
     mine = tmp_path / "mine.yaml"
     preset = next(
         d / "dgx_a100.yaml" for d in preset_dirs("hardware") if (d / "dgx_a100.yaml").is_file()

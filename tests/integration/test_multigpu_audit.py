@@ -210,7 +210,7 @@ def test_allgather_and_reduce_scatter_count_elements_per_rank() -> None:
     with pytest.raises(Exception, match="under one 4-byte element per rank"):
         collective("dgx_h100", "reduce_scatter", [8])
     # every op rounds to whole elements: 1 and 2 bytes of floats were rows of count 0
-    reduce = collective("dgx_h100", "all_reduce", [1, 2, 6, 8])
+    reduce = collective("dgx_h100", "all_reduce", [1, 2, 4, 6, 7, 8])  # 4, 6, 7: one row
     assert reduce["size_bytes"].tolist() == [4, 8] and reduce["count"].tolist() == [1, 2]
     with pytest.raises(Exception, match="every size is under one 4-byte element; allowed: si"):
         collective("dgx_h100", "broadcast", [1, 3])

@@ -384,3 +384,7 @@ def test_a_zero_batch_dimension_is_a_dynamic_batch_that_batch_sets(tmp_path: Pat
     assert read_onnx(path, batch=2).spec.layers[0].batch == 2
     with pytest.raises(WorkloadError, match="dimension 0 is 0, an empty tensor"):
         read_onnx(path, batch=None)
+    minus = _tiny(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], "n.onnx",
+                  dims=(1, -1))  # fmt: skip
+    with pytest.raises(WorkloadError, match="dimension 1 is dynamic"):  # -1: unknown, not empty
+        read_onnx(minus, batch=1)
