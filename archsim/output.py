@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.errors import ConfigError, one_line
+from archsim.errors import ConfigError, os_reason
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -203,10 +203,9 @@ def write_outputs_atomically(
         shutil.rmtree(tmp, ignore_errors=True)
         if created:
             shutil.rmtree(out_dir, ignore_errors=True)
-        why = exc.strerror or one_line(exc)
         raise ConfigError(
-            option, "", f"cannot write {target}: {why}; allowed: a writable folder with room "
-            "for the outputs"
+            option, "", f"cannot write {target}: {os_reason(exc)}; allowed: a writable "
+            "folder with room for the outputs"
         ) from None  # fmt: skip
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
