@@ -158,7 +158,7 @@ def rebuild_sweep_report(folder: Path) -> Path:
         ) from None
     try:
         frame = pd.read_parquet(parquet)
-        _check_numbers(frame)
+        _check_numbers(frame, parquet)
         points = totals(frame)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # pyarrow's errors among them
         raise ArchsimError(
@@ -173,9 +173,9 @@ _SWEEP_NUMBERS = ("total_cycles", "total_time_s", "total_energy_pj", "cycles", "
                   "energy_pj")  # fmt: skip
 
 
-def _check_numbers(frame: pd.DataFrame) -> None:
-    """Raise ValueError on an ok row whose times, cycles or energy are not finite numbers
-    >= 0 (a hand-edited table drew 'best time -494 us' and a Pareto front of none)."""
+def _check_numbers(frame: pd.DataFrame, parquet: Path) -> None:
+    """Refuse an ok row whose times, cycles or energy are not finite numbers >= 0 (a
+    hand-edited table drew 'best time -494 us' and a Pareto front of none)."""
     import numpy as np
     import pandas as pd
 
@@ -184,8 +184,10 @@ def _check_numbers(frame: pd.DataFrame) -> None:
         values = pd.to_numeric(ok[col], errors="coerce").astype(float).to_numpy()
         bad = ~np.isfinite(values) | (values < 0)
         if bad.any():
-            raise ValueError(f"{col}: {ok[col].to_numpy()[bad][0]} in an ok row; allowed: a "
-                             "finite number >= 0")  # fmt: skip
+            raise ArchsimError(
+                f"{parquet}: {col}: {ok[col].to_numpy()[bad][0]} in an ok row of a results "
+                "table; allowed: a finite number >= 0 (re-run the sweep to rewrite the table)"
+            )
 
 
 def _interrupt_came(args: argparse.Namespace) -> bool:

@@ -79,9 +79,10 @@ def _system(args: argparse.Namespace):
         over = parse_overrides(args.overrides)
         step = next((p for p in over if p.split(".")[0] == "step"), None)
         if step is not None:  # a sweep point's step: this command's options set it
+            what = _COLLECTIVE_OPTIONS if hasattr(args, "op") else _STEP_OPTIONS
             raise ArchsimError(
                 f"--set {step}: the step block is what a sweep point runs, not read here; "
-                f"allowed: {_STEP_OPTIONS}"
+                f"allowed: {what}"
             )
         cfg = cfg.with_overrides(over, source="--set")
     return cfg
@@ -89,6 +90,8 @@ def _system(args: argparse.Namespace):
 
 #: what sets the training step in `archsim train` (``step.*`` is a sweep's)
 _STEP_OPTIONS = "archsim train's --gpus, --precision, --batch, --optimizer, --topk, --memory-format"
+#: what sets a collective in `archsim collective` (the step block is a training step's)
+_COLLECTIVE_OPTIONS = "archsim collective's op, --sizes, --gpus, --algo, --proto"
 
 
 def json_text(payload: Any) -> str:

@@ -75,7 +75,7 @@ def check_out_file(
             os.rmdir(tempfile.mkdtemp(dir=near, prefix=".archsim-check-"))
         except OSError as exc:
             raise ConfigError(
-                option, "", f"cannot write in {near} ({exc.strerror}); allowed: a writable folder"
+                option, "", f"cannot write in {near} ({os_reason(exc)}); allowed: a writable folder"
             ) from None
     for source in inputs:
         if target.exists() and Path(source).exists() and target.samefile(source):
@@ -90,6 +90,12 @@ def first_missing_folder(path: Path) -> Path | None:
     what a writer that creates the folders removes again when its write fails."""
     missing = [p for p in Path(path).absolute().parents if not p.exists()]
     return missing[-1] if missing else None
+
+
+def _remove_made(made: Path | None) -> None:
+    """Remove the folders a failed writer created (``made``: the outermost; None: none)."""
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def write_text_atomically(
@@ -180,12 +186,13 @@ def write_outputs_atomically(
     the previous run's report.html or SRAM traces beside its own results).
     """
     out_dir = check_out_dir(str(out_dir), option)
-    created = not out_dir.exists()
+    made = first_missing_folder(out_dir / "_")  # out_dir or a parent: removed on failure
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out_dir))
     except OSError as exc:
-        raise ConfigError(option, "", f"cannot create {out_dir}: {exc.strerror}") from None
+        _remove_made(made)
+        raise ConfigError(option, "", f"cannot create {out_dir}: {os_reason(exc)}") from None
     target = out_dir
     try:
         names = list(write(tmp))
@@ -201,16 +208,14 @@ def write_outputs_atomically(
             _move(tmp / name, target)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if created:
-            shutil.rmtree(out_dir, ignore_errors=True)
+        _remove_made(made)
         raise ConfigError(
             option, "", f"cannot write {target}: {os_reason(exc)}; allowed: a writable "
             "folder with room for the outputs"
         ) from None  # fmt: skip
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if created:
-            shutil.rmtree(out_dir, ignore_errors=True)
+        _remove_made(made)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     for pattern in stale:

@@ -140,7 +140,8 @@ _FIGURES = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 def merge_layer_warnings(warnings: list[str]) -> list[str]:
     """One line per cause: warnings that differ only in the layer and their figures (53
     ResNet-50 layers over a power limit were 53 lines) become ``layer a, layer b, layer c and
-    50 more: <the first's text> (figures of layer a; ...)``; order of first appearance."""
+    50 more: <the text, each differing figure as its lowest-highest range> (each figure's
+    range over the 53 layers)``; order of first appearance."""
     groups: dict[tuple[str, ...], list[tuple[str, str]]] = {}
     for i, w in enumerate(warnings):
         m = _LAYER_WARNING.match(w)
@@ -160,9 +161,23 @@ def merge_layer_warnings(warnings: list[str]) -> list[str]:
             continue
         names = [n for n, _ in members]
         same = all(t == text for _, t in members)
-        out.append(f"{_listed(names)}: {text}" + ("" if same else
-                   f" (figures of layer {name}; the others' differ)"))  # fmt: skip
+        out.append(f"{_listed(names)}: " + (text if same else
+                   f"{_ranged([t for _, t in members])} (each figure's range over the "
+                   f"{len(members)} layers)"))  # fmt: skip
     return out
+
+
+def _ranged(texts: list[str]) -> str:
+    """``texts`` (one template, other figures) with each figure that differs shown as its
+    ``lowest-highest`` range: ``board power 215-227 W at 345 MHz``."""
+    pieces = _FIGURES.split(texts[0])
+    figures = [_FIGURES.findall(t) for t in texts]
+    out = [pieces[0]]
+    for i, piece in enumerate(pieces[1:]):
+        seen = [f[i] for f in figures]
+        lo, hi = min(seen, key=float), max(seen, key=float)
+        out += [lo if float(lo) == float(hi) else f"{lo}-{hi}", piece]
+    return "".join(out)
 
 
 #: each model's functional check: (largest |output - NumPy reference| column, its bound column;

@@ -155,13 +155,15 @@ def compress_onnx(
     seen = {"conv": 0, "fc": 0}
     for name, kind, init, transposed in targets:
         w = initializer_array(src, by_name[init]).astype(np.float32)
-        if w.ndim != (4 if kind == "conv" else 2) or w.size == 0:
+        # a MatMul by a 1-D B (k,) is a k x 1 weight, one output (as `archsim import` reads it)
+        column = kind == "fc" and transposed and w.ndim == 1
+        if (w.ndim != (4 if kind == "conv" else 2) and not column) or w.size == 0:
             raise WorkloadError(
                 f"{src}: initializer {init!r} of {kind} layer {name!r} has shape {w.shape}; "
                 f"allowed: a {'4-D (k, c, r, s)' if kind == 'conv' else '2-D'} weight tensor "
                 "with no empty dimension"
             )
-        mat = weight_matrix(w, kind, transposed)
+        mat = weight_matrix(w.reshape(-1, 1) if column else w, kind, transposed)
         bits, ibits = plan.bits(kind)
         density = plan.density(name, kind, seen[kind])
         seen[kind] += 1

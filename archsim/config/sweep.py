@@ -20,8 +20,8 @@ metrics: {total_time_s: min, total_energy_pj: min}
 
 from __future__ import annotations
 
+import ast
 import math
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -106,8 +106,30 @@ class SweepEvaluation(ArchsimModel):
     labels: str = Field(min_length=1, description="``.npy`` of integer class labels, shape (n,).")
 
 
-#: the dotted names an expression's text refers to
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
+def _names_read(text: str) -> set[str]:
+    """The dotted names an expression looks up, parsed as ``Expression`` parses it (``a.b.c``
+    for a chain of attributes on a name; not function names, strings or numbers); none if it
+    does not parse (the sweep plan reports that)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names: set[str] = set()
+    inside: set[int] = set()  # nodes within a chain already named, or a called function's name
+    for node in ast.walk(tree):  # breadth first: a chain's outermost attribute comes first
+        if isinstance(node, ast.Call):
+            inside.add(id(node.func))
+        if id(node) in inside or not isinstance(node, ast.Name | ast.Attribute):
+            continue
+        parts: list[str] = []
+        inner: ast.expr = node
+        while isinstance(inner, ast.Attribute):
+            parts.append(inner.attr)
+            inner = inner.value
+            inside.add(id(inner))
+        if isinstance(inner, ast.Name):
+            names.add(".".join([inner.id, *reversed(parts)]))
+    return names
 
 
 class SweepSpec(ArchsimModel):
@@ -232,7 +254,8 @@ class SweepSpec(ArchsimModel):
             raise ValueError(f"derive: {overlap[0]} is also an axis; allowed: one or the other")
         order = list(self.derive)
         for i, (path, text) in enumerate(self.derive.items()):
-            later = [k for k in order[i + 1 :] if k in set(_DOTTED.findall(text))]
+            reads = _names_read(text)
+            later = [k for k in order[i + 1 :] if k in reads]
             if later:  # entries apply in file order: it would read the base value, not this
                 raise ValueError(
                     f"derive: {path} reads {later[0]}, which a later derive entry sets; "

@@ -16,7 +16,7 @@ def load_system(name_or_path: str | Path | SystemConfig) -> SystemConfig:
     """Load a multi-GPU system from a preset name (``"dgx_h100"``) or a YAML path."""
     if isinstance(name_or_path, str) and _unknown_name(name_or_path):
         raise ConfigError(
-            shown_name(name_or_path), "", f"unknown system preset; available: "
+            shown_name(name_or_path), "", f"unknown system preset; allowed: "
             f"{', '.join(_system_presets())}, or a YAML file with accelerator: system"
         )  # fmt: skip
     cfg: ArchsimModel = load_hardware(name_or_path)

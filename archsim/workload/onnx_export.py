@@ -144,6 +144,8 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     except OSError as exc:
         raise WorkloadError(f"{out}: cannot create: {os_reason(exc)}") from None
+    aside = tmp / f"{data_name}.old"  # an earlier import's data folder, until the swap is done
+    done = False
     used: set[str] = set()
     layers, lines = [], []
     real_names: list[str] = []
@@ -201,19 +203,39 @@ def write_workload(imp: OnnxImport, out: str | Path, codebook_entries: int = 16)
         (tmp / out.name).write_text(yaml.safe_dump(doc, sort_keys=False, width=100))
         if (tmp / data_name).is_dir():
             (tmp / data_name / _MARKER).write_text("written by archsim import onnx\n")
-        old = out.parent / data_name
-        if old.is_dir():  # ours (checked above): set aside, removed with tmp
-            os.replace(old, tmp / f"{data_name}.old")
-        if (tmp / data_name).is_dir():
-            os.replace(tmp / data_name, old)
-        os.replace(tmp / out.name, out)
+        _swap_in(tmp / data_name, out.parent / data_name, aside, tmp / out.name, out)
+        done = True
     except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        kept = f"; the earlier {data_name}/ is kept at {aside}" if aside.exists() else ""
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
         raise WorkloadError(
-            f"{out}: cannot write: {os_reason(exc)}; allowed: a writable folder with room for it"
+            f"{out}: cannot write: {os_reason(exc)}{kept}; allowed: a writable folder with room "
+            "for it"
         ) from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if done or not aside.exists():  # an earlier data folder goes only after success
+            shutil.rmtree(tmp, ignore_errors=True)
     return lines
+
+
+def _swap_in(new_data: Path, data: Path, aside: Path, new_yaml: Path, yaml_path: Path) -> None:
+    """Put ``new_data`` (when written) at ``data``, then ``new_yaml`` at ``yaml_path``. An
+    existing ``data`` (an earlier import's) waits at ``aside`` and is moved back if a step
+    fails, so a failed write leaves the earlier YAML and data folder as they were; on a failure
+    to move it back it stays at ``aside``."""
+    moved = placed = False
+    try:
+        if data.is_dir():
+            os.replace(data, aside)
+            moved = True
+        if new_data.is_dir():
+            os.replace(new_data, data)
+            placed = True
+        os.replace(new_yaml, yaml_path)
+    except BaseException:
+        if placed:
+            os.replace(data, new_data)
+        if moved:
+            os.replace(aside, data)
+        raise

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import archsim
@@ -251,7 +253,10 @@ def test_layers_over_the_limit_make_one_warning_not_one_each(h100):
     r = archsim.simulate(h100.with_overrides({"power.power_limit_w": 200}), wl)
     (line,) = r.warnings
     assert line.startswith("layer 'g0', layer 'g1', layer 'g2' and 1 more: board power "), line
-    assert "exceeds power.power_limit_w (200 W)" in line and "(figures of layer 'g0';" in line
+    assert "exceeds power.power_limit_w (200 W)" in line
+    # the watts differ by layer: shown as their range, not as the first layer's figure
+    watts = [float(x) for x in re.search(r"board power ([\d.]+)-([\d.]+) W", line).groups()]
+    assert watts[0] < watts[1] and line.endswith("(each figure's range over the 4 layers)"), line
 
 
 def test_merging_keeps_single_and_identical_warnings_as_they_were():
@@ -273,6 +278,15 @@ def test_merging_keeps_single_and_identical_warnings_as_they_were():
     assert merge_layer_warnings(["layer a: 1 off", "layer b: 2 on"]) == [
         "layer a: 1 off",
         "layer b: 2 on",
+    ]
+    # figures that differ show their lowest-highest range, equal ones stay single
+    merged = [
+        "layer a: 227 W at 345 MHz",
+        "layer b: 215.5 W at 345 MHz",
+        "layer c: 1e3 W at 345 MHz",
+    ]
+    assert merge_layer_warnings(merged) == [
+        "layer a, layer b, layer c: 215.5-1e3 W at 345 MHz (each figure's range over the 3 layers)"
     ]
 
 

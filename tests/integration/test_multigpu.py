@@ -383,6 +383,10 @@ def test_cli_collective_and_train(tmp_path, capsys) -> None:
         main(["collective", "--system", "dgx_a100", "--gpus", "1", "-o", str(tmp_path / "1")]) == 2
     )
     assert "a collective needs 2 GPUs or more" in capsys.readouterr().err  # printed inf / nan
+    # the step block is a training step's: the hint names collective's own options
+    assert main(["collective", "--set", "step.batch_per_gpu=64", "-o", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "allowed: archsim collective's op, --sizes" in err and "--optimizer" not in err, err
     for extra, needle in (
         (["--pipeline", "2", "--topk", "0.01"], "--topk: data-parallel training only"),
         (["--tensor", "2", "--memory-format", "nchw"], "--memory-format: data-parallel"),

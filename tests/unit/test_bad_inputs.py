@@ -224,6 +224,14 @@ def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="No space left"):
         output.write_outputs_atomically(tmp_path / "o", write)
     assert list(tmp_path.iterdir()) == []
+    # new parent folders go too (they survived: only the output folder itself was removed)
+    with pytest.raises(ConfigError, match="No space left"):
+        output.write_outputs_atomically(tmp_path / "new" / "deeper" / "o", write)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()  # a folder that was there before stays
+    with pytest.raises(ConfigError, match="No space left"):
+        output.write_outputs_atomically(tmp_path / "kept" / "new" / "o", write)
+    assert [p.name for p in tmp_path.rglob("*")] == ["kept"]
 
 
 @pytest.mark.parametrize(("value", "file"), [(np.nan, "act.dat"), (np.inf, "act.dat")])

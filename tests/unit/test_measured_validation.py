@@ -14,7 +14,7 @@ import pytest
 import archsim
 from archsim.cli import main
 from archsim.config.workload import GemmLayer, WorkloadSpec
-from archsim.measure.folder import DEVICE_FILE, read_folder, write_folder
+from archsim.measure.folder import DEVICE_FILE, MeasurementError, read_folder, write_folder
 from archsim.validation import calibrate
 from archsim.validation.calibrate import FIELDS, fit, write_yaml
 from archsim.validation.measured import compare, measured_rows, spearman
@@ -237,6 +237,20 @@ def test_a_gemm_row_whose_rate_contradicts_its_shape_and_time_is_refused(tmp_pat
     frame.loc[1, "tflops"] = 0.0  # not measured: nothing to hold it to
     frame.to_csv(folder / "gemm_square.csv", index=False)
     assert len(read_folder(folder).tables["gemm_square.csv"]) == 2
+
+
+def test_a_gemm_rate_from_the_fastest_replay_is_accepted(tmp_path):
+    """A folder whose tflops is 2 m n k / min_s (3 % off the median's rate here) was refused."""
+    frame = _gemm_frame(GEMMS[:2])
+    frame["min_s"] = frame["time_s"] * 0.97
+    frame["tflops"] = 2 * frame["m"] * frame["n"] * frame["k"] / frame["min_s"] / 1e12
+    folder = write_folder(tmp_path / "gpu", {"gemm_square.csv": frame}, DEVICE)
+    assert len(read_folder(folder).tables["gemm_square.csv"]) == 2
+    frame.loc[1, "tflops"] *= 1.05  # neither time's rate
+    frame.to_csv(folder / "gemm_square.csv", index=False)
+    with pytest.raises(MeasurementError, match=r"line 3: tflops: .* disagrees with 2 m n k / "
+                       r"time_s = .* and / min_s = .*; allowed: .*time_s or min_s"):  # fmt: skip
+        read_folder(folder)
 
 
 def test_networks_sum_their_conv_layers(comparison) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from archsim import load_workload  # noqa: E402
 from archsim.cli import main  # noqa: E402
@@ -374,6 +374,16 @@ def test_a_matmul_by_a_1d_initializer_keeps_its_weights(tmp_path: Path) -> None:
     (spec,) = imp.spec.layers
     assert (spec.kind, spec.inputs, spec.outputs) == ("fc", 32, 1)
     np.testing.assert_array_equal(imp.tensors["mm"].weights, w.reshape(1, 32))
+    # compress takes it too (it refused a weight that is not 2-D): 16 of 32 kept, shape kept
+    from archsim.cli import main
+
+    assert main(["compress", str(tmp_path / "v.onnx"), "-o", str(tmp_path / "c.onnx"),
+                 "--fc-density", "0.5"]) == 0  # fmt: skip
+    out = numpy_helper.to_array(onnx.load(str(tmp_path / "c.onnx")).graph.initializer[0])
+    assert out.shape == (32,) and np.count_nonzero(out) == 16
+    kept = np.argsort(-np.abs(w), kind="stable")[:16]  # pruning keeps the largest magnitudes
+    assert set(np.flatnonzero(out)) == set(kept)
+    assert read_onnx(tmp_path / "c.onnx", batch=1).spec.layers[0].weight_density == 0.5
 
 
 def test_a_zero_batch_dimension_is_a_dynamic_batch_that_batch_sets(tmp_path: Path) -> None:

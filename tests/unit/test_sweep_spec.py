@@ -130,6 +130,29 @@ def test_bad_specs_fail_before_running(tmp_path, capsys, body, field, problem):
     assert not (tmp_path / "out").exists()  # nothing half-written
 
 
+def test_derive_order_counts_only_the_names_an_expression_reads(tmp_path):
+    """A later entry's name inside a string, or the ``e3`` of ``1e3``, is not a read of it (a
+    regex over the text refused both)."""
+    from archsim.config.sweep import SweepSpec
+
+    plan = plan_sweep(
+        write_spec(
+            tmp_path,
+            "axes: {pe_array.num_pes: [2]}\nderive:\n"
+            "  activation_fifo.depth: \"4 if 'activation_fifo.width_bits' else 1\"\n"
+            "  activation_fifo.width_bits: activation_fifo.depth * 8\n",
+        )
+    )
+    hw = plan.points[0].hardware
+    assert (hw.activation_fifo.depth, hw.activation_fifo.width_bits) == (4, 32)
+    head = {"schema_version": 1, "name": "t", "hardware": "h", "workload": "w", "axes": {"a": [1]}}
+    SweepSpec.model_validate({**head, "derive": {"b.c": "2 * 1e3 + 0x1F", "e3": "1", "x1F": "2"}})
+    with pytest.raises(pydantic.ValidationError, match="derive: b.c reads e3, which a later"):
+        SweepSpec.model_validate({**head, "derive": {"b.c": "min(e3, 1e3)", "e3": "1"}})
+    with pytest.raises(pydantic.ValidationError, match="derive: b reads c.d.e, which a later"):
+        SweepSpec.model_validate({**head, "derive": {"b": "'c.d.e' if c.d.e else 1", "c.d.e": "1"}})
+
+
 def test_unknown_hardware_names_the_spec(tmp_path):
     path = write_spec(tmp_path, "axes: {pe_array.num_pes: [2]}\n")
     path.write_text(path.read_text().replace("tiny_eie", "tiny_eei"))

@@ -121,6 +121,50 @@ def test_import_and_compress_leave_no_folder_they_made_when_a_write_fails(
     assert not (tmp_path / "made").exists()
 
 
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` (hidden ones too) -> its bytes (None for a folder)."""
+    return {
+        str(p.relative_to(root)): None if p.is_dir() else p.read_bytes()
+        for p in sorted(root.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("step", ["data folder", "yaml"])
+def test_a_failed_reimport_keeps_the_earlier_yaml_and_data_folder(
+    tmp_path, capsys, monkeypatch, step
+) -> None:
+    """The earlier import's w.data/ was moved into the temp folder first: a failure putting the
+    new folder or YAML in place removed it with the temp folder, leaving a YAML without data."""
+    import archsim.workload.onnx_export as onnx_export
+
+    rng = np.random.default_rng(0)
+    first = _gemm_model(tmp_path / "a.onnx", [("fc1", rng.random((4, 8)) - 0.3)], 8)
+    second = _gemm_model(tmp_path / "b.onnx", [("fc2", rng.random((6, 8)) - 0.3)], 8)
+    out = tmp_path / "w.yaml"
+    assert main(["import", "onnx", str(first), "-o", str(out)]) == 0
+    capsys.readouterr()
+    before = _tree(tmp_path)
+    assert "w.data/fc1/spm/spm0.dat" in before
+    real, target = onnx_export.os.replace, out if step == "yaml" else tmp_path / "w.data"
+    calls: list[str] = []
+
+    def replace(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+        calls.append(str(dst))
+        if Path(dst) == target and calls.count(str(target)) == 1:  # the swap's step, once
+            raise OSError(errno.EACCES, "Permission denied")
+        real(src, dst, *args, **kw)
+
+    monkeypatch.setattr(onnx_export.os, "replace", replace)
+    _one_line_exit_2(capsys, ["import", "onnx", str(second), "-o", str(out)],
+                     "w.yaml: cannot write: Permission denied; allowed:")  # fmt: skip
+    monkeypatch.undo()
+    assert _tree(tmp_path) == before  # old YAML and data intact, no temp folder left
+    assert main(["import", "onnx", str(second), "-o", str(out)]) == 0
+    after = _tree(tmp_path)
+    assert "w.data/fc2/spm/spm0.dat" in after and not any("fc1" in p for p in after)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.onnx", "b.onnx", "w.data", "w.yaml"]
+
+
 def test_compress_refuses_empty_weights_repeated_and_ambiguous_densities(tmp_path, capsys):
     """A (16, 0) weight crashed the report with ZeroDivisionError after -o was written; a
     repeated --density NODE kept the last; a name two nodes share set both."""
