@@ -8,7 +8,9 @@ with the environment variables below when the machine has the memory and time.
 - ``ARCHSIM_MAX_MEMORY_BYTES`` (default 8 GiB): tensors a model materialises for one layer.
 - ``ARCHSIM_MAX_CYCLES`` (default 1e12): ideal cycles of one layer (dense MACs / peak MACs per
   cycle; 1e12 cycles are 1,000 s at 1 GHz).
-- ``ARCHSIM_MAX_FOLDS`` (default 1e7): systolic-array folds of one layer (planned one by one).
+- ``ARCHSIM_MAX_FOLDS`` (default 1e6): systolic-array folds of one run, all layers together
+  (each planned and pipelined one by one, about 30,000 a second: a 1 x 1 array ran AlexNet's
+  2.3e6 folds for 82 s; VGG-16 on a 32 x 32 array needs 13,296).
 - ``ARCHSIM_MAX_LAYERS`` (default 100,000): layers of one workload, counted after a SCALE-Sim
   depth-wise layer is expanded into one layer per channel (20,000 small GEMMs on a GPU take
   about 2.5 minutes).
@@ -28,6 +30,7 @@ import os
 from typing import Any
 
 from archsim.errors import ConfigError, SimulationError
+from archsim.units import INT64_MAX
 
 __all__ = [
     "refuse_layer",
@@ -52,7 +55,7 @@ LAYER_KINDS: dict[str, tuple[str, ...]] = {
 LIMITS: dict[str, tuple[float, str]] = {
     "ARCHSIM_MAX_MEMORY_BYTES": (8 * 2**30, "bytes of tensors materialised for one layer"),
     "ARCHSIM_MAX_CYCLES": (1e12, "ideal cycles of one layer"),
-    "ARCHSIM_MAX_FOLDS": (1e7, "systolic-array folds of one layer"),
+    "ARCHSIM_MAX_FOLDS": (1e6, "systolic-array folds of one run"),
     "ARCHSIM_MAX_REDUCTION": (2**28, "reduction length of one GEMM on a GPU"),
     "ARCHSIM_MAX_LAYERS": (100_000, "layers of one workload"),
     # 1.7e7 values/s and 1.8 B/value of gzip CSV (VGG-16 conv2_1 on systolic_32x32_os: 9.7e7
@@ -188,6 +191,7 @@ def check_workload_size(hw: Any, workload: Any) -> None:
         return
     peak = max(int(hw.peak_macs_per_cycle), 1)
     check_layer_kinds(hw, workload)
+    folds: dict[str, int] = {}
     for i, layer in enumerate(workload.layers):
         origin = workload.origin
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
@@ -197,7 +201,22 @@ def check_workload_size(hw: Any, workload: Any) -> None:
         refuse_layer(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
         layer = _as_run(acc, layer)
         if acc == "systolic" and layer.kind in ("conv", "gemm"):
-            refuse_layer(origin, i, layer, "folds", _folds(hw, layer), "ARCHSIM_MAX_FOLDS")
+            folds[layer.name] = _folds(hw, layer)
+            refuse_layer(origin, i, layer, "folds", folds[layer.name], "ARCHSIM_MAX_FOLDS")
+    _check_run_folds(workload.origin, folds)
+
+
+def _check_run_folds(origin: str, folds: dict[str, int]) -> None:
+    """Raise ``SimulationError`` when a systolic run's layers together need more folds than
+    ``ARCHSIM_MAX_FOLDS`` (each within it: five AlexNet layers on a 1 x 1 array ran 82 s)."""
+    cap, total = limit("ARCHSIM_MAX_FOLDS"), sum(folds.values())
+    if total > cap:
+        name = max(folds, key=folds.__getitem__)
+        raise SimulationError(
+            f"{origin}: layers: the run needs about {total:.3g} systolic-array folds (layer "
+            f"{name!r} {folds[name]:.3g}); allowed: up to {cap:.3g} in one run (set "
+            "ARCHSIM_MAX_FOLDS to raise it if the machine can take it)"
+        )
 
 
 def _reduction(layer: Any) -> int:
@@ -228,11 +247,19 @@ def _check_gpu_precisions(hw: Any, workload: Any) -> None:
 
 
 def _check_gpu_layers(workload: Any) -> None:
-    """Only the reduction length: a GPU plans a layer per wave analytically, so a batch of
-    10^13 runs (cycles are not bounded); what overflows the model's 64-bit arithmetic is
-    refused per layer as it runs (``gpu_run.layer_in_range``)."""
+    """The reduction length, and multiply-adds that 64-bit results hold: a GPU plans a layer
+    per wave analytically, so a batch of 10^10 runs (cycles are not bounded); what overflows
+    the model's 64-bit arithmetic otherwise is refused per layer as it runs
+    (``gpu_run.layer_in_range``)."""
     for i, layer in enumerate(workload.layers):
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
         refuse_layer(workload.origin, i, layer, "multiply-adds per output (K)",
                      _reduction(layer), "ARCHSIM_MAX_REDUCTION")  # fmt: skip
+        macs = _macs_dense(layer)
+        if macs > INT64_MAX:  # results.json could not hold its counts (--batch 1e20)
+            raise SimulationError(
+                f"{workload.origin}: layers.{i}: layer {layer.name!r} needs about {macs:.3g} "
+                f"multiply-adds, past 64-bit results ({INT64_MAX:,}); allowed: a smaller layer "
+                "or batch"
+            )

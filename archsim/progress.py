@@ -27,10 +27,39 @@ __all__ = [
     "ReportingLayers",
     "in_notebook",
     "progress_callback",
+    "check_progress",
 ]
 
 #: ``progress(done, total, label)``: called after each finished item (e.g. a layer).
 ProgressFn = Callable[[int, int, str], None]
+
+
+def check_progress(fn: Any, call: str) -> None:
+    """Refuse a ``progress=`` argument that cannot be called as ``call`` says (``"progress(done,
+    total, layer_name)"``): an int or a one-argument lambda failed inside the run with a
+    TypeError. None passes."""
+    from archsim.errors import ConfigError
+
+    if fn is None:
+        return
+    if not callable(fn):
+        raise ConfigError("<api>", "progress", f"got {type(fn).__name__} {_shown(fn)}; allowed: "
+                          f"None or a callable {call}")  # fmt: skip
+    import inspect
+
+    try:
+        inspect.signature(fn).bind(*range(call.count(",") + 1))
+    except ValueError:  # a callable whose signature Python cannot read (some builtins)
+        return
+    except TypeError:
+        raise ConfigError("<api>", "progress", f"{_shown(fn)} cannot be called as {call}; "
+                          f"allowed: None or a callable {call}") from None  # fmt: skip
+
+
+def _shown(value: Any) -> str:
+    from archsim.errors import shown_name
+
+    return shown_name(repr(value))
 
 
 class Advance(Protocol):

@@ -5,13 +5,22 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from archsim.errors import ArchsimError, UnknownNameError, shown_value
+from archsim.errors import (
+    ArchsimError,
+    ConfigError,
+    UnknownNameError,
+    os_reason,
+    shown_name,
+    shown_value,
+)
 
 if TYPE_CHECKING:  # pandas loads with the first DataFrame, not with `import archsim`
     import pandas as pd
@@ -130,12 +139,11 @@ class RunResult:
 
     def to_csv(self, path: str | Path) -> Path:
         """Write ``to_dataframe()`` as CSV (the same bytes as pandas' ``to_csv(index=False)``,
-        without importing pandas); returns the path."""
+        without importing pandas), atomically; returns the path."""
         from archsim.csv_rows import rows_to_csv
 
-        out = Path(path)
-        out.write_text(rows_to_csv(lr.row() for lr in self.layers), encoding="utf-8")
-        return out
+        target = _results_path(path, "to_csv", "a file path")
+        return _write_results(target, rows_to_csv(lr.row() for lr in self.layers), "to_csv")
 
     def summary(self) -> dict[str, Any]:
         """Totals of the run."""
@@ -198,32 +206,47 @@ class RunResult:
         )
 
     def to_json(self, path: str | Path | None = None) -> str:
-        """Serialise (and write to ``path`` when given)."""
+        """Serialise (and write to ``path`` when given, atomically)."""
+        target = None if path is None else _results_path(path, "to_json", "a file path or None")
         payload = {"format_version": RESULTS_FORMAT_VERSION, **asdict(self)}
         text = json_text(payload)
-        if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+        if target is not None:
+            _write_results(target, text, "to_json")
         return text
 
     @classmethod
-    def from_json(cls, text_or_path: str | Path) -> RunResult:
-        """Inverse of :meth:`to_json`; raises ``ArchsimError`` on malformed input."""
-        text = str(text_or_path)
-        if isinstance(text_or_path, Path) or not text.lstrip().startswith("{"):
-            return cls.from_data(read_results_json(text_or_path), text)
-        return cls.from_data(_json_object(text, "<string>"), "<string>")
+    def from_json(cls, text_or_path: str | os.PathLike[str]) -> RunResult:
+        """Inverse of :meth:`to_json`: JSON text (a string whose first non-blank character is
+        ``{`` or ``[``) or the path of a results.json; raises ``ArchsimError`` on bad input."""
+        if isinstance(text_or_path, str) and text_or_path.lstrip()[:1] in ("{", "["):
+            return cls.from_data(_json_object(text_or_path, "<string>"), "<string>")
+        if not isinstance(text_or_path, str | os.PathLike) or not isinstance(
+            os.fspath(text_or_path), str
+        ):
+            raise ConfigError(
+                "<api>", "from_json", f"got {type(text_or_path).__name__}; allowed: JSON text or "
+                "a results.json path (RunResult.from_data takes a parsed object)"
+            )  # fmt: skip
+        return cls.from_data(read_results_json(text_or_path), shown_name(str(text_or_path)))
 
     @classmethod
-    def from_data(cls, data: dict[str, Any], source: str) -> RunResult:
+    def from_data(cls, data: Mapping[str, Any], source: str) -> RunResult:
         """:meth:`from_json` of the parsed JSON object ``data`` (read from ``source``)."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(
+                "<api>", "from_data", f"got {type(data).__name__}; allowed: the parsed "
+                "results.json object, a dict (RunResult.from_json takes JSON text or a path)"
+            )  # fmt: skip
         try:
             data = dict(data)
             if data.pop("format_version", None) != RESULTS_FORMAT_VERSION:
                 raise ValueError(f"format_version must be {RESULTS_FORMAT_VERSION}")
+            _check_number_types(data)
             run = _RUN_ADAPTER.validate_python(data, strict=False)
             if not (math.isfinite(run.clock_hz) and run.clock_hz > 0):
                 raise ValueError(f"clock_hz {run.clock_hz!r}; allowed: a positive number")
             _check_counts(run)
+            _check_layers(run)
             return _nan_restored(run)
         except RecursionError:
             raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
@@ -235,6 +258,32 @@ class RunResult:
             ) from None
         except ValueError as exc:
             raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
+
+
+def _results_path(path: object, api: str, allowed: str) -> Path:
+    """``path`` of ``to_csv`` / ``to_json`` as a ``Path``; refused unless a str or PathLike."""
+    if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
+        raise ConfigError("<api>", api, f"got {type(path).__name__}; allowed: {allowed}")
+    return Path(path)
+
+
+def _write_results(target: Path, text: str, api: str) -> Path:
+    """Write ``text`` to ``target`` atomically (a temporary file renamed over it); an
+    unwritable path is a one-line ``ConfigError`` naming it."""
+    from archsim.output import check_out_file, write_text_atomically
+
+    where, shown = f"<api>: {api}", shown_name(str(target))
+    allowed = "allowed: a file path in a writable folder"
+    try:
+        check_out_file(target, where, probe=False)  # a folder, a device, a file as a folder
+        if not target.absolute().parent.is_dir():  # to_json wrote into existing folders only
+            raise ConfigError(
+                where, shown, f"cannot write results: no folder {target.parent}; {allowed}"
+            )
+        return write_text_atomically(target, text, where)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
+        reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
+        raise ConfigError(where, shown, f"cannot write results: {reason}; {allowed}") from None
 
 
 def _nan_restored(run: RunResult) -> RunResult:
@@ -258,19 +307,21 @@ def _nan_restored(run: RunResult) -> RunResult:
 def read_results_json(path: str | Path) -> dict[str, Any]:
     """The JSON object in the results file ``path`` (of ``archsim run``, ``collective`` or
     ``train``); raises ``ArchsimError`` when it cannot be read or is not one."""
-    source = str(path)
+    source = shown_name(str(path))
     path = Path(path)
     try:
         if path.exists() and not path.is_file():  # a FIFO would block the read
             raise ArchsimError(f"{source}: not a regular file; allowed: a results.json")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ArchsimError(f"{source}: cannot read results: {exc.strerror}") from None
+        raise ArchsimError(f"{source}: cannot read results: {os_reason(exc)}") from None
     except UnicodeDecodeError:
         raise ArchsimError(
             f"{source}: malformed results.json: not UTF-8 text; allowed: the UTF-8 JSON "
             "archsim writes"
         ) from None
+    except ValueError as exc:  # a NUL character in the path
+        raise ArchsimError(f"{source}: cannot read results: {exc}") from None
     return _json_object(text, source)
 
 
@@ -292,7 +343,11 @@ def _json_object(text: str, source: str) -> dict[str, Any]:
 
 
 #: the layer fields that are counts, times or energies (never negative, never NaN)
-_NON_NEGATIVE = (*BASE_COLUMNS[2:], "start_cycle", "end_cycle")
+_NON_NEGATIVE = tuple(c for c in (*BASE_COLUMNS[2:], "start_cycle", "end_cycle")
+                      if c != "utilization")  # fmt: skip
+#: the run's and each layer's number fields (JSON numbers, never text or true/false)
+_RUN_NUMBERS = ("seed", "clock_hz", "total_cycles")
+_LAYER_NUMBERS = (*BASE_COLUMNS[2:], "start_cycle", "end_cycle")
 
 
 def is_count(value: Any) -> bool:
@@ -311,10 +366,71 @@ def _check_counts(run: RunResult) -> None:
         values += [(f"layers.{i}.{c}", getattr(lr, c)) for c in _NON_NEGATIVE]
         values += [(f"layers.{i}.energy_by_component_pj.{k}", v)
                    for k, v in lr.energy_by_component_pj.items()]  # fmt: skip
+        for part, actions in lr.counts.items():
+            values += [(f"layers.{i}.counts.{part}.{a}", n) for a, n in actions.items()]
     for where, v in values:
         if not is_count(v):
             shown = shown_value(v) or repr(v)
             raise ValueError(f"{where}: {shown}; allowed: a finite number from 0 to 2**63")
+
+
+def _number_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(field path, value) of every number field in the raw results object ``data``."""
+    out = [(k, data[k]) for k in _RUN_NUMBERS if k in data]
+    if isinstance(data.get("area_mm2"), Mapping):
+        out += [(f"area_mm2.{k}", v) for k, v in data["area_mm2"].items()]
+    layers = data.get("layers")
+    for i, lay in enumerate(layers if isinstance(layers, list) else ()):
+        if not isinstance(lay, Mapping):
+            continue  # pydantic names it
+        out += [(f"layers.{i}.{c}", lay[c]) for c in _LAYER_NUMBERS if c in lay]
+        by_comp = lay.get("energy_by_component_pj")
+        if isinstance(by_comp, Mapping):
+            out += [(f"layers.{i}.energy_by_component_pj.{k}", v) for k, v in by_comp.items()]
+        counts = lay.get("counts")
+        for part, actions in counts.items() if isinstance(counts, Mapping) else ():
+            if isinstance(actions, Mapping):
+                out += [(f"layers.{i}.counts.{part}.{a}", v) for a, v in actions.items()]
+    return out
+
+
+def _check_number_types(data: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first number field given as text or true/false, which
+    pydantic's lax mode would read as a number (``"1e9"``, ``"0"``, ``true``)."""
+    for where, v in _number_fields(data):
+        if isinstance(v, str | bool):
+            shown = json.dumps(v)[:60]
+            raise ValueError(
+                f"{where}: {shown} is not a number; allowed: a number written without quotes"
+            )
+
+
+def _check_layers(run: RunResult) -> None:
+    """Raise ``ValueError`` naming what no run of archsim writes: no layers, a utilization
+    outside [0, 1], a layer ending before it starts, a layer name given twice (a system
+    step's own rows, ``optimizer`` or ``bucket0``, may share a workload layer's name)."""
+    if not run.layers:
+        raise ValueError(
+            f"layers: empty (total_cycles {run.total_cycles}); allowed: one entry per layer "
+            "run, at least one"
+        )
+    seen: dict[tuple[str, str], int] = {}
+    for i, lr in enumerate(run.layers):
+        u = lr.utilization
+        if not (isinstance(u, int | float) and 0 <= u <= 1 + 1e-9):
+            raise ValueError(f"layers.{i}.utilization: {u!r}; allowed: a fraction from 0 to 1")
+        if lr.end_cycle < lr.start_cycle:
+            raise ValueError(
+                f"layers.{i}.end_cycle: {lr.end_cycle} is before start_cycle "
+                f"{lr.start_cycle}; allowed: end_cycle >= start_cycle"
+            )
+        key = (lr.layer, lr.kind if run.accelerator == "system" else "")
+        if key in seen:
+            raise ValueError(
+                f"layers.{i}.layer: {lr.layer!r} is also the name of layers.{seen[key]}; "
+                "allowed: unique layer names"
+            )
+        seen[key] = i
 
 
 def _finite(obj: Any) -> Any:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archsim.config.base import ArchsimModel
 from archsim.config.io import load_hardware, load_workload
@@ -18,11 +18,14 @@ from archsim.energy.pricing_gpu import gpu_price_list
 from archsim.energy.pricing_systolic import systolic_price_list
 from archsim.errors import ConfigError, SimulationError, integral, shown_name
 from archsim.limits import check_workload_size
-from archsim.progress import ProgressFn, ReportingLayers
+from archsim.progress import ProgressFn, ReportingLayers, check_progress
 from archsim.provenance import archsim_version, model_fingerprint, provenance, source_digest
 from archsim.results import LayerResult, RunResult
 from archsim.units import INT64_MAX, cycles_to_seconds, power_w
 from archsim.workload.gemm import lower_to_gemm
+
+if TYPE_CHECKING:
+    from archsim.accelerators.base import LayerOutcome
 
 __all__ = ["simulate", "archsim_version", "model_fingerprint", "source_digest", "PRICE_LISTS"]
 
@@ -103,17 +106,22 @@ def _board_totals(layers: list[LayerResult]) -> dict:
 
 
 def _check_representable(
-    wl: WorkloadSpec, layer: str, cycles: int, energy: float, by_comp: dict[str, float]
+    wl: WorkloadSpec, o: LayerOutcome, energy: float, by_comp: dict[str, float]
 ) -> None:
-    """Refuse a layer whose cycles pass 64 bits or whose energy is not finite (a GPU layer is
-    not bounded by ARCHSIM_MAX_CYCLES; a price field of 1e308 pJ): results.json and a sweep's
-    store could not hold it, and a sweep died writing it after every point had run."""
-    if cycles > INT64_MAX:
-        raise SimulationError(
-            f"{wl.origin}: layer {layer!r} takes about {float(cycles):.3g} cycles, past 64-bit "
-            f"results ({INT64_MAX:,}); allowed: a smaller layer or batch, "
-            "or hardware fields nearer real parts (launch times, rates)"
-        )
+    """Refuse a layer whose cycles (its end cycle: the run's total so far), MACs or bytes pass
+    64 bits or whose energy is not finite (a GPU layer is not bounded by ARCHSIM_MAX_CYCLES; a
+    price field of 1e308 pJ): results.json and a sweep's store could not hold it (a run at
+    batch 1e15 exited 0 and its results.json was refused), and a sweep died writing it after
+    every point had run."""
+    layer = o.layer
+    for what, value in (("cycles", max(o.cycles, o.end_cycle)), ("dense MACs", o.macs_dense),
+                        ("MACs", o.macs_effective), ("DRAM bytes", o.dram_bytes)):  # fmt: skip
+        if value > INT64_MAX:
+            raise SimulationError(
+                f"{wl.origin}: layer {layer!r} takes about {float(value):.3g} {what}, past "
+                f"64-bit results ({INT64_MAX:,}); allowed: a smaller layer or batch, "
+                "or hardware fields nearer real parts (launch times, rates)"
+            )
     if not math.isfinite(energy):
         bad = sorted(c for c, pj in by_comp.items() if not math.isfinite(pj))
         raise SimulationError(
@@ -245,6 +253,7 @@ def simulate(
     ``progress(done, total, layer_name)`` is called as each layer's simulation finishes (for
     the run, then again from 1 for the baseline's run).
     """
+    check_progress(progress, "progress(done, total, layer_name)")
     if baseline is not None:
         base_hw, base_wl = load_hardware(baseline), load_workload(workload)
         if getattr(base_hw, "accelerator", None) == "system":
@@ -274,7 +283,7 @@ def simulate(
     check_workload_size(hw, wl)
     if acc not in REGISTRY:
         raise SimulationError(
-            f"no simulator for accelerator {acc!r} in this version; available: "
+            f"no simulator for accelerator {acc!r} in this version; allowed: "
             f"{', '.join(sorted(REGISTRY))}"
         )
     origin = provenance(hw, wl)  # before progress reporting wraps the layer list
@@ -308,7 +317,7 @@ def simulate(
         t = cycles_to_seconds(o.cycles, clock)
         by_comp = price_counts(prices, o.counts, t, o.action_scale)
         energy = sum(by_comp.values())
-        _check_representable(wl, o.layer, o.cycles, energy, by_comp)
+        _check_representable(wl, o, energy, by_comp)
         extras = _board_columns(o.extras, energy, o.macs_dense)
         own = o.cycles if o.own_clock_cycles is None else o.own_clock_cycles
         peak = own * o.peak_macs_per_cycle  # MACs the datapath could do at its own clock

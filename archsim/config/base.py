@@ -245,15 +245,35 @@ class ArchsimModel(BaseModel):
                 source, "", f"got {got}; allowed: a mapping of dotted paths to values"
             )
         data = self.model_dump(mode="python", exclude_none=False)
-        for path, value in overrides.items():
+        for path in overrides:
             if not isinstance(path, str):
                 raise ConfigError(source, repr(path), "not a dotted path; allowed: a string "
                                   "such as 'pe_array.num_pes'")  # fmt: skip
+        _check_set_once(list(overrides), source)
+        for path, value in overrides.items():
             set_dotted(data, path, value, source)
         try:
             return type(self).model_validate(data)
         except ValidationError as exc:
             raise validation_to_config_error(exc, source, type(self)) from None
+
+
+def _check_set_once(paths: list[str], source: str) -> None:
+    """Refuse two override paths of which one is the other or a section above it
+    (``pe_array.num_pes`` and ``pe_array``, ``layers.0.name`` and ``layers.00.name``): the
+    result would depend on the mapping's order."""
+    key = {p: tuple(str(int(x)) if x.isascii() and x.isdigit() else x for x in p.split("."))
+           for p in paths}  # fmt: skip
+    by_key = {k: p for p, k in key.items()}
+    for path in paths:
+        parts = key[path]
+        for n in range(1, len(parts) + 1):
+            other = by_key.get(parts[:n])
+            if other is not None and other != path:
+                raise ConfigError(
+                    source, path, f"is set twice (by {path} and by {other}); allowed: one "
+                    "value per field"
+                )  # fmt: skip
 
 
 def set_dotted(data: dict[str, Any], path: str, value: Any, source: str) -> None:

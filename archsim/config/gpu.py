@@ -442,6 +442,23 @@ class GpuConfig(ArchsimModel):
         return 2 * self.peak_fma_per_cycle * rate * self.clock.frequency_hz / 1e12
 
     @model_validator(mode="after")
+    def _nominal_clock_on_the_curve(self) -> GpuConfig:
+        """With a ``power`` block the SM clock is the power model's and ``clock.frequency_hz``
+        is the unit layer cycles are counted in (and the clock peaks are quoted at): it must be
+        a clock the part has (1 Hz rounded every layer up to a whole second)."""
+        p = self.power
+        if p is not None:
+            lo, hi, f = p.vf_curve[0].clock_hz, p.vf_curve[-1].clock_hz, self.clock.frequency_hz
+            if not lo <= f <= hi:
+                raise ValueError(
+                    f"clock.frequency_hz: {f:g} Hz lies outside power.vf_curve ({lo:g} .. "
+                    f"{hi:g} Hz), and with a power block the power model sets the SM clock; "
+                    f"allowed: a clock in {lo:g} .. {hi:g} Hz (power.locked_clock_hz locks the "
+                    "SM clock)"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _tiles_fit(self) -> GpuConfig:
         """Every tile of the menu and of each family fits one SM: its stages in shared memory,
         or (``stages_in_registers``) its registers (``cta_register_bytes``, as occupancy counts

@@ -154,6 +154,11 @@ def _resolve(name_or_path: str | Path, kind: str) -> Path:
     file) or a preset name. A folder that merely shares a preset's name (``archsim run v100
     -o v100`` leaves one) does not hide the preset."""
     text = str(name_or_path)
+    if not text.strip():  # Path("") is the current folder: "': a folder, and no preset ..."
+        raise ConfigError(
+            kind, "", f"an empty name {text!r}; allowed: a {kind} YAML file or a preset "
+            f"({', '.join(list_presets(kind)) or 'none'})"
+        )  # fmt: skip
     shown = shown_name(text)
     path = Path(text).expanduser()
     if path.suffix in (".yaml", ".yml") or "/" in text or _stat_ok(path, "is_file"):

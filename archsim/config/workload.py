@@ -7,6 +7,7 @@ matrix multiply, e.g. the DeepBench shapes for the tensor-core GPUs).
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -65,7 +66,35 @@ def toggle_fraction(activity: OperandActivity) -> float:
     return float(activity)
 
 
-class _LayerBase(ArchsimModel):
+#: control characters an error names in words (others: by code point)
+_CONTROL_NAMES = {"\n": "newline", "\r": "carriage return", "\t": "tab"}
+
+
+def _control_character(text: str) -> str | None:
+    """The first character of ``text`` that breaks a line or a terminal table (a control
+    character, a line or paragraph separator), named; None when there is none."""
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+            return _CONTROL_NAMES.get(ch, f"U+{ord(ch):04X}")
+    return None
+
+
+class _NamedLayer(ArchsimModel):
+    """A layer's ``name``: one line of printable text (tables and reports show it)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_line_name(cls, data: Any) -> Any:
+        name = data.get("name") if isinstance(data, dict) else None
+        bad = _control_character(name) if isinstance(name, str) else None
+        if bad is not None:
+            raise ValueError(
+                f"name: contains a control character ({bad}); allowed: one line of printable text"
+            )
+        return data
+
+
+class _LayerBase(_NamedLayer):
     name: str = Field(min_length=1)
     weight_density: Density | None = None
     activation_density: Density | None = None
@@ -148,7 +177,7 @@ class LstmLayer(_LayerBase):
         return (4 * self.hidden_size, self.input_size + self.hidden_size)
 
 
-class ConvLayer(ArchsimModel):
+class ConvLayer(_NamedLayer):
     """2-D convolution (cross-correlation, as in Caffe/PyTorch) of a batch of NCHW inputs.
 
     Shapes are element counts: ``n`` images of ``c`` channels, ``h`` x ``w`` pixels, convolved
@@ -365,7 +394,7 @@ GEMM_OUTPUT: dict[str, tuple[str, ...]] = {
 }
 
 
-class GemmLayer(ArchsimModel):
+class GemmLayer(_NamedLayer):
     """Matrix multiply ``D[m x n] = A[m x k] B[k x n] + C``, repeated ``batch`` times.
 
     ``transpose_a`` / ``transpose_b`` say that A / B are stored transposed (BLAS ``T``; A is then

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import numbers
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from archsim.config.sweep import SUMMARY_METRICS, SYSTEM_METRICS
-from archsim.errors import UnknownNameError
+from archsim.errors import ConfigError, UnknownNameError, shown_name
 
 __all__ = ["POINT_COLUMNS", "assemble", "totals", "pareto"]
 
@@ -57,6 +59,7 @@ def totals(frame: pd.DataFrame) -> pd.DataFrame:
     ``warnings``; a system sweep also ``SYSTEM_METRICS`` (samples/s, speed-up and scaling
     efficiency against one GPU, exposed and overlapped communication in s).
     """
+    _check_frame(frame, "totals")
     if "layer_index" not in frame.columns:
         return frame.reset_index(drop=True)  # already a totals frame
     cols = list(frame.columns[: list(frame.columns).index("layer_index")])
@@ -74,18 +77,41 @@ def pareto(
     reduced with ``totals``; rows whose ``status`` is not ``ok`` or with a missing metric are
     left out. Ties (identical metrics) are all kept. Returns the front in the frame's order.
     """
-    # one metric may be given as a string (it was split into letters)
-    minimize = [minimize] if isinstance(minimize, str) else list(minimize or ())
-    maximize = [maximize] if isinstance(maximize, str) else list(maximize or ())
+    _check_frame(frame, "pareto")
+    minimize, maximize = _metrics("minimize", minimize), _metrics("maximize", maximize)
     metrics = [*minimize, *maximize]
     if not metrics:
-        raise ValueError("pareto needs at least one metric in minimize or maximize")
+        raise ConfigError(
+            "<api>", "pareto", "no metric given; allowed: column names in minimize= or "
+            "maximize=, e.g. minimize=['total_time_s']"
+        )  # fmt: skip
+    both = [m for m in minimize if m in maximize]
+    if both:
+        raise ConfigError(
+            "<api>", "pareto", f"metric {both[0]!r} is in both minimize and maximize; allowed: "
+            "each metric in one of them"
+        )  # fmt: skip
     data = totals(frame) if "layer_index" in frame.columns else frame
     missing = [m for m in metrics if m not in data.columns]
     if missing:
         raise UnknownNameError(
             f"unknown metric column(s) {missing}; available: {list(data.columns)}"
         )
+    for m in metrics:
+        column = data[m]
+        if isinstance(column, pd.DataFrame):  # a name two columns share
+            raise ConfigError(
+                "<api>", "pareto", f"metric {m!r} names {column.shape[1]} columns; allowed: a "
+                "column name the frame has once"
+            )  # fmt: skip
+        numeric = pd.api.types.is_numeric_dtype(column) or all(
+            isinstance(v, numbers.Real) for v in column.dropna()
+        )  # an object column of numbers and NaN: a sweep whose every point failed
+        if not numeric:
+            raise ConfigError(
+                "<api>", "pareto", f"metric {m!r} is not numeric (dtype {column.dtype}); "
+                "allowed: numeric columns"
+            )  # fmt: skip
     ok = np.ones(len(data), dtype=bool)
     if "status" in data.columns:
         ok &= (data["status"] == "ok").to_numpy()
@@ -101,3 +127,35 @@ def pareto(
         better = (x[None, :, :] < block[:, None, :]).any(axis=2)
         keep[start : start + 512] = ~(no_worse & better).any(axis=1)
     return data.iloc[candidates[keep]]
+
+
+def _check_frame(frame: Any, api: str) -> None:
+    """Refuse anything but a DataFrame, and a per-layer frame (``layer_index``) without the
+    ``point`` column that ``totals`` groups its rows by."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ConfigError(
+            "<api>", api, f"got {type(frame).__name__}; allowed: a DataFrame (archsim.sweep's "
+            "frame or its totals)"
+        )  # fmt: skip
+    if "layer_index" in frame.columns and "point" not in frame.columns:
+        raise ConfigError(
+            "<api>", api, "a per-layer frame (layer_index column) without a point column; "
+            "allowed: archsim.sweep's frame, or one row per point without layer_index"
+        )  # fmt: skip
+
+
+def _metrics(option: str, names: Any) -> list[Any]:
+    """``minimize`` / ``maximize`` as a list of column names: one name may be given as a
+    string (it was split into letters)."""
+    if isinstance(names, str):
+        return [names]
+    if names is None:
+        return []
+    if isinstance(names, Iterable) and not isinstance(names, bytes):
+        out = list(names)
+        if all(isinstance(n, Hashable) for n in out):
+            return out
+    raise ConfigError(
+        "<api>", f"pareto: {option}", f"got {shown_name(repr(names))}; allowed: a column name "
+        "or a list of them"
+    )  # fmt: skip

@@ -20,6 +20,7 @@ from archsim.errors import ConfigError
 from archsim.explore.executor import Task, check_dask, execute
 from archsim.explore.plan import DEFAULT_MAX_POINTS, SweepPlan, build_plan
 from archsim.explore.store import SweepStore, merge_tables
+from archsim.progress import check_progress
 from archsim.provenance import sweep_provenance
 
 if TYPE_CHECKING:  # pandas loads after the points ran (the frame), not while they run
@@ -145,6 +146,7 @@ def sweep(
     ``archsim.pareto`` for the non-dominated points. ``frame.attrs`` holds ``axes``,
     ``metrics``, ``skipped`` (points not run, with the reason) and ``counts``.
     """
+    check_progress(progress, "progress(done, total)")
     spec_fields: dict[str, Any] = {}
     if axes is not None:
         spec_fields = {  # validated as a SweepSpec's fields: a wrong type names its field
@@ -268,6 +270,7 @@ def run_plan(
     it created; after that, the store keeps every finished chunk for a re-run to resume.
     """
     start = time.perf_counter()
+    check_progress(progress, "progress(done, total)")
     if dask:
         check_dask(dask)  # before anything is created
     created = out_dir is not None and not Path(out_dir).exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.config.system import SystemConfig
-from archsim.errors import ArchsimError, check_count, shown_name
+from archsim.errors import ArchsimError, SimulationError, integral, is_count, shown_name
 from archsim.system import load_system
 from archsim.system.collectives import bus_factor, collective_time
 from archsim.system.subsystem import subsystem
@@ -24,6 +24,9 @@ COLLECTIVE_COLUMNS = (
     "size_bytes", "count", "type", "time_us", "algbw_gb_s", "busbw_gb_s", "algorithm",
     "protocol", "channels", "gpus", "nodes", "energy_j",
 )  # fmt: skip
+
+#: nccl-tests' name of the element type of each size (``-d``: int8, half, float, double)
+_DTYPE_NAMES = {1: "int8", 2: "half", 4: "float", 8: "double"}
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
@@ -115,7 +118,8 @@ def collective(
     """One row per size: nccl-tests' columns (size, count, type, time, algbw, busbw) + choice.
 
     ``sizes`` is a list of byte counts or nccl-tests' ``MIN:MAX[:FACTOR]``; elements are
-    ``float`` (4 bytes) as nccl-tests' default. busbw follows nccl-tests' definitions
+    ``float`` (4 bytes) as nccl-tests' default, or ``dtype_bytes`` 1, 2 or 8 (``int8``,
+    ``half``, ``double``). busbw follows nccl-tests' definitions
     (all-reduce ``2(n-1)/n``, reduce-scatter/all-gather ``(n-1)/n``, broadcast/reduce 1).
     As nccl-tests does, a size is rounded down to whole elements (reduce-scatter and all-gather:
     whole elements per rank, and ``count`` is per rank); a size under one element has no row.
@@ -126,7 +130,10 @@ def collective(
     if cfg.gpus < 2:  # one GPU moves nothing: its algbw would be infinite
         raise ArchsimError(f"gpus={gpus!r}: a collective needs 2 GPUs or more")
     sizes = size_range(sizes) if isinstance(sizes, str) else _size_list(sizes)
-    check_count("dtype_bytes", dtype_bytes)
+    dtype_bytes = integral(dtype_bytes)
+    if not is_count(dtype_bytes) or dtype_bytes not in _DTYPE_NAMES:
+        allowed = ", ".join(f"{n} ({name})" for n, name in _DTYPE_NAMES.items())
+        raise SimulationError(f"dtype_bytes {shown_name(repr(dtype_bytes))}; allowed: {allowed}")
     rows: list[dict[str, Any]] = []
     per_rank = op in ("reduce_scatter", "all_gather")  # nccl-tests' paramcount: count / ranks
     for nbytes in sizes:
@@ -144,7 +151,7 @@ def collective(
             {
                 "size_bytes": c.bytes,
                 "count": count,
-                "type": "float",
+                "type": _DTYPE_NAMES[dtype_bytes],
                 "time_us": c.time_s * 1e6,
                 "algbw_gb_s": c.algbw_bytes_per_s / 1e9,
                 "busbw_gb_s": c.algbw_bytes_per_s * bus_factor(op, c.ranks) / 1e9,

@@ -4,6 +4,7 @@ or a silently infinite result."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +180,8 @@ def test_a_sweep_over_workloads_of_one_name_is_refused() -> None:
 def test_results_that_do_not_fit_are_refused_and_a_sweep_records_them() -> None:
     """A GPU layer is not bounded by ARCHSIM_MAX_CYCLES: 10^18 batched 64^3 GEMMs took 7.6e19
     cycles, which results.json could not read back and a sweep's store died writing (after
-    every point had run); a price of 1e308 pJ gave an infinite energy."""
+    every point had run); its 2.6e23 multiply-adds are refused before it runs now. A price of
+    1e308 pJ gave an infinite energy."""
 
     def wl(**layer: Any) -> archsim.WorkloadSpec:
         return archsim.WorkloadSpec.model_validate(
@@ -187,7 +189,7 @@ def test_results_that_do_not_fit_are_refused_and_a_sweep_records_them() -> None:
         )
 
     big = wl(kind="gemm", name="g", m=64, n=64, k=64, batch=10**18)
-    with pytest.raises(ArchsimError, match="layer 'g' takes about 7.56e\\+19 cycles, past 64-bit"):
+    with pytest.raises(ArchsimError, match="layer 'g' needs about 2.62e\\+23 multiply-adds, past"):
         archsim.simulate("v100", big)
     frame = archsim.sweep("v100", big, axes={"sms": [80, 40]}, n_jobs=1)
     assert frame["status"].tolist() == ["error", "error"]
@@ -278,3 +280,244 @@ def test_seed_past_64_bits_is_refused() -> None:
         archsim.simulate("tiny_eie", "eie_benchmarks", seed=2**64)
     res = archsim.simulate("tiny_eie", "eie_benchmarks", seed=2**63 - 1)
     assert archsim.RunResult.from_json(res.to_json()).seed == 2**63 - 1
+
+
+def test_results_files_are_checked_and_written_atomically(tmp_path: Path) -> None:
+    """to_csv/to_json wrote with open(): a folder, a missing folder or a path of the wrong type
+    gave IsADirectoryError, FileNotFoundError or TypeError, and a failed write left half a
+    file."""
+    from archsim.errors import ConfigError
+
+    res = archsim.simulate("tiny_eie", "eie_benchmarks")
+    missing = tmp_path / "no" / "r.json"
+    for call, needle in (
+        (lambda: res.to_csv(tmp_path), f"<api>: to_csv: {tmp_path} exists and is not a regular "
+         "file; allowed: a new file"),
+        (lambda: res.to_json(missing), f"<api>: to_json: {missing}: cannot write results: no "
+         f"folder {missing.parent}; allowed: a file path in a writable folder"),
+        (lambda: res.to_json(5), "<api>: to_json: got int; allowed: a file path or None"),
+        (lambda: res.to_csv(None), "<api>: to_csv: got NoneType; allowed: a file path"),
+    ):  # fmt: skip
+        with pytest.raises(ConfigError) as info:
+            call()
+        assert str(info.value).startswith(needle) and "\n" not in str(info.value), info.value
+    assert not missing.parent.exists()
+    assert res.to_csv(tmp_path / "r.csv") == tmp_path / "r.csv"
+    text = res.to_json(tmp_path / "r.json")
+    assert (tmp_path / "r.json").read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.json"]  # no temporaries
+    assert archsim.RunResult.from_json(tmp_path / "r.json") == archsim.RunResult.from_json(text)
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        (lambda: archsim.RunResult.from_json({}), "<api>: from_json: got dict; allowed: JSON "
+         "text or a results.json path (RunResult.from_data takes a parsed object)"),
+        (lambda: archsim.RunResult.from_json(b"{}"), "<api>: from_json: got bytes; allowed:"),
+        (lambda: archsim.RunResult.from_json(None), "<api>: from_json: got NoneType; allowed:"),
+        (lambda: archsim.RunResult.from_json(" [1]"),  # JSON text, not a file name
+         "<string>: malformed results.json: top level must be an object"),
+        (lambda: archsim.RunResult.from_data(None, "x"), "<api>: from_data: got NoneType; "
+         "allowed: the parsed results.json object"),
+    ],
+)  # fmt: skip
+def test_results_json_arguments_of_the_wrong_kind(call: Any, needle: str) -> None:
+    """A dict said "format_version must be 1", bytes and None raised TypeError, "[1]" was
+    read as a file name."""
+    with pytest.raises(ArchsimError) as info:
+        call()
+    assert str(info.value).startswith(needle) and "\n" not in str(info.value), info.value
+
+
+def _first_count(layer: dict[str, Any]) -> None:
+    part = next(iter(layer["counts"]))
+    layer["counts"][part][next(iter(layer["counts"][part]))] = -1
+
+
+@pytest.mark.parametrize(
+    ("tamper", "needle"),
+    [
+        (lambda d: d.update(layers=[]), "layers: empty (total_cycles 4053600); allowed: one "
+         "entry per layer run"),
+        (lambda d: _first_count(d["layers"][0]), "layers.0.counts.spmat_sram.read: -1; "
+         "allowed: a finite number from 0 to 2**63"),
+        (lambda d: d["layers"][1].update(utilization=1.5), "layers.1.utilization: 1.5; "
+         "allowed: a fraction from 0 to 1"),
+        (lambda d: d["layers"][1].update(utilization=-0.5), "layers.1.utilization: -0.5; "
+         "allowed: a fraction from 0 to 1"),
+        (lambda d: d["layers"][0].update(start_cycle=9, end_cycle=5), "layers.0.end_cycle: 5 "
+         "is before start_cycle 9; allowed: end_cycle >= start_cycle"),
+        (lambda d: d["layers"][2].update(layer=d["layers"][0]["layer"]), "layers.2.layer: "
+         "'Alex-6' is also the name of layers.0; allowed: unique layer names"),
+        (lambda d: d.update(clock_hz="1e9"), 'clock_hz: "1e9" is not a number; allowed: a '
+         "number written without quotes"),
+        (lambda d: d.update(seed="0"), 'seed: "0" is not a number; allowed: a number'),
+        (lambda d: d["layers"][0].update(cycles=True), "layers.0.cycles: true is not a number"),
+    ],
+)  # fmt: skip
+def test_tampered_results_json_is_refused(tamper: Any, needle: str) -> None:
+    """Values no run of archsim writes were read back silently (strings as numbers too)."""
+    import json
+
+    data = json.loads(archsim.simulate("tiny_eie", "eie_benchmarks").to_json())
+    tamper(data)
+    with pytest.raises(ArchsimError) as info:
+        archsim.RunResult.from_json(json.dumps(data))
+    msg = str(info.value)
+    assert msg == f"<string>: malformed results.json: {needle}" or msg.startswith(
+        f"<string>: malformed results.json: {needle}"
+    ), msg
+    assert "\n" not in msg
+    with pytest.raises(ArchsimError, match="malformed results.json"):
+        archsim.RunResult.from_data(data, "x")
+
+
+def test_every_family_reads_back_what_it_writes() -> None:
+    """The checks of tampered results refuse nothing archsim writes: each accelerator family
+    and a training step (whose own rows may share a layer's name) round-trip."""
+    import json
+
+    conv = {"kind": "conv", "name": "c1", "c": 8, "k": 8, "h": 8, "w": 8, "r": 3, "s": 3,
+            "pad": 1, "weight_density": 0.5, "activation_density": 0.5}  # fmt: skip
+    gemm = {"kind": "gemm", "name": "g/1:0.w", "m": 64, "n": 32, "k": 48}  # an ONNX-like name
+    spec = {"schema_version": 1, "name": "w", "source": "t"}
+    convs = archsim.WorkloadSpec.model_validate({**spec, "layers": [conv]})
+    gemms = archsim.WorkloadSpec.model_validate({**spec, "layers": [gemm]})
+    runs = [
+        archsim.simulate("eie", "eie_benchmarks"),
+        archsim.simulate("scnn", convs),
+        archsim.simulate("dcnn", convs),
+        archsim.simulate("systolic_32x32_os", gemms),
+        archsim.simulate("systolic_tpu_128x128_ws", convs),
+        archsim.simulate("h100", convs),
+        archsim.simulate("v100", gemms),
+        archsim.train_step("dgx_a100", "resnet50", gpus=2),
+    ]
+    assert {r.accelerator for r in runs} == {
+        "eie", "scnn", "dcnn", "systolic", "tensor_core", "system"
+    }  # fmt: skip
+    for run in runs:  # JSON has lists for the tuples of a step's metadata: compare texts
+        assert archsim.RunResult.from_json(run.to_json()).to_json() == run.to_json(), run
+    data = json.loads(runs[-1].to_json())
+    data["layers"][0]["layer"] = "optimizer"  # a workload layer of that name
+    assert archsim.RunResult.from_json(json.dumps(data)).layers[0].layer == "optimizer"
+
+
+@functools.cache
+def _sweep_frame() -> Any:
+    return archsim.sweep("tiny_eie", "eie_benchmarks", axes=AXES, n_jobs=1)
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        (lambda: archsim.pareto(None, minimize="a"), "<api>: pareto: got NoneType; allowed: a "
+         "DataFrame (archsim.sweep's frame or its totals)"),
+        (lambda: archsim.pareto([1], minimize="a"), "<api>: pareto: got list; allowed: a "
+         "DataFrame"),
+        (lambda: archsim.totals({"a": 1}), "<api>: totals: got dict; allowed: a DataFrame"),
+        (lambda: archsim.totals(__import__("pandas").Series([1.0])), "<api>: totals: got "
+         "Series; allowed: a DataFrame"),
+        (lambda: archsim.totals(_sweep_frame().drop(columns="point")), "<api>: totals: a "
+         "per-layer frame (layer_index column) without a point column; allowed: "),
+        (lambda: archsim.pareto(_sweep_frame().drop(columns="point"), minimize="total_time_s"),
+         "<api>: pareto: a per-layer frame (layer_index column) without a point column"),
+        (lambda: archsim.pareto(_sweep_frame()), "<api>: pareto: no metric given; allowed: "
+         "column names in minimize= or maximize="),
+        (lambda: archsim.pareto(_sweep_frame(), minimize="total_time_s",
+                                maximize=["total_time_s"]),
+         "<api>: pareto: metric 'total_time_s' is in both minimize and maximize; allowed: "
+         "each metric in one of them"),
+        (lambda: archsim.pareto(_sweep_frame(), minimize="hardware"), "<api>: pareto: metric "
+         "'hardware' is not numeric (dtype "),
+        (lambda: archsim.pareto(_sweep_frame(), minimize=5), "<api>: pareto: minimize: got 5; "
+         "allowed: a column name or a list of them"),
+    ],
+)  # fmt: skip
+def test_pareto_and_totals_arguments(call: Any, needle: str) -> None:
+    """None, a list, a dict or a Series raised AttributeError, a frame without ``point`` a
+    pandas KeyError, no metric a plain ValueError; a text metric gave an empty front and a
+    metric both minimised and maximised every row."""
+    with pytest.raises(ArchsimError) as info:
+        call()
+    msg = str(info.value)
+    assert msg.startswith(needle) and "\n" not in msg and "allowed: " in msg, msg
+
+
+def test_pareto_of_numbers_in_object_columns() -> None:
+    """An object column of numbers and NaN (a sweep whose every point failed) is numeric."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": pd.Series([1.0, 2.0, np.nan], dtype=object), "b": [2, 1, 0]})
+    assert archsim.pareto(frame, minimize=["a", "b"]).index.tolist() == [0, 1]
+    text = pd.DataFrame({"a": pd.Series(["1", "2"], dtype=object)})
+    with pytest.raises(ArchsimError, match=r"metric 'a' is not numeric \(dtype object\); "
+                       "allowed: numeric columns"):  # fmt: skip
+        archsim.pareto(text, minimize="a")
+
+
+def test_collective_element_sizes() -> None:
+    """dtype_bytes=3 gave rows labelled float with 3-byte counts."""
+    with pytest.raises(ArchsimError) as info:
+        archsim.collective("dgx_h100", "all_reduce", [64], dtype_bytes=3)
+    assert str(info.value) == (
+        "dtype_bytes 3; allowed: 1 (int8), 2 (half), 4 (float), 8 (double)"
+    )  # fmt: skip
+    half = archsim.collective("dgx_h100", "all_reduce", [64], dtype_bytes=np.int64(2))
+    assert half[["count", "type"]].values.tolist() == [[32, "half"]]
+    assert archsim.collective("dgx_h100", "all_reduce", [64])["type"].tolist() == ["float"]
+
+
+def test_an_override_set_twice_is_refused() -> None:
+    """A dotted path and its section's mapping both set pe_array.num_pes: the result depended
+    on the mapping's order."""
+    from archsim.errors import ConfigError
+
+    hw = archsim.load_hardware("eie")
+    for over in ({"pe_array.num_pes": 8, "pe_array": {"num_pes": 4}},
+                 {"pe_array": {"num_pes": 4}, "pe_array.num_pes": 8}):  # fmt: skip
+        with pytest.raises(ConfigError) as info:
+            hw.with_overrides(over)
+        assert str(info.value) == (
+            "<overrides>: pe_array.num_pes: is set twice (by pe_array.num_pes and by pe_array); "
+            "allowed: one value per field"
+        )
+    wl = archsim.load_workload("eie_benchmarks")
+    with pytest.raises(ConfigError, match=r"layers.0.name: is set twice \(by layers.0.name and "
+                       r"by layers.00.name\)"):  # fmt: skip
+        wl.with_overrides({"layers.0.name": "a", "layers.00.name": "b"})
+    both = hw.with_overrides({"pe_array.num_pes": 8, "clock.frequency_hz": 1e9})
+    assert both.pe_array.num_pes == 8
+
+
+@pytest.mark.parametrize(
+    ("name", "what"), [("a\nb", "newline"), ("a\tb", "tab"), ("x\x1b[31m", "U+001B")]
+)
+def test_layer_names_are_one_line(tmp_path: Path, name: str, what: str) -> None:
+    """A layer name with a newline broke the terminal table; ONNX names ('/', ':', '.') stay."""
+    import json
+
+    from archsim.errors import ConfigError
+
+    wl = archsim.load_workload("eie_benchmarks")
+    with pytest.raises(ConfigError) as info:
+        wl.with_overrides({"layers.1.name": name})
+    assert str(info.value) == (
+        f"<overrides>: layers.1.name: contains a control character ({what}); allowed: one line "
+        "of printable text"
+    )
+    layer = {"kind": "fc", "name": name, "inputs": 8, "outputs": 4, "weight_density": 0.5,
+             "activation_density": 0.5}  # fmt: skip
+    path = tmp_path / "w.yaml"  # JSON is YAML
+    path.write_text(json.dumps({"schema_version": 1, "name": "w", "source": "t",
+                                "layers": [layer]}))  # fmt: skip
+    with pytest.raises(ConfigError) as info:
+        archsim.load_workload(path)
+    assert str(info.value) == (
+        f"{path}: layers.0.name: contains a control character ({what}); allowed: one line of "
+        "printable text"
+    )
+    assert wl.with_overrides({"layers.1.name": "/features/conv.0:Conv_1"}).layers[1].name == (
+        "/features/conv.0:Conv_1"
+    )

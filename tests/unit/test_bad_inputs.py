@@ -1312,3 +1312,40 @@ def test_a_launch_time_beyond_a_millisecond_names_the_field(tmp_path: Path, caps
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and f"--set: {field}: Input should be less than" in err, err
     assert "layer" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("workload", ["alexnet", "resnet50"])
+def test_a_batch_whose_macs_pass_64_bits_is_refused_before_writing(
+    tmp_path: Path, capsys, workload: str
+) -> None:
+    """`--batch 1e15` on h100 exited 0 with a results.json that `report` (and
+    RunResult.from_json) then refused: its MAC counts and total cycles were 66-bit integers."""
+    out = tmp_path / "o"
+    argv = ["run", "h100", workload, "--batch", str(10**15), "-o", str(out), "-q"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"{workload}.yaml: layers.0: layer 'conv1' needs" in err
+    assert (
+        "multiply-adds, past 64-bit results" in err and "allowed: a smaller layer or batch" in err
+    )
+    assert not out.exists()
+    # a batch whose results fit still runs and reads back
+    assert main(["run", "h100", workload, "--batch", str(10**9), "-o", str(out), "-q"]) == 0
+    assert main(["report", str(out)]) == 0
+
+
+def test_a_systolic_run_whose_layers_together_need_too_many_folds_is_refused(
+    tmp_path: Path, capsys
+) -> None:
+    """AlexNet on a 1 x 1 array: every layer under the per-layer fold limit (1e7 then), the
+    run 2.3e6 folds, about 82 s of pipelining at ~30,000 folds a second."""
+    out = tmp_path / "o"
+    argv = ["run", "systolic_tpu_128x128_ws", "alexnet", "--set", "array.rows=1", "--set",
+            "array.cols=1", "-o", str(out), "-q"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert (
+        len(err.splitlines()) == 1 and "alexnet.yaml: layers: the run needs about 2.33e+06" in err
+    )
+    assert "(layer 'conv3' 8.85e+05)" in err and "allowed: up to 1e+06 in one run" in err, err
+    assert not out.exists()

@@ -235,10 +235,11 @@ def test_npy_headers_that_claim_huge_shapes(tmp_path: Path, capsys: Any) -> None
 
 
 def test_layer_table_widens_for_huge_values(tmp_path: Path, capsys: Any) -> None:
-    """A conv padded by 2^31 is a valid, absurd GPU layer (10^15 us): its numbers ran into one
+    """A conv padded by 10^8 is a valid, absurd GPU layer (4.3e18 MACs, just inside 64-bit
+    results; padded by 2^31 its counts passed them and are refused): its numbers ran into one
     another; each column now widens to its longest cell, right edges under the header's."""
     wl = tmp_path / "pad.yaml"
-    wl.write_text(CONV_WL.replace("pad: 1, data: conv", "pad: 2147483648"))
+    wl.write_text(CONV_WL.replace("pad: 1, data: conv", "pad: 100000000"))
     assert main(["run", "h100", str(wl), "-o", str(tmp_path / "o"), "--no-report"]) == 0
     lines = capsys.readouterr().out.splitlines()
     head, row = lines[1], lines[3]
