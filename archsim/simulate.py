@@ -261,7 +261,10 @@ def simulate(
                 "--baseline", "", f"{base_hw.name!r} is a multi-GPU system; allowed: one "  # type: ignore[attr-defined]
                 "accelerator (eie, scnn, dcnn, systolic or tensor_core hardware)"
             )  # fmt: skip
-        check_workload_size(base_hw, base_wl)  # refuse before the first run, not after it
+        try:  # refuse before the first run, not after it
+            check_workload_size(base_hw, base_wl)
+        except SimulationError as exc:  # it named the workload, not the baseline
+            raise SimulationError(f"--baseline {base_hw.name}: {exc}") from None  # type: ignore[attr-defined]
         run = simulate(hardware, base_wl, seed, progress=progress)
         return _with_baseline(run, base_hw, base_wl, seed, progress)
     hw = load_hardware(hardware)
@@ -269,7 +272,7 @@ def simulate(
     seed = integral(seed)  # a NumPy integer from a sweep's frame
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= INT64_MAX:
         raise ConfigError(
-            "<api>", "seed", f"must be an integer from 0 to 2**63-1 (got {shown_name(repr(seed))})"
+            "<api>", "seed", f"got {shown_name(repr(seed))}; allowed: an integer from 0 to 2**63-1"
         )
     from archsim.accelerators import REGISTRY  # numba and the kernels load with the first run
 

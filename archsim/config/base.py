@@ -292,7 +292,12 @@ def set_dotted(data: dict[str, Any], path: str, value: Any, source: str) -> None
                 )
             key = int(part)
         elif not isinstance(node, dict):
-            raise ConfigError(source, here, "is not a section; cannot set a field inside it")
+            parent = ".".join(parts[:depth])
+            whole = (f"{parent}=[{', '.join(map(str, node))}] with the item changed"
+                     if isinstance(node, tuple) else f"{parent} itself")  # fmt: skip
+            raise ConfigError(
+                source, here, f"{parent} is a value set as a whole, not a section; allowed: {whole}"
+            )
         elif key not in node:
             allowed = ", ".join(sorted(node)) or "(none)"
             close = difflib.get_close_matches(key, list(node), n=1)

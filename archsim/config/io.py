@@ -445,6 +445,9 @@ def load_sweep(name_or_path: str | Path | SweepSpec) -> tuple[SweepSpec, Path]:
 
     if isinstance(name_or_path, SweepSpec):
         return name_or_path, Path.cwd()
+    if isinstance(name_or_path, BaseModel):
+        _wrong_kind(name_or_path, "sweep")
+    _check_name_type(name_or_path, "sweep")
     path = _resolve(name_or_path, "sweep")
     data = read_yaml(path)
     _check_schema_version(data, str(path))

@@ -125,9 +125,9 @@ class ScnnConfig(_CnnAcceleratorConfig):
         m = self.multipliers.multipliers
         if self.crossbar.inputs != m or self.crossbar.outputs != self.accumulator.banks:
             raise ValueError(
-                f"crossbar.inputs must equal F*I = {m} and crossbar.outputs the "
-                f"{self.accumulator.banks} accumulator banks (got {self.crossbar.inputs} x "
-                f"{self.crossbar.outputs})"
+                f"crossbar.inputs x outputs is {self.crossbar.inputs} x {self.crossbar.outputs}; "
+                f"allowed: inputs = F*I = {m} multipliers and outputs = the "
+                f"{self.accumulator.banks} accumulator banks"
             )
         return self
 

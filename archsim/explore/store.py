@@ -102,7 +102,10 @@ class SweepStore:
         try:
             self.parts.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ArchsimError(f"{self.folder}: cannot create the sweep folder: {exc}") from None
+            raise ArchsimError(
+                f"{self.folder}: cannot create the sweep folder: {os_reason(exc)}; allowed: a new "
+                "or existing folder in a writable place"
+            ) from None
 
     @contextmanager
     def lock(self) -> Iterator[None]:

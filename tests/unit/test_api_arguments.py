@@ -48,3 +48,33 @@ def test_an_empty_preset_name_is_named_as_empty(kind) -> None:
     text = str(exc.value)
     assert text.startswith(f"{kind}: an empty name ") and "allowed: a " in text, text
     assert "h100" in text if kind == "hardware" else "alexnet" in text
+
+
+def test_messages_that_lacked_what_is_allowed() -> None:
+    """From the third audit: each of these was one line without an ``allowed:`` part."""
+    h100 = archsim.load_hardware("h100")
+    cases = [
+        (lambda: h100.with_overrides({"tensor_cores.instruction_mnk.0": 128}),
+         "tensor_cores.instruction_mnk is a value set as a whole, not a section; allowed: "
+         "tensor_cores.instruction_mnk=[64, 256, 16] with the item changed"),
+        (lambda: archsim.load_hardware("scnn").with_overrides({"crossbar.inputs": 32}),
+         "crossbar.inputs x outputs is 32 x 32; allowed: inputs = F*I = 16 multipliers"),
+        (lambda: archsim.load_sweep(None),
+         "<api>: sweep: got NoneType None; allowed: a sweep config, a sweep preset name"),
+        (lambda: archsim.simulate("tiny_eie", "eie_benchmarks", seed=1.5),
+         "<api>: seed: got 1.5; allowed: an integer from 0 to 2**63-1"),
+    ]  # fmt: skip
+    for call, needle in cases:
+        with pytest.raises(archsim.ConfigError) as exc:
+            call()
+        assert "\n" not in str(exc.value) and needle in str(exc.value), exc.value
+
+
+def test_a_sweep_folder_that_cannot_be_made_says_why_and_what_is_allowed(tmp_path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(archsim.ArchsimError) as exc:
+        archsim.sweep("tiny_eie", "eie_benchmarks", axes={"pe_array.num_pes": [2]}, n_jobs=1,
+                      out_dir=afile / "s")  # fmt: skip
+    text = str(exc.value)
+    assert "cannot create the sweep folder: Not a directory; allowed: a new or existing" in text

@@ -336,6 +336,7 @@ def test_baseline_that_cannot_run_the_workload_fails_first(tmp_path: Path, capsy
     assert (
         code == 2 and "alexnet.yaml: layers.0.kind: eie (eie) runs fc and lstm layers, not" in err
     )
+    assert err.startswith("archsim: error: --baseline eie: "), err  # it did not say the baseline
 
 
 def test_scalesim_v3_settings_not_modelled_are_named(tmp_path: Path, capsys: Any) -> None:
