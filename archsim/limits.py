@@ -9,8 +9,9 @@ with the environment variables below when the machine has the memory and time.
 - ``ARCHSIM_MAX_CYCLES`` (default 1e12): ideal cycles of one layer (dense MACs / peak MACs per
   cycle; 1e12 cycles are 1,000 s at 1 GHz).
 - ``ARCHSIM_MAX_FOLDS`` (default 1e6): systolic-array folds of one run, all layers together
-  (each planned and pipelined one by one, about 30,000 a second: a 1 x 1 array ran AlexNet's
-  2.3e6 folds for 82 s; VGG-16 on a 32 x 32 array needs 13,296).
+  (each planned and pipelined one by one, 13,000-30,000 a second: a 1 x 1 array ran AlexNet's
+  2.3e6 folds for 82 s; VGG-16 on a 32 x 32 array needs 13,296, ResNet-50 at batch 128 1.3e6,
+  about 100 s, and needs the limit raised).
 - ``ARCHSIM_MAX_LAYERS`` (default 100,000): layers of one workload, counted after a SCALE-Sim
   depth-wise layer is expanded into one layer per channel (20,000 small GEMMs on a GPU take
   about 2.5 minutes).

@@ -217,8 +217,8 @@ class RunResult:
     @classmethod
     def from_json(cls, text_or_path: str | os.PathLike[str]) -> RunResult:
         """Inverse of :meth:`to_json`: JSON text (a string whose first non-blank character is
-        ``{`` or ``[``) or the path of a results.json; raises ``ArchsimError`` on bad input."""
-        if isinstance(text_or_path, str) and text_or_path.lstrip()[:1] in ("{", "["):
+        ``{``) or the path of a results.json; raises ``ArchsimError`` on bad input."""
+        if isinstance(text_or_path, str) and text_or_path.lstrip()[:1] == "{":
             return cls.from_data(_json_object(text_or_path, "<string>"), "<string>")
         if not isinstance(text_or_path, str | os.PathLike) or not isinstance(
             os.fspath(text_or_path), str
@@ -273,6 +273,8 @@ def _write_results(target: Path, text: str, api: str) -> Path:
     from archsim.output import check_out_file, write_text_atomically
 
     where, shown = f"<api>: {api}", shown_name(str(target))
+    if target.is_symlink():  # write through the link, as a plain write did (not replace it)
+        target = target.resolve()
     allowed = "allowed: a file path in a writable folder"
     try:
         check_out_file(target, where, probe=False)  # a folder, a device, a file as a folder
@@ -351,10 +353,15 @@ _LAYER_NUMBERS = (*BASE_COLUMNS[2:], "start_cycle", "end_cycle")
 
 
 def is_count(value: Any) -> bool:
-    """Whether ``value`` is a number (not a bool) that is finite and from 0 to 2**63: what a
-    count, a time or an energy in archsim's results can be."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return number and 0 <= value < 2**63 and (isinstance(value, int) or math.isfinite(value))
+    """Whether ``value`` is what a count, a time or an energy in archsim's results can be: an
+    integer (not a bool) from 0 to 2**63 (results.json and the sweep store hold 64-bit
+    integers), or a finite float >= 0 (a float64 of any size: batch 1e10 on h100 draws 1.1e19
+    pJ)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, int):
+        return 0 <= value < 2**63
+    return math.isfinite(value) and value >= 0
 
 
 def _check_counts(run: RunResult) -> None:
@@ -371,7 +378,9 @@ def _check_counts(run: RunResult) -> None:
     for where, v in values:
         if not is_count(v):
             shown = shown_value(v) or repr(v)
-            raise ValueError(f"{where}: {shown}; allowed: a finite number from 0 to 2**63")
+            raise ValueError(
+                f"{where}: {shown}; allowed: an integer from 0 to 2**63 or a finite number >= 0"
+            )
 
 
 def _number_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:

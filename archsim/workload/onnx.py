@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from pydantic import ValidationError
 
+from archsim.config.base import validation_to_config_error
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import WorkloadError
 from archsim.workload.onnx_activations import load_input, measure_activations
@@ -104,6 +106,12 @@ def unique_name(name: str, seen: set[str], sep: str = "#") -> str:
         out = f"{name}{sep}{k}"
     seen.add(out)
     return out
+
+
+def _printable(name: str) -> str:
+    """``name`` with control characters and line breaks (which a layer name may not hold: it
+    is one line of a table) as ``_``: an ONNX node named ``"conv\t1"`` imports as ``conv_1``."""
+    return "".join("_" if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in name)
 
 
 def _density(a: np.ndarray, threshold: float) -> float:
@@ -243,7 +251,7 @@ def read_onnx(
     names: dict[int, str] = {}
     layers, tensors, lines = [], {}, []
     for pl in placed:
-        name = unique_name(g.node_label(pl.node), seen)
+        name = unique_name(_printable(g.node_label(pl.node)), seen)
         names[pl.node] = name
         wd = _density(pl.weights, zero_threshold) if pl.weights is not None else DEFAULT_DENSITY
         a = acts.get(pl.input_name)
@@ -274,8 +282,7 @@ def read_onnx(
             }
         )
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise WorkloadError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        raise validation_to_config_error(exc, str(path), WorkloadSpec) from None
     return OnnxImport(
         path=str(path),
         spec=spec.bind(path.parent, str(path)),

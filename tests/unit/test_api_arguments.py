@@ -78,3 +78,14 @@ def test_a_sweep_folder_that_cannot_be_made_says_why_and_what_is_allowed(tmp_pat
                       out_dir=afile / "s")  # fmt: skip
     text = str(exc.value)
     assert "cannot create the sweep folder: Not a directory; allowed: a new or existing" in text
+
+
+def test_to_json_writes_through_a_symlink(tmp_path) -> None:
+    """The atomic write replaced a symlink at the path with a regular file; a plain write (as
+    before) goes to the link's target."""
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    real.write_text("old")
+    link.symlink_to(real)
+    run = archsim.simulate("tiny_eie", "eie_benchmarks")
+    run.to_json(link)
+    assert link.is_symlink() and archsim.RunResult.from_json(real).total_cycles == run.total_cycles

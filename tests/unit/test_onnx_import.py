@@ -398,3 +398,19 @@ def test_a_zero_batch_dimension_is_a_dynamic_batch_that_batch_sets(tmp_path: Pat
                   dims=(1, -1))  # fmt: skip
     with pytest.raises(WorkloadError, match="dimension 1 is dynamic"):  # -1: unknown, not empty
         read_onnx(minus, batch=1)
+
+
+def test_a_node_name_with_a_control_character_imports_as_one_line(tmp_path: Path) -> None:
+    """A Conv node named "conv\\t1" was refused once layer names had to be one line (with
+    pydantic's 'Value error,' prefix); its layer is named conv_1."""
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), dtype=np.float32), "W")
+    node = helper.make_node("Conv", ["x", "W"], ["y"], name="conv\t1\n", pads=[1, 1, 1, 1])
+    g = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w],
+    )  # fmt: skip
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "t.onnx"))
+    (spec,) = read_onnx(tmp_path / "t.onnx", batch=1).spec.layers
+    assert (spec.name, spec.kind, spec.k) == ("conv_1_", "conv", 4)
