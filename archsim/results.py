@@ -344,12 +344,13 @@ def _json_object(text: str, source: str) -> dict[str, Any]:
     return data
 
 
-#: the layer fields that are counts, times or energies (never negative, never NaN)
-_NON_NEGATIVE = tuple(c for c in (*BASE_COLUMNS[2:], "start_cycle", "end_cycle")
-                      if c != "utilization")  # fmt: skip
 #: the run's and each layer's number fields (JSON numbers, never text or true/false)
-_RUN_NUMBERS = ("seed", "clock_hz", "total_cycles")
+_RUN_NUMBERS = ("total_cycles", "seed", "clock_hz")
 _LAYER_NUMBERS = (*BASE_COLUMNS[2:], "start_cycle", "end_cycle")
+#: of which counts, times or energies (never negative, never NaN; clock_hz and utilization
+#: have checks of their own)
+_RUN_COUNTS = tuple(c for c in _RUN_NUMBERS if c != "clock_hz")
+_LAYER_COUNTS = tuple(c for c in _LAYER_NUMBERS if c != "utilization")
 
 
 def is_count(value: Any) -> bool:
@@ -367,15 +368,9 @@ def is_count(value: Any) -> bool:
 def _check_counts(run: RunResult) -> None:
     """Raise ``ValueError`` naming the first total or layer value that is negative, NaN,
     infinite or beyond 64 bits (a results.json that archsim did not write)."""
-    values = [("total_cycles", run.total_cycles), ("seed", run.seed)]
-    values += [(f"area_mm2.{k}", v) for k, v in run.area_mm2.items()]
-    for i, lr in enumerate(run.layers):
-        values += [(f"layers.{i}.{c}", getattr(lr, c)) for c in _NON_NEGATIVE]
-        values += [(f"layers.{i}.energy_by_component_pj.{k}", v)
-                   for k, v in lr.energy_by_component_pj.items()]  # fmt: skip
-        for part, actions in lr.counts.items():
-            values += [(f"layers.{i}.counts.{part}.{a}", n) for a, n in actions.items()]
-    for where, v in values:
+    view = {"seed": run.seed, "total_cycles": run.total_cycles, "area_mm2": run.area_mm2,
+            "layers": [vars(lr) for lr in run.layers]}  # fmt: skip
+    for where, v in _number_fields(view, _RUN_COUNTS, _LAYER_COUNTS):
         if not is_count(v):
             shown = shown_value(v) or repr(v)
             raise ValueError(
@@ -383,16 +378,22 @@ def _check_counts(run: RunResult) -> None:
             )
 
 
-def _number_fields(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """(field path, value) of every number field in the raw results object ``data``."""
-    out = [(k, data[k]) for k in _RUN_NUMBERS if k in data]
+def _number_fields(
+    data: Mapping[str, Any],
+    run_fields: tuple[str, ...] = _RUN_NUMBERS,
+    layer_fields: tuple[str, ...] = _LAYER_NUMBERS,
+) -> list[tuple[str, Any]]:
+    """(field path, value) of the number fields of a results object (raw JSON, or a run's
+    fields): ``run_fields``, areas, and each layer's ``layer_fields``, energies by component
+    and action counts."""
+    out = [(k, data[k]) for k in run_fields if k in data]
     if isinstance(data.get("area_mm2"), Mapping):
         out += [(f"area_mm2.{k}", v) for k, v in data["area_mm2"].items()]
     layers = data.get("layers")
     for i, lay in enumerate(layers if isinstance(layers, list) else ()):
         if not isinstance(lay, Mapping):
             continue  # pydantic names it
-        out += [(f"layers.{i}.{c}", lay[c]) for c in _LAYER_NUMBERS if c in lay]
+        out += [(f"layers.{i}.{c}", lay[c]) for c in layer_fields if c in lay]
         by_comp = lay.get("energy_by_component_pj")
         if isinstance(by_comp, Mapping):
             out += [(f"layers.{i}.energy_by_component_pj.{k}", v) for k, v in by_comp.items()]

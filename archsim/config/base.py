@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 import difflib
 import re
@@ -15,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from archsim.errors import ConfigError, shown_value
 from archsim.units import INT64_MAX
 
-__all__ = ["ArchsimModel", "validation_to_config_error", "set_dotted", "number_type"]
+__all__ = [
+    "ArchsimModel",
+    "validation_to_config_error",
+    "set_dotted",
+    "dotted_name",
+    "number_type",
+]
 
 M = TypeVar("M", bound="ArchsimModel")
 
@@ -274,6 +281,19 @@ def _check_set_once(paths: list[str], source: str) -> None:
                     source, path, f"is set twice (by {path} and by {other}); allowed: one "
                     "value per field"
                 )  # fmt: skip
+
+
+def dotted_name(node: ast.AST) -> str:
+    """``a.b.c`` for an expression node that is a chain of attributes on a name (how sweep
+    expressions refer to config fields), else ``""``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def set_dotted(data: dict[str, Any], path: str, value: Any, source: str) -> None:

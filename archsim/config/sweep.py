@@ -33,7 +33,7 @@ from pydantic import (
     model_validator,
 )
 
-from archsim.config.base import ArchsimModel
+from archsim.config.base import ArchsimModel, dotted_name
 
 __all__ = [
     "SweepSpec",
@@ -115,20 +115,18 @@ def _names_read(text: str) -> set[str]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     names: set[str] = set()
-    inside: set[int] = set()  # nodes within a chain already named, or a called function's name
+    inside: set[int] = set()  # nodes within a named chain, or a called function's name
     for node in ast.walk(tree):  # breadth first: a chain's outermost attribute comes first
         if isinstance(node, ast.Call):
             inside.add(id(node.func))
         if id(node) in inside or not isinstance(node, ast.Name | ast.Attribute):
             continue
-        parts: list[str] = []
-        inner: ast.expr = node
-        while isinstance(inner, ast.Attribute):
-            parts.append(inner.attr)
-            inner = inner.value
-            inside.add(id(inner))
-        if isinstance(inner, ast.Name):
-            names.add(".".join([inner.id, *reversed(parts)]))
+        name = dotted_name(node)
+        if name:
+            names.add(name)
+        while isinstance(node, ast.Attribute):  # its inner links are not names of their own
+            node = node.value
+            inside.add(id(node))
     return names
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "FcLayer",
     "GemmLayer",
     "LstmLayer",
+    "LINE_BREAKING_CATEGORIES",
     "LayerSpec",
     "WorkloadSpec",
     "toggle_fraction",
@@ -68,13 +69,16 @@ def toggle_fraction(activity: OperandActivity) -> float:
 
 #: control characters an error names in words (others: by code point)
 _CONTROL_NAMES = {"\n": "newline", "\r": "carriage return", "\t": "tab"}
+#: Unicode categories a layer name may not hold: control characters, line and paragraph
+#: separators (they break a line of a table)
+LINE_BREAKING_CATEGORIES = ("Cc", "Zl", "Zp")
 
 
 def _control_character(text: str) -> str | None:
     """The first character of ``text`` that breaks a line or a terminal table (a control
     character, a line or paragraph separator), named; None when there is none."""
     for ch in text:
-        if unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+        if unicodedata.category(ch) in LINE_BREAKING_CATEGORIES:
             return _CONTROL_NAMES.get(ch, f"U+{ord(ch):04X}")
     return None
 

@@ -19,6 +19,8 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+from archsim.config.base import dotted_name
+
 __all__ = ["Expression", "ExpressionError", "derived_quantities"]
 
 _BIN = {
@@ -157,7 +159,7 @@ class Expression:
                 raise ExpressionError(
                     f"{self.text!r}: unknown function; allowed: {', '.join(_FUNCS)}"
                 )
-            if isinstance(n, ast.Attribute) and not _dotted(n):
+            if isinstance(n, ast.Attribute) and not dotted_name(n):
                 raise ExpressionError(f"{self.text!r}: attributes only on dotted field names")
             if isinstance(n, ast.Constant) and not isinstance(n.value, int | float | str | bool):
                 raise ExpressionError(f"{self.text!r}: constant {n.value!r} is not allowed")
@@ -166,7 +168,7 @@ class Expression:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name | ast.Attribute):
-            return _lookup(names, _dotted(node), self.text)
+            return _lookup(names, dotted_name(node), self.text)
         if isinstance(node, ast.BinOp):
             left, right = self._eval(node.left, names), self._eval(node.right, names)
             self._bound_binop(node.op, left, right)
@@ -260,18 +262,6 @@ def _depth(node: ast.AST) -> int:
         deepest = max(deepest, d)
         stack.extend((c, d + 1) for c in ast.iter_child_nodes(n))
     return deepest
-
-
-def _dotted(node: ast.AST) -> str:
-    """``a.b.c`` for a chain of attributes on a name, else ``""``."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return ""
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _lookup(names: Mapping[str, Any], dotted: str, text: str) -> Any:

@@ -135,12 +135,14 @@ def collective(
         allowed = ", ".join(f"{n} ({name})" for n, name in _DTYPE_NAMES.items())
         raise SimulationError(f"dtype_bytes {shown_name(repr(dtype_bytes))}; allowed: {allowed}")
     rows: list[dict[str, Any]] = []
+    done: set[int] = set()  # rounded sizes with a row
     per_rank = op in ("reduce_scatter", "all_gather")  # nccl-tests' paramcount: count / ranks
     for nbytes in sizes:
         count = nbytes // dtype_bytes // (cfg.gpus if per_rank else 1)
         nbytes = count * (cfg.gpus if per_rank else 1) * dtype_bytes
-        if nbytes == 0 or any(r["size_bytes"] == nbytes for r in rows):  # 0 elements, or a
-            continue  # size another rounded to already (4, 6, 7 B: one 4-byte row)
+        if nbytes == 0 or nbytes in done:  # 0 elements, or a size another rounded to
+            continue  # already (4, 6, 7 B: one 4-byte row)
+        done.add(nbytes)
         c = collective_time(cfg, op, nbytes, algorithm, protocol)
         if not (math.isfinite(c.time_s) and math.isfinite(c.energy_pj(cfg))):
             raise ArchsimError(

@@ -682,7 +682,6 @@ def _check_cycles(what: str, t: float, clock: float) -> None:
     if not math.isfinite(t * clock) or t * clock >= 2**63:
         raise SimulationError(
             f"{_ROW_WHAT.get(what, what)}: {t:.3g} s, beyond what a 64-bit cycle count holds; "
-            "allowed: times and "
-            "rates of the system's fields (training.*, host.*, nccl.*) that give a step under "
-            "2**63 cycles"
+            "allowed: times and rates of the system's fields (training.*, host.*, nccl.*) that "
+            "give a step under 2**63 cycles"
         )

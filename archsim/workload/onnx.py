@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from archsim.config.base import validation_to_config_error
-from archsim.config.workload import WorkloadSpec
+from archsim.config.workload import LINE_BREAKING_CATEGORIES, WorkloadSpec
 from archsim.errors import WorkloadError
 from archsim.workload.onnx_activations import load_input, measure_activations
 from archsim.workload.onnx_graph import load_graph
@@ -111,7 +111,7 @@ def unique_name(name: str, seen: set[str], sep: str = "#") -> str:
 def _printable(name: str) -> str:
     """``name`` with control characters and line breaks (which a layer name may not hold: it
     is one line of a table) as ``_``: an ONNX node named ``"conv\t1"`` imports as ``conv_1``."""
-    return "".join("_" if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in name)
+    return "".join("_" if unicodedata.category(c) in LINE_BREAKING_CATEGORIES else c for c in name)
 
 
 def _density(a: np.ndarray, threshold: float) -> float:
