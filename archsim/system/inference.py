@@ -50,11 +50,11 @@ from archsim.config.system import TrainingConfig
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, WorkloadSpec
 from archsim.errors import SimulationError, check_choice, check_count
 from archsim.simulate import simulate
-from archsim.system.training import (
+from archsim.system.passes import (
     MEMORY_FORMATS,
-    _max_pool,
     cold_when_revisited,
     input_elements,
+    max_pool_bytes,
     pooled_elements,
 )
 from archsim.system.workload import PRECISIONS
@@ -202,7 +202,7 @@ def _elementwise(
             out.append(("elementwise", t.residual_forward_passes * outputs * act, 0))
     if spec.input_max_pool_size > 1:  # a stride-1 pool of the input, before the conv
         ctas = maxpool_ctas(opts.batch, spec.c, spec.h, spec.w)
-        out.append(("maxpool", _max_pool(input_elements(spec, outputs), 1, act)[0], ctas))
+        out.append(("maxpool", max_pool_bytes(input_elements(spec, outputs), 1, act)[0], ctas))
     pooled = pooled_elements(spec, outputs)
     if spec.concat_channels:  # torch.cat of the module's branches: read and write them once
         out.append(("elementwise", 2 * pooled * act, 0))
@@ -211,7 +211,7 @@ def _elementwise(
         disjoint = spec.max_pool_size <= st
         ctas = maxpool_ctas(opts.batch, channels, -(-spec.out_h // st), -(-spec.out_w // st))
         out.append(("maxpool_disjoint" if disjoint else "maxpool",
-                    _max_pool(pooled, st, act)[0], ctas))  # fmt: skip
+                    max_pool_bytes(pooled, st, act)[0], ctas))  # fmt: skip
     out += _head(spec, outputs, act, opts)
     if opts.autocast_weight_casts:  # the weight's cast, and the bias's when it has one
         weights = spec.k * (spec.c // spec.groups) * spec.r * spec.s

@@ -24,9 +24,9 @@ from archsim.config.workload import WorkloadSpec
 from archsim.errors import SimulationError, is_count
 from archsim.system import load_system
 from archsim.system.collectives import collective_time
+from archsim.system.passes import StepOptions, elementwise_passes, gemm_times
 from archsim.system.subsystem import gpu_config, subsystem
 from archsim.system.topology import find_rings
-from archsim.system.training import StepOptions, _elementwise, _gemm_times
 from archsim.system.workload import PRECISIONS, split_tensor, training_layers
 
 __all__ = ["parallel_step"]
@@ -103,9 +103,9 @@ def parallel_step(
     micro = batch_per_replica // micro_batches
     full = training_layers(wl, micro)
     layers = split_tensor(full, tensor)
-    gemms = _gemm_times(gpu, layers, precision, wl)
+    gemms = gemm_times(gpu, layers, precision, wl)
     hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
-    ew_f, ew_b, _ = _elementwise(layers, wl, sysn, act, hbm)
+    ew_f, ew_b, _ = elementwise_passes(layers, wl, sysn, act, hbm)
     tp = subsystem(sysn, tensor) if tensor > 1 else None
     fwd, bwd = [], []
     for i, tl in enumerate(layers):

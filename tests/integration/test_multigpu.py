@@ -598,7 +598,7 @@ def test_nchw_tensor_core_convs_pay_for_transposes(tmp_path) -> None:
     data gradient, X and dY for the weight gradient (a read and a write each); FP32 CUDA-core
     convs and NHWC need none."""
     from archsim.config.io import load_workload
-    from archsim.system.training import _transposes
+    from archsim.system.passes import transposes_moved
 
     conv = {"kind": "conv", "c": 16, "k": 32, "h": 14, "w": 14, "r": 3, "s": 3, "pad": 1}
     layers = [{"name": "c1", **conv}, {"name": "c2", **conv, "c": 32}]
@@ -608,8 +608,9 @@ def test_nchw_tensor_core_convs_pay_for_transposes(tmp_path) -> None:
     wl = load_workload(str(path))
     tls = training_layers(wl, 8)
     out_el, in1, in2 = 8 * 32 * 14 * 14, 8 * 16 * 14 * 14, 8 * 32 * 14 * 14
-    assert _transposes(tls[0], wl.layers[0], 2) == (2 * (in1 + out_el), 2 * (in1 + out_el), 2, 2)
-    assert _transposes(tls[1], wl.layers[1], 2) == (2 * (in2 + out_el), 4 * (in2 + out_el), 2, 4)
+    moved = transposes_moved
+    assert moved(tls[0], wl.layers[0], 2) == (2 * (in1 + out_el), 2 * (in1 + out_el), 2, 2)
+    assert moved(tls[1], wl.layers[1], 2) == (2 * (in2 + out_el), 4 * (in2 + out_el), 2, 4)
     sysm = load_system("pcie4_v100")
 
     def step(precision: str, fmt: str) -> float:
@@ -627,7 +628,7 @@ def test_a_training_step_finds_no_gemm_operand_resident() -> None:
     a training step's GEMMs (ResNet-50 at batch 64: forward, data- and weight-gradient) touch
     far more than L2 keeps between two visits of one, so the step prices them cold."""
     from archsim.config.io import load_hardware, load_workload
-    from archsim.system.training import footprint_bytes
+    from archsim.system.passes import footprint_bytes
     from archsim.system.workload import gemm_workload, training_layers
 
     h100 = load_hardware("h100")

@@ -264,7 +264,7 @@ def test_a_pass_bigger_than_l2_finds_no_layer_resident() -> None:
     L2 takes 10.88 us, 3.1 TB/s)."""
     from archsim.config.io import load_hardware
     from archsim.system.inference import _conv_workload
-    from archsim.system.training import footprint_bytes
+    from archsim.system.passes import footprint_bytes
 
     h100 = load_hardware("h100")
     keep = h100.l2.resident_capacity_bytes

@@ -1,10 +1,10 @@
-"""Elementwise passes of a training step per conv: batch-norm, bias, ReLU (system/training.py)."""
+"""Elementwise passes of a training step per conv: batch-norm, bias, ReLU (system/passes.py)."""
 
 from __future__ import annotations
 
 import archsim
 from archsim.config.workload import WorkloadSpec
-from archsim.system.training import _elementwise
+from archsim.system.passes import elementwise_passes
 from archsim.system.workload import training_layers
 
 
@@ -17,7 +17,7 @@ def _bytes(**layer: object) -> tuple[int, int]:
     )
     system = archsim.load_hardware("dgx_h100")
     out = 8 * 64 * 56 * 56 * 2
-    fwd, bwd, moved = _elementwise(training_layers(wl, 8), wl, system, 2, 1.0)
+    fwd, bwd, moved = elementwise_passes(training_layers(wl, 8), wl, system, 2, 1.0)
     return round(fwd[0]) // out, round(bwd[0]) // out, sum(moved) // out  # type: ignore[return-value]
 
 
@@ -58,5 +58,5 @@ def test_classifier_relu_passes() -> None:
         wl = WorkloadSpec.model_validate(
             {"schema_version": 1, "name": "w", "source": "test", "layers": [fc]}
         )
-        fwd, bwd, _ = _elementwise(training_layers(wl, 8), wl, system, 2, 1.0)
+        fwd, bwd, _ = elementwise_passes(training_layers(wl, 8), wl, system, 2, 1.0)
         assert (fwd[0], bwd[0]) == (passes[0] * out, passes[1] * out), relu
