@@ -50,8 +50,8 @@ def _pct(x: float) -> str:
 def cmd(args: argparse.Namespace) -> int:
     """Implementation of ``archsim calibrate``."""
     from archsim.measure.folder import read_folder
-    from archsim.validation.calibrate import fit, residuals, write_yaml
-    from archsim.validation.measured import load_gpu
+    from archsim.validation.calibrate import check_measured_fields, fit, residuals, write_yaml
+    from archsim.validation.measured import load_gpu, skipped_notes
 
     out = Path(args.out)
     if out.suffix not in (".yaml", ".yml"):
@@ -63,6 +63,7 @@ def cmd(args: argparse.Namespace) -> int:
     check_out_file(out)  # before the fit: not a device or a FIFO
     hw = load_gpu(args.hardware)
     folder = read_folder(args.measured)
+    check_measured_fields(hw, folder)
 
     def progress(message: str) -> None:
         if not args.quiet:
@@ -90,5 +91,7 @@ def cmd(args: argparse.Namespace) -> int:
             f"{_pct(r['median_before']):>8}->{_pct(r['median_after']):<7}"
             f"{_pct(r['p90_before']):>9}->{_pct(r['p90_after']):<7}"
         )
+    for note in skipped_notes(result.rows_before):
+        print(f"note: {note}")
     print(f"wrote {path}")
     return 0

@@ -293,14 +293,14 @@ def _gpu_counts(text: str | None, cfg: Any, unit: int = 1) -> list[int]:
                 f"--tensor x --pipeline = {unit}: more than the {cfg.gpus} GPUs of {cfg.name}; "
                 f"allowed: up to {cfg.gpus}"
             )
-        if not counts:  # e.g. 3 pipeline stages on 8 GPUs: 3 and 6 (within a node or whole
-            # nodes, as a step runs on)
-            counts = [g for g in (unit << i for i in range(cfg.gpus.bit_length()))
-                      if g <= cfg.gpus and (g <= per or g % per == 0)]  # fmt: skip
+        if unit > 1:  # model parallelism is modelled inside one node (system.parallel)
+            counts = [g for g in counts if g <= per]
+        if not counts:  # e.g. 3 pipeline stages on 8 GPUs: 3 and 6, within a node
+            counts = [g for g in (unit << i for i in range(per.bit_length())) if g <= per]
         if not counts:
             raise ArchsimError(
-                f"--tensor x --pipeline = {unit}: no multiple of it fits one node of {per} or "
-                f"whole nodes of {cfg.name}; allowed: --gpus with such counts"
+                f"--tensor x --pipeline = {unit}: more than one node of {per} GPUs of "
+                f"{cfg.name} (model parallelism runs inside a node); allowed: up to {per}"
             )
         return sorted(counts)
     try:

@@ -403,7 +403,21 @@ def load_hardware(name_or_path: str | Path | ArchsimModel) -> ArchsimModel:
     hit = _recall(key)
     if hit is not None:
         return hit
-    return _remember(key, hardware_from_dict(read_yaml(path), str(path)))
+    return _remember(key, hardware_from_dict(_beside(read_yaml(path), path), str(path)))
+
+
+def _beside(data: Any, path: Path) -> Any:
+    """A system YAML's ``gpu`` given as a relative YAML path, found beside the file (as a
+    workload's data files are), not in the current folder; anything else unchanged."""
+    if not isinstance(data, dict) or data.get("accelerator") != "system":
+        return data
+    gpu = data.get("gpu")
+    if not isinstance(gpu, str):
+        return data
+    if not gpu.endswith((".yaml", ".yml")) or Path(gpu).is_absolute():
+        return data
+    beside = path.parent / gpu
+    return {**data, "gpu": str(beside)} if beside.is_file() else data
 
 
 def load_workload(name_or_path: str | Path | WorkloadSpec) -> WorkloadSpec:
@@ -431,6 +445,11 @@ def load_workload(name_or_path: str | Path | WorkloadSpec) -> WorkloadSpec:
 def _read_workload(path: Path) -> WorkloadSpec:
     data = read_yaml(path)
     _check_schema_version(data, str(path))
+    if isinstance(data, dict) and "accelerator" in data and "layers" not in data:
+        raise ConfigError(
+            str(path), "accelerator", "a hardware file, not a workload; allowed: a workload "
+            "YAML (name, source, layers)",
+        )  # fmt: skip
     try:
         spec = WorkloadSpec.model_validate(data)
     except ValidationError as exc:

@@ -415,7 +415,15 @@ class SystemConfig(ArchsimModel):
         allowed = f"gpu0..gpu{self.gpus_per_node - 1}" + "".join(
             f", {s}" for s in self.topology.switches
         )
+        switches = self.topology.switches
+        for i, name in enumerate(switches):
+            if name in gpus or name in switches[:i]:
+                what = "a GPU" if name in gpus else f"topology.switches.{switches.index(name)}"
+                raise ValueError(
+                    f"topology.switches.{i}: {name!r} also names {what}; allowed: a name of its own"
+                )
         adj: dict[str, set[str]] = {e: set() for e in ends}
+        pairs: dict[frozenset[str], int] = {}
         for i, link in enumerate(self.topology.links):
             for side in ("a", "b"):
                 end = getattr(link, side)
@@ -428,6 +436,12 @@ class SystemConfig(ArchsimModel):
                 raise ValueError(
                     f"topology.links.{i}.b: link {i} joins {link.a!r} to itself; allowed: two "
                     "different ends"
+                )
+            first = pairs.setdefault(frozenset((link.a, link.b)), i)
+            if first != i:
+                raise ValueError(
+                    f"topology.links.{i}: joins {link.a!r} and {link.b!r} as link {first} does; "
+                    "allowed: each pair once (count: N for parallel links of one kind)"
                 )
             if link.kind not in self.topology.link_kinds:
                 have = ", ".join(self.topology.link_kinds) or "(none)"

@@ -17,6 +17,8 @@ and extra columns are listed as ignored. Every problem is a one-line
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -29,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from archsim.errors import ArchsimError, one_line, os_reason
+from archsim.errors import ArchsimError, one_line, os_reason, shown_value
 
 __all__ = [
     "CONV_COLUMNS",
@@ -88,6 +90,12 @@ class MeasuredFolder:
     energy: dict[str, Any]
     ignored: tuple[str, ...] = field(default_factory=tuple)
     bursts: dict[str, Any] = field(default_factory=dict)  # probe.burst_trace entries
+    lines: dict[str, tuple[int, ...]] = field(default_factory=dict)  # file -> row's file line
+
+    def line(self, name: str, row: int) -> int:
+        """The file line of row ``row`` (0-based) of table ``name``."""
+        lines = self.lines.get(name)
+        return lines[row] if lines is not None and row < len(lines) else row + 2
 
     @property
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -143,17 +151,67 @@ def _regular(path: Path) -> None:
                                "probe gpu` writes it")  # fmt: skip
 
 
-def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
-    """One ``gemm_*.csv`` / ``conv_*.csv`` file, every cell checked; and its extra columns."""
+#: the largest measurement file read, bytes (the probe's files are kilobytes; a link to an
+#: endless pseudo-file such as /proc/self/pagemap must not fill the memory)
+MAX_FILE_BYTES = 64 << 20
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES`; one-line errors."""
     _regular(path)
     try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise MeasurementError(path, "", "empty file; allowed: a CSV header and rows") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        problem = one_line(exc)
-        raise MeasurementError(path, "", f"not a readable CSV ({problem})") from None
-    header = [str(c).strip() for c in raw.columns]
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise MeasurementError(path, "", f"cannot read: {os_reason(exc)}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise MeasurementError(path, "", f"larger than {MAX_FILE_BYTES >> 20} MiB; allowed: "
+                               "the files `archsim probe gpu` writes")  # fmt: skip
+    return data
+
+
+def _records(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """(header, [(file line, cells)...]) of a CSV file; blank lines skipped, a record that
+    spans lines (a quoted newline) numbered by its first line, a record with more or fewer
+    cells than the header refused."""
+    try:
+        text = _read_bytes(path).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MeasurementError(path, "", f"not a readable CSV ({one_line(exc)})") from None
+    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+    header: list[str] | None = None
+    records = []
+    try:
+        while True:
+            first = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            if not any(cell.strip() for cell in row):
+                continue  # a blank line
+            if header is None:
+                header = [c.strip() for c in row]
+                continue
+            if len(row) != len(header):
+                raise MeasurementError(f"{path}: line {first}", "", f"{len(row)} fields where "
+                                       f"the header has {len(header)}; allowed: one value per "
+                                       "column")  # fmt: skip
+            records.append((first, row))
+    except csv.Error as exc:
+        raise MeasurementError(path, "", f"not a readable CSV ({one_line(exc)})") from None
+    if header is None:
+        raise MeasurementError(path, "", "empty file; allowed: a CSV header and rows")
+    repeated = next((c for i, c in enumerate(header) if c in header[:i]), None)
+    if repeated is not None:
+        raise MeasurementError(path, repeated, "column given twice; allowed: each column once")
+    return header, records
+
+
+def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str], tuple[int, ...]]:
+    """One ``gemm_*.csv`` / ``conv_*.csv`` file, every cell checked; its extra columns and the
+    file line of each row."""
+    header, records = _records(path)
     want = _columns_for(path.name, header)
     missing = [c for c in want if c not in header]
     if missing:
@@ -161,37 +219,39 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str]]:
             path, missing[0], f"column missing; required columns: {', '.join(want)}"
         )
     extra = [c for c in header if c not in want]
-    if raw.empty:
+    if not records:
         raise MeasurementError(path, "", "no rows; allowed: at least one measured row")
-    raw.columns = header
-    rows = [
-        {c: _cell(path, i + 2, c, rec[c]) for c in want}
-        for i, rec in enumerate(raw.to_dict(orient="records"))
-    ]
+    at = {c: header.index(c) for c in want}
+    rows = [{c: _cell(path, line, c, cells[at[c]]) for c in want} for line, cells in records]
+    lines = tuple(line for line, _ in records)
     frame = pd.DataFrame(rows, columns=list(want))
     if path.name.startswith("conv_"):
-        for i, row in enumerate(rows):
-            _check_conv_row(f"{path}: line {i + 2}", row)
+        for line, row in zip(lines, rows, strict=True):
+            _check_conv_row(f"{path}: line {line}", row)
     if path.name.startswith("gemm_"):
-        _check_gemm_rate(path, frame)
+        _check_gemm_rate(path, frame, lines)
     bad = frame.index[frame["min_s"] > frame["time_s"] * (1 + 1e-9)]
     if len(bad):
         raise MeasurementError(
-            f"{path}: line {int(bad[0]) + 2}", "min_s", "is larger than time_s (the median); "
-            "allowed: min_s <= time_s",
+            f"{path}: line {lines[int(bad[0])]}", "min_s", "is larger than time_s (the "
+            "median); allowed: min_s <= time_s",
         )  # fmt: skip
-    return frame, extra
+    return frame, extra, lines
 
 
+#: the fastest rate a GEMM row may imply when its ``tflops`` is 0 (not measured): 100x the
+#: densest FP8 rate of any GPU here (the H100's 1,979 sparse TFLOPS)
+MOST_TFLOPS = 2e5
 #: how far a GEMM row's ``tflops`` may sit from 2 m n k / time_s or / min_s (the probe's figure
 #: agrees to 0.04 % in every folder it wrote; the reference folder's rows likewise)
 TFLOPS_TOLERANCE = 0.01
 
 
-def _check_gemm_rate(path: Path, frame: pd.DataFrame) -> None:
+def _check_gemm_rate(path: Path, frame: pd.DataFrame, lines: tuple[int, ...]) -> None:
     """A GEMM row's ``tflops`` (when not 0) is its shape's FLOPs over its time (``time_s``, or
     ``min_s`` for a rate from the fastest replay): a row whose shape or time contradicts it
-    (m = 1e12 done in 2.7 us) is refused, not simulated."""
+    (m = 1e12 done in 2.7 us) is refused, not simulated; a row without a rate (0) may not
+    imply more than :data:`MOST_TFLOPS`."""
     given = frame["tflops"].astype(float)
     m, n, k = (frame[c].astype(float) for c in ("m", "n", "k"))  # no int64 overflow
     tera = 2.0 * m * n * k / 1e12
@@ -202,12 +262,20 @@ def _check_gemm_rate(path: Path, frame: pd.DataFrame) -> None:
     def near(rate: pd.Series) -> pd.Series:
         return (rate / given - 1).abs() <= TFLOPS_TOLERANCE
 
+    absurd = frame.index[(given == 0) & (implied > MOST_TFLOPS)]
+    if len(absurd):
+        i = int(absurd[0])
+        raise MeasurementError(
+            f"{path}: line {lines[i]}", "time_s", f"{frame['time_s'][i]:.6g} s for 2 m n k = "
+            f"{tera[i]:.6g} TFLOP is {implied[i]:.6g} TFLOPS; allowed: a time a GPU can "
+            f"reach (under {MOST_TFLOPS:g} TFLOPS)",
+        )  # fmt: skip
     off = frame.index[(given > 0) & ~near(implied) & ~near(from_min)]
     if len(off):
         i = int(off[0])
         also = f" and / min_s = {from_min[i]:.6g}" if math.isfinite(from_min[i]) else ""
         raise MeasurementError(
-            f"{path}: line {i + 2}", "tflops",
+            f"{path}: line {lines[i]}", "tflops",
             f"{given[i]:.6g} disagrees with 2 m n k / time_s = {implied[i]:.6g}{also}; allowed: "
             f"the row's own rate over time_s or min_s (within {TFLOPS_TOLERANCE:.0%}), or 0 "
             "when not measured",
@@ -263,6 +331,23 @@ def _positive(doc: Mapping[str, Any], key: str, where: str) -> float:
 _POSITIVE = ("time_s", "seconds", "joules_per_call", "calls", "bytes_moved", "bytes",
              "bytes_per_call", "flops_per_call")  # fmt: skip
 _NON_NEGATIVE = ("joules", "watts")
+#: the largest plausible value of each reading (as :data:`_MOST` for the CSV rows): an hour of
+#: calls timed, a petabyte moved or an exaflop computed by one call, a megajoule, 100 kW, a
+#: trillion calls; the device's SMs and clocks likewise
+_MOST_READING = {
+    "time_s": 3600.0, "seconds": 3600.0, "joules_per_call": 1e6, "joules": 1e9,
+    "watts": 1e5, "calls": 1e12, "bytes_moved": 1e15, "bytes": 1e15, "bytes_per_call": 1e15,
+    "flops_per_call": 1e18, "idle_watts": 1e5, "sms": 1e4, "max_sm_clock_mhz": 1e4,
+    "idle_sm_clock_mhz": 1e4, "power_limit_w": 1e5,
+}  # fmt: skip
+
+
+def _at_most(doc: Mapping[str, Any], key: str, where: str) -> None:
+    """Refuse ``doc[key]`` past :data:`_MOST_READING` (a number already checked)."""
+    most = _MOST_READING.get(key)
+    if most is not None and doc[key] > most:
+        raise MeasurementError(where, key, f"{doc[key]!r} is out of range; allowed: a number "
+                               f"up to {most:g}")  # fmt: skip
 
 
 def _check_entries(block: dict[str, Any], prefix: str, where: str) -> None:
@@ -274,6 +359,7 @@ def _check_entries(block: dict[str, Any], prefix: str, where: str) -> None:
             for num in (*_POSITIVE, *_NON_NEGATIVE):
                 if num in value:
                     _need(value, num, float, f"{where}: {path}")
+                    _at_most(value, num, f"{where}: {path}")
             for num in _POSITIVE:
                 if num in value and value[num] == 0:
                     raise MeasurementError(f"{where}: {path}", num, "0 is not valid; allowed: "
@@ -289,8 +375,41 @@ def _check_entries(block: dict[str, Any], prefix: str, where: str) -> None:
                                    "an object of readings")  # fmt: skip
 
 
+def _check_smi(block: dict[str, Any], where: str) -> None:
+    """``energy.<entry>.smi_mid`` (nvidia-smi snapshots taken halfway): a list of objects, the
+    first one's ``clocks.sm`` (when given) a number of MHz > 0."""
+    for key, entry in block.items():
+        snaps = entry.get("smi_mid") if isinstance(entry, dict) else None
+        if not snaps:
+            continue
+        path = f"energy.{key}.smi_mid"
+        if not isinstance(snaps, list) or not all(isinstance(s, dict) for s in snaps):
+            raise MeasurementError(where, path, f"{_shown(snaps)} is not valid; allowed: a list "
+                                   "of nvidia-smi snapshots (objects), as `archsim probe gpu` "
+                                   "writes")  # fmt: skip
+        if "clocks.sm" not in snaps[0]:
+            continue
+        raw = snaps[0]["clocks.sm"]
+        try:
+            mhz = float(raw)
+        except (TypeError, ValueError):
+            mhz = math.nan
+        if isinstance(raw, bool) or not (math.isfinite(mhz) and 0 < mhz <= 1e4):
+            raise MeasurementError(where, f"{path}.0.clocks.sm", f"{_shown(raw)} is not valid; "
+                                   "allowed: a number of MHz from 0 to 10000")  # fmt: skip
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` cut to 60 characters."""
+    text = shown_value(value) or repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 #: columns of one ``bursts.<entry>.trace`` row (see :func:`archsim.measure.probe.burst_trace`)
 BURST_COLUMNS = ("t_s", "s_per_call", "sm_mhz", "board_w", "energy_j")
+#: the largest plausible value of each (a day of trace, an hour per call, 10 GHz, 100 kW, the
+#: energy of a day at it)
+_BURST_MOST = (86400.0, 3600.0, 1e4, 1e5, 1e10)
 
 
 def _check_bursts(block: Any, where: str) -> dict[str, Any]:
@@ -304,7 +423,10 @@ def _check_bursts(block: Any, where: str) -> dict[str, Any]:
         if not isinstance(entry, dict):
             raise MeasurementError(where, path, "is not valid; allowed: an object with "
                                    "calls_per_replay and trace")  # fmt: skip
-        _need(entry, "calls_per_replay", int, f"{where}: {path}")
+        calls = _need(entry, "calls_per_replay", int, f"{where}: {path}")
+        if not 1 <= calls <= _MOST_READING["calls"]:
+            raise MeasurementError(f"{where}: {path}", "calls_per_replay", f"{calls!r} is out "
+                                   "of range; allowed: an integer from 1 to 1e12")  # fmt: skip
         trace = _need(entry, "trace", list, f"{where}: {path}")
         last = -math.inf
         for i, row in enumerate(trace):
@@ -312,22 +434,27 @@ def _check_bursts(block: Any, where: str) -> dict[str, Any]:
                 isinstance(row, list)
                 and len(row) == len(BURST_COLUMNS)
                 and all(
-                    isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-                    for v in row
+                    isinstance(v, int | float)
+                    and not isinstance(v, bool)
+                    and math.isfinite(v)
+                    and 0 <= v <= most
+                    for v, most in zip(row, _BURST_MOST, strict=False)
                 )
             )
             if not ok or row[0] < last:
                 raise MeasurementError(
                     where, f"{path}.trace.{i}", f"{row!r} is not valid; allowed: "
-                    f"[{', '.join(BURST_COLUMNS)}], finite numbers, t_s not decreasing",
+                    f"[{', '.join(BURST_COLUMNS)}], finite numbers >= 0 (s, s, MHz, W, J), "
+                    "t_s not decreasing",
                 )  # fmt: skip
             last = row[0]
     return block
 
 
 def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
+    data = _read_bytes(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(data.decode("utf-8"))
     except json.JSONDecodeError as exc:
         raise MeasurementError(path, "", f"not valid JSON ({one_line(exc)})") from None
     except UnicodeDecodeError as exc:
@@ -345,17 +472,24 @@ def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     _need(device, "name", str, f"{where}: device")
     _need(device, "sms", int, f"{where}: device")
     _positive(device, "sms", f"{where}: device")
+    _at_most(device, "sms", f"{where}: device")
     for key in ("max_sm_clock_mhz", "power_limit_w", "idle_sm_clock_mhz"):
         if key in device:
             _positive(device, key, f"{where}: device")
+            _at_most(device, key, f"{where}: device")
     memory = _need(doc, "memory_eager", dict, where)
     for key in [k for k in memory if k.startswith("tiny_kernel")]:
         _positive(memory, key, f"{where}: memory_eager")
+        if memory[key] > 1.0:  # a launch floor of more than a second
+            raise MeasurementError(f"{where}: memory_eager", key, f"{memory[key]!r} is out of "
+                                   "range; allowed: a time in s up to 1")  # fmt: skip
     energy = _need(doc, "energy", dict, where)
     _check_entries(memory, "memory_eager", where)
     if "idle_watts" in energy:
         _need(energy, "idle_watts", float, f"{where}: energy")
+        _at_most(energy, "idle_watts", f"{where}: energy")
     _check_entries(energy, "energy", where)
+    _check_smi(energy, where)
     bursts = _check_bursts(doc["bursts"], where) if "bursts" in doc else {}
     return device, memory, energy, bursts
 
@@ -379,6 +513,7 @@ def read_folder(path: str | Path) -> MeasuredFolder:
     gemm: dict[str, pd.DataFrame] = {}
     conv: dict[str, pd.DataFrame] = {}
     ignored = []
+    lines: dict[str, tuple[int, ...]] = {}
     for f in sorted(folder.iterdir()):
         if f.name.startswith("."):
             continue
@@ -391,7 +526,7 @@ def read_folder(path: str | Path) -> MeasuredFolder:
             ignored.append(ascii(f.name)[1:-1])
             continue
         if f.suffix == ".csv" and f.name.startswith(("gemm_", "conv_")):
-            frame, extra = _read_csv(f)
+            frame, extra, lines[f.name] = _read_csv(f)
             (gemm if f.name.startswith("gemm_") else conv)[f.name] = frame
             ignored.extend(f"{f.name}: column {c}" for c in extra)
         elif f.name != DEVICE_FILE:
@@ -405,7 +540,7 @@ def read_folder(path: str | Path) -> MeasuredFolder:
         raise MeasurementError(device_file, "", "file missing; required: device, memory_eager "
                                "and energy readings (written by `archsim probe gpu`)")  # fmt: skip
     device, memory, energy, bursts = _read_device(device_file)
-    return MeasuredFolder(folder, gemm, conv, device, memory, energy, tuple(ignored), bursts)
+    return MeasuredFolder(folder, gemm, conv, device, memory, energy, tuple(ignored), bursts, lines)
 
 
 def _csv_text(frame: pd.DataFrame) -> str:

@@ -128,7 +128,8 @@ def collective(
 
     cfg = subsystem(load_system(system), gpus)
     if cfg.gpus < 2:  # one GPU moves nothing: its algbw would be infinite
-        raise ArchsimError(f"gpus={gpus!r}: a collective needs 2 GPUs or more")
+        given = f"gpus={gpus!r}" if gpus is not None else f"{cfg.name} has {cfg.gpus} GPU"
+        raise ArchsimError(f"{given}: a collective needs 2 GPUs or more; allowed: gpus >= 2")
     sizes = size_range(sizes) if isinstance(sizes, str) else _size_list(sizes)
     dtype_bytes = integral(dtype_bytes)
     if not is_count(dtype_bytes) or dtype_bytes not in _DTYPE_NAMES:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
-from archsim.config.gpu import GpuConfig
+from archsim.config.gpu import GpuConfig, rate_key
 from archsim.config.system import SystemConfig
 from archsim.config.workload import ConvLayer, FcLayer, WorkloadSpec
 from archsim.energy.pricing_gpu import gpu_price_list
@@ -65,6 +65,14 @@ class StepOptions:
         ):
             raise SimulationError(f"top-k density {t!r}; allowed: a fraction in (0, 1]")
         check_choice("memory format", self.memory_format, MEMORY_FORMATS)
+        gpu = gpu_config(system)
+        rates = gpu.tensor_cores.precision_rate
+        runs = [p for p, (g, *_) in PRECISIONS.items() if g == "fp32" or rate_key(g) in rates]
+        if self.precision not in runs:
+            raise SimulationError(
+                f"precision {self.precision!r}: {system.name}'s {gpu.name} has no "
+                f"{PRECISIONS[self.precision][0]} tensor cores; allowed: {', '.join(runs)}"
+            )
 
 
 def input_elements(ls: ConvLayer, outputs: int) -> int:

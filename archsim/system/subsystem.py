@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
+from archsim.config.base import validation_to_config_error
 from archsim.config.gpu import GpuConfig
 from archsim.config.io import load_hardware
 from archsim.config.system import SystemConfig
@@ -12,7 +15,10 @@ __all__ = ["gpu_config", "subsystem"]
 
 def gpu_config(system: SystemConfig) -> GpuConfig:
     """The GPU preset the system names in ``gpu``."""
-    gpu = load_hardware(system.gpu)
+    try:
+        gpu = load_hardware(system.gpu)
+    except ConfigError as exc:  # say which system names the file
+        raise ConfigError(system.name, "gpu", str(exc)) from None
     if not isinstance(gpu, GpuConfig):
         raise ConfigError(
             system.name, "gpu", f"{system.gpu!r} is not a GPU preset; allowed: v100, a100, h100 "
@@ -55,4 +61,11 @@ def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
     data["nodes"] = 1
     data["step"]["gpus"] = None  # the cut system is the whole of what the step uses
     data["topology"]["links"] = [link.model_dump() for link in links]
-    return SystemConfig.model_validate(data)
+    try:
+        return SystemConfig.model_validate(data)
+    except ValidationError as exc:  # the first GPUs reach each other only through the others
+        problem = validation_to_config_error(exc, system.name, SystemConfig).problem
+        raise SimulationError(
+            f"gpus={gpus}: {system.name}'s first {gpus} GPUs without the others: {problem}; "
+            f"allowed: a GPU count whose GPUs are linked among themselves, or {system.gpus}"
+        ) from None

@@ -74,12 +74,17 @@ class NodeGraph:
             out.append(prev[out[-1]])  # type: ignore[arg-type]
         return out[::-1]
 
-    def nvswitch(self) -> str | None:
-        """The switch every GPU reaches over NVLink, if there is one."""
-        for s in self.switches:
-            if all(self.kind.get((g, s)) == "nvlink" for g in self.gpus):
-                return s
-        return None
+    def nvswitches(self) -> list[str]:
+        """The switches every GPU reaches over NVLink directly: one NVLink fabric (NCCL merges
+        a node's NVSwitches into one, as a DGX H100's four NVSwitch chips with 5/4/4/5 links
+        per GPU are its 18 NVLinks); empty when there is none."""
+        return [
+            s for s in self.switches if all(self.kind.get((g, s)) == "nvlink" for g in self.gpus)
+        ]
+
+    def fabric_links(self, gpu: str, switches: list[str]) -> int:
+        """``gpu``'s NVLinks into the fabric of ``switches``."""
+        return sum(self.count[(gpu, s)] for s in switches)
 
 
 def _cycles(cap: dict[tuple[int, int], int], n: int) -> list[tuple[int, ...]]:
@@ -107,22 +112,33 @@ def _cycles(cap: dict[tuple[int, int], int], n: int) -> list[tuple[int, ...]]:
     return out
 
 
+#: most cycles the packing search examines before it keeps the best packing found: a dense
+#: mesh whose packing is hard to complete would otherwise try every combination of its
+#: thousands of Hamiltonian cycles (an 8-GPU mesh with one doubled link ran for minutes)
+PACK_STEPS = 1_000_000
+
+
 def _pack(cycles: list[tuple[int, ...]], cap: dict[tuple[int, int], int], limit: int) -> list:
-    """Most cycles (repeats allowed) that fit the capacities: depth-first, bounded by ``limit``
-    (each cycle takes one out-link of GPU 0, so no packing exceeds GPU 0's out-degree)."""
+    """Most cycles (repeats allowed) that fit the capacities: depth-first, stopping at
+    ``limit`` (no packing exceeds it: each cycle takes one out-link and one in-link of every
+    GPU) or after :data:`PACK_STEPS` cycles examined (deterministic: the best found by then)."""
     best: list[tuple[int, ...]] = []
     chosen: list[tuple[int, ...]] = []
+    steps = 0
 
     def edges(c: tuple[int, ...]) -> list[tuple[int, int]]:
         return [(c[i], c[(i + 1) % len(c)]) for i in range(len(c))]
 
     def search(start: int) -> bool:
-        nonlocal best
+        nonlocal best, steps
         if len(chosen) > len(best):
             best = list(chosen)
             if len(best) == limit:
                 return True
         for i in range(start, len(cycles)):
+            steps += 1
+            if steps > PACK_STEPS:
+                return True
             es = edges(cycles[i])
             if all(cap[e] > 0 for e in es):
                 for e in es:
@@ -150,8 +166,16 @@ def _mesh_rings(g: NodeGraph) -> list[tuple[int, ...]]:
     }
     if n < 2 or n > 10:  # the exhaustive search is for node-sized meshes
         return []
-    limit = sum(c for (u, _), c in cap.items() if u == 0)
-    return _pack(_cycles(cap, n), dict(cap), limit)
+    out = [sum(c for (u, _), c in cap.items() if u == g) for g in range(n)]
+    into = [sum(c for (_, v), c in cap.items() if v == g) for g in range(n)]
+    limit, cycles = min(out + into), _cycles(cap, n)
+    # first one link per pair (the search completes a mesh of single links fast), then the
+    # parallel links too when that falls short: the larger packing, the first on a tie
+    single = _pack(cycles, {e: 1 for e in cap}, limit)
+    if len(single) == limit or all(c == 1 for c in cap.values()):
+        return single
+    full = _pack(cycles, dict(cap), limit)
+    return full if len(full) > len(single) else single
 
 
 def find_rings(cfg: SystemConfig) -> Rings:
@@ -161,9 +185,9 @@ def find_rings(cfg: SystemConfig) -> Rings:
     order = tuple(range(n))
     if n == 1:
         return Rings(1, float("inf"), "nvlink", (order,))
-    switch = g.nvswitch()
-    if switch is not None:
-        links = min(g.count[(gpu, switch)] for gpu in g.gpus)
+    switches = g.nvswitches()
+    if switches:
+        links = min(g.fabric_links(gpu, switches) for gpu in g.gpus)
         return Rings(links, g.bw["nvlink"], "nvlink", (order,) * links)
     mesh = _mesh_rings(g)
     if mesh:

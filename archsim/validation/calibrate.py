@@ -21,8 +21,8 @@ import pandas as pd
 import yaml
 
 from archsim.config.io import _resolve, load_hardware, read_yaml
-from archsim.errors import ArchsimError
-from archsim.measure.folder import MeasuredFolder
+from archsim.errors import ArchsimError, ConfigError
+from archsim.measure.folder import DEVICE_FILE, MeasuredFolder, MeasurementError
 from archsim.validation.measured import (
     error_stats,
     measured_rows,
@@ -304,6 +304,20 @@ def _measured_fields(folder: MeasuredFolder) -> dict[str, tuple[float, str]]:
         if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
             out[path] = (float(value), why)
     return out
+
+
+def check_measured_fields(hw: Any, folder: MeasuredFolder) -> None:
+    """Refuse a folder reading (:data:`MEASURED_FIELDS`) that its config field cannot take,
+    naming the folder's file and entry, before anything is fitted."""
+    for path, (value, _) in _measured_fields(folder).items():
+        try:
+            hw.with_overrides({path: value}, source="calibrate")
+        except ConfigError as exc:
+            entry = MEASURED_FIELDS[path][0]
+            raise MeasurementError(
+                folder.path / DEVICE_FILE, f"memory_eager.{entry}",
+                f"{value!r} cannot be the preset's {path} ({exc.problem})",
+            ) from None  # fmt: skip
 
 
 def write_yaml(hardware: str, result: Fit, folder: MeasuredFolder, out: str | Path) -> Path:

@@ -89,7 +89,10 @@ def _ranks(v: np.ndarray) -> np.ndarray:
 
 
 def error_stats(measured: pd.Series, simulated: pd.Series) -> dict[str, float]:
-    """n, median and p90 of |relative error|, and Spearman of the two series."""
+    """n, median and p90 of |relative error|, and Spearman of the two series, over the rows
+    both have (a row that was not simulated is not counted)."""
+    both = measured.notna() & simulated.notna()
+    measured, simulated = measured[both], simulated[both]
     err = ((simulated - measured) / measured).abs()
     return {
         "n": int(len(err)),
@@ -177,7 +180,8 @@ def measured_rows(folder: MeasuredFolder) -> pd.DataFrame:
                 flops = 2 * rec["m"] * rec["n"] * rec["k"]
                 layout = _layout(rec)
             out.append({
-                "file": name, "line": i + 2, "label": label, "kind": "conv" if is_conv else "gemm",
+                "file": name, "line": folder.line(name, i), "label": label,
+                "kind": "conv" if is_conv else "gemm",
                 "precision": rec["precision"], "layout": layout, "flops": flops,
                 "time_s": rec["time_s"], "sm_mhz": rec["sm_mhz"], "board_w": rec["board_w"],
                 "long_window": rec["time_s"] >= LONG_CALL_S,
@@ -375,18 +379,32 @@ def _power_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-_ROW_NAMES = re.compile(r"^<api>: layers\.\d+\.|layer 'row\d+': ")
+_ROW_PREFIX = re.compile(r"^<api>: layers\.\d+(\.|: )")
+_ROW_NAME = re.compile(r"layer 'row\d+'(: )?")
 
 
 def _cause(reason: str) -> str:
     """A skipped row's reason without the row's own layer name and index."""
-    return _ROW_NAMES.sub("", reason)
+    reason = _ROW_PREFIX.sub("", reason)
+    return _ROW_NAME.sub(lambda m: "" if m.group(1) else "the row's layer", reason)
+
+
+def skipped_notes(rows: pd.DataFrame) -> list[str]:
+    """One note per cause for the rows of ``rows`` (:func:`simulate_rows`) that were not
+    simulated: the row's own layer name and index are not part of the cause."""
+    skipped = rows[rows["sim_time_s"].isna()]
+    causes = skipped["reason"].astype(str).map(_cause)
+    notes = []
+    for why, block in skipped.groupby(causes, sort=False):
+        files = ", ".join(sorted(set(block["file"])))
+        notes.append(f"not simulated: {len(block)} row(s) of {files}: {why}")
+    return notes
 
 
 def _energy_layer(key: str) -> tuple[dict[str, Any] | None, str]:
     """``gemm_<precision>_<size>[_zeros]`` -> a square NN gemm layer (the data's naming)."""
     parts = key.split("_")
-    if len(parts) < 3 or parts[0] != "gemm" or not parts[2].isdigit():
+    if len(parts) < 3 or parts[0] != "gemm" or not (parts[2].isascii() and parts[2].isdigit()):
         return None, "no archsim kernel for this operation"
     if parts[3:] not in ([], ["zeros"]):
         return None, "unknown operand kind"
@@ -403,27 +421,13 @@ def _energy_layer(key: str) -> tuple[dict[str, Any] | None, str]:
     return layer, why
 
 
-def _smi_mhz(key: str, entry: dict[str, Any]) -> float:
-    """The SM clock of an energy entry's mid-run nvidia-smi snapshot, MHz (NaN: none)."""
+def _smi_mhz(entry: dict[str, Any]) -> float:
+    """The SM clock of an energy entry's mid-run nvidia-smi snapshot, MHz (NaN: none; the
+    folder reader checked the snapshots)."""
     snaps = entry.get("smi_mid")
-    where = f"device_memory_energy.json: energy.{key}.smi_mid"
-    if not snaps:
+    if not snaps or "clocks.sm" not in snaps[0]:
         return math.nan
-    if not isinstance(snaps, list) or not isinstance(snaps[0], dict):
-        raise ArchsimError(
-            f"{where}: a {type(snaps).__name__}; allowed: a list of nvidia-smi snapshots "
-            "(objects), as `archsim probe gpu` writes"
-        )
-    if "clocks.sm" not in snaps[0]:
-        return math.nan
-    raw = snaps[0]["clocks.sm"]
-    try:
-        mhz = float(raw)
-    except (TypeError, ValueError):
-        mhz = math.nan
-    if isinstance(raw, bool) or not (math.isfinite(mhz) and mhz > 0):
-        raise ArchsimError(f"{where}.0.clocks.sm: {raw!r}; allowed: a number > 0 (MHz)")
-    return mhz
+    return float(snaps[0]["clocks.sm"])
 
 
 def _energy_rows(hw: Any, energy: dict[str, Any]) -> pd.DataFrame:
@@ -432,8 +436,9 @@ def _energy_rows(hw: Any, energy: dict[str, Any]) -> pd.DataFrame:
         if not isinstance(entry, dict) or "joules_per_call" not in entry:
             continue
         rec: dict[str, Any] = {
-            "entry": key, "joules_per_call": entry["joules_per_call"], "watts": entry.get("watts"),
-            "sm_mhz": _smi_mhz(key, entry), "sim_energy_j": math.nan,
+            "entry": key, "joules_per_call": entry["joules_per_call"],
+            "watts": entry.get("watts", math.nan),
+            "sm_mhz": _smi_mhz(entry), "sim_energy_j": math.nan,
             "sim_power_w": math.nan, "sim_clock_hz": math.nan, "reason": "",
         }  # fmt: skip
         copy = copy_energy(hw, key, entry)
@@ -481,13 +486,7 @@ def compare(
     rows = simulate_rows(hw, measured_rows(folder), clock, progress)
     require_simulated(rows, hw, folder.path)
     done = rows[rows["sim_time_s"].notna()]
-    notes = []
-    skipped = rows[rows["sim_time_s"].isna()]
-    # one note per cause: the row's own layer name and index are not part of it
-    causes = skipped["reason"].astype(str).map(_cause)
-    for why, block in skipped.groupby(causes, sort=False):
-        files = ", ".join(sorted(set(block["file"])))
-        notes.append(f"not simulated: {len(block)} row(s) of {files}: {why}")
+    notes = skipped_notes(rows)
     if not rows[list(_MODEL_COLUMNS.values())].notna().any().any():
         at = (
             "rows with an sm_mhz reading ran at it, the others"

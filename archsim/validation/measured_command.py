@@ -10,7 +10,7 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archsim.errors import ArchsimError, os_reason
 
@@ -112,13 +112,19 @@ def format_comparison(cmp: Comparison) -> str:
             err = (e["sim_energy_j"] - e["joules_per_call"]) / e["joules_per_call"]
             lines.append(
                 f"  {e['entry']:<24} {e['joules_per_call']:.4g} J/call measured, "
-                f"{e['sim_energy_j']:.4g} simulated ({_pct(err)}); {e['watts']:.0f} W vs "
+                f"{e['sim_energy_j']:.4g} simulated ({_pct(err)}); {_watts(e['watts'])} W vs "
                 f"{e['sim_power_w']:.0f} W" + (
                     f"; {e['sm_mhz']:.0f} MHz vs {e['sim_clock_hz'] / 1e6:.0f}"
                     if not math.isnan(e["sim_clock_hz"]) else "")
                 + (f" ({e['note']})" if isinstance(e.get("note"), str) else "")
             )  # fmt: skip
     return "\n".join(lines + format_memory(cmp.memory))
+
+
+def _watts(value: Any) -> str:
+    """A measured mean power, W ("-": the entry has none)."""
+    ok = isinstance(value, int | float) and math.isfinite(value)
+    return f"{value:.0f}" if ok else "-"
 
 
 def _power_table(power: pd.DataFrame) -> str:

@@ -23,7 +23,7 @@ from archsim.config.gpu import GpuConfig
 
 __all__ = ["copy_energy", "format_memory", "memory_rows"]
 
-_ENTRY = re.compile(r"^(copy|read)_(\d+)MB$")
+_ENTRY = re.compile(r"^(copy|read)_([0-9]+)MB$")
 _COPY_ENERGY = re.compile(r"^hbm_copy_\d+[MG]B$")
 
 #: what an ``hbm_copy`` energy row checks (the h100 preset's SM-active energy per cycle is
@@ -48,6 +48,8 @@ def memory_rows(hw: GpuConfig, memory_eager: dict[str, Any]) -> pd.DataFrame:
     for key, entry in memory_eager.items():
         match = _ENTRY.match(key)
         if match is None or not isinstance(entry, dict) or "time_s" not in entry:
+            continue
+        if len(match.group(2)) > 9:  # a name past a petabyte: not a copy of a real device
             continue
         kind, mb = match.group(1), int(match.group(2))
         moved = int(entry.get("bytes_moved", entry.get("bytes", mb << 20)))

@@ -1264,7 +1264,7 @@ def test_inputs_that_traced_back_in_a_fuzzing(tmp_path: Path, capsys: Any) -> No
     path.write_text(json.dumps(data))
     assert main(["validate", "tensor_core", "--measured", str(folder), "-q"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"energy.{key}.smi_mid: a float; allowed" in err, err
+    assert err.count("\n") == 1 and f"energy.{key}.smi_mid: 3.5 is not valid; allowed" in err, err
 
 
 def test_integers_too_long_to_print(tmp_path: Path, capsys: Any) -> None:

@@ -234,7 +234,12 @@ def test_a_gemm_row_whose_rate_contradicts_its_shape_and_time_is_refused(tmp_pat
         assert "\n" not in err and "gemm_square.csv: line 3: tflops:" in err, err
         assert "383.479 disagrees with 2 m n k / time_s = 3.74491e+11" in err
     assert not (tmp_path / "c.yaml").exists()
-    frame.loc[1, "tflops"] = 0.0  # not measured: nothing to hold it to
+    frame.loc[1, "tflops"] = 0.0  # not measured: the rate the time implies still bounds it
+    frame.to_csv(folder / "gemm_square.csv", index=False)
+    with pytest.raises(MeasurementError, match=r"line 3: time_s: .* is 3.74491e\+11 TFLOPS; "
+                       r"allowed: a time a GPU can reach \(under 200000 TFLOPS\)"):  # fmt: skip
+        read_folder(folder)
+    frame.loc[1, "m"] = GEMMS[1][0]  # a real shape without a rate: accepted
     frame.to_csv(folder / "gemm_square.csv", index=False)
     assert len(read_folder(folder).tables["gemm_square.csv"]) == 2
 
@@ -322,7 +327,8 @@ def test_a_snapshot_clock_that_is_not_a_positive_number_is_one_line(tmp_path, ca
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert f"energy.gemm_fp16_2048.smi_mid.0.clocks.sm: {mhz!r}; allowed: a number > 0 (MHz)" in err
+    want = f"energy.gemm_fp16_2048.smi_mid.0.clocks.sm: {mhz!r} is not valid; allowed: a number"
+    assert want + " of MHz from 0 to 10000" in err
     assert not (tmp_path / "r.html").exists()
 
 
