@@ -508,7 +508,8 @@ def read_folder(path: str | Path) -> MeasuredFolder:
     """Read and check every measurement file of ``path``."""
     folder = Path(path)
     if not folder.is_dir():
-        raise MeasurementError(folder, "", f"folder not found; allowed: a folder of "
+        what = "not a folder" if folder.exists() else "folder not found"
+        raise MeasurementError(folder, "", f"{what}; allowed: a folder of "
                                f"{_ALLOWED_FILES}")  # fmt: skip
     gemm: dict[str, pd.DataFrame] = {}
     conv: dict[str, pd.DataFrame] = {}

@@ -234,6 +234,10 @@ def run_measured(args: argparse.Namespace) -> int:
         raise ArchsimError("-o/--markdown: not written with --measured; allowed: --html FILE")
     args.hardware = args.hardware or "h100"
     args.clock = args.clock or "model"
+    if args.html:  # refused before minutes of simulating, not after the report is printed
+        from archsim.output import check_out_file
+
+        check_out_file(args.html, "--html")
     hw = load_gpu(args.hardware)
     folder = read_folder(args.measured)
 

@@ -194,3 +194,19 @@ def test_calibrate_refuses_a_launch_floor_the_preset_cannot_take_before_fitting(
     assert err.count("\n") == 1 and ".tmp" not in err
     assert f"{DEVICE_FILE}: memory_eager.tiny_kernel_back_to_back_s: 0.5 cannot be the " in err
     assert "launch.eager_s" in err and not out.exists()
+
+
+def test_a_file_given_as_the_folder_is_named_as_such(tmp_path):
+    gpu = _folder(tmp_path)
+    with pytest.raises(MeasurementError, match=r"gemm_square.csv: not a folder; allowed: a "):
+        read_folder(gpu / "gemm_square.csv")
+
+
+def test_an_html_path_that_cannot_be_written_is_refused_before_the_report(tmp_path, capsys):
+    # the whole report went to stdout first, then exit 2
+    gpu = _folder(tmp_path)
+    (tmp_path / "f").write_text("")
+    argv = ["validate", "tensor_core", "--measured", str(gpu), "--html", str(tmp_path / "f/r")]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("archsim: error: --html") and err.count("\n") == 1
