@@ -183,6 +183,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         hw = hw.with_overrides(overrides, source="--set")
     if args.batch is not None and not _is_onnx(args.workload):  # ONNX: imported at it
         wl = wl.with_batch(args.batch)
+        if all(lay.kind == "gemm" for lay in wl.layers):  # nothing follows it: say so
+            note = f"--batch {args.batch}: gemm layers keep their own shapes (m, n, k, batch)"
+            import_warnings = (*import_warnings, note + "; the workload ran as written")
     if not 0 <= args.seed <= INT64_MAX:  # results.json holds it as a 64-bit integer
         raise ConfigError(
             "--seed", "", f"must be from 0 to 2**63-1 (got {shown_name(repr(args.seed))})"

@@ -124,7 +124,10 @@ def _write_outputs(out: Path, frame: pd.DataFrame, points: pd.DataFrame, title: 
 
     metrics = list(frame.attrs["metrics"])
     axes = list(frame.attrs["axes"])
-    write_sweep_report(points, out / "report.html", axes=axes, metrics=metrics, title=title)
+    senses = dict(frame.attrs["metrics"])
+    write_sweep_report(
+        points, out / "report.html", axes=axes, metrics=metrics, title=title, senses=senses
+    )
 
 
 def rebuild_sweep_report(folder: Path) -> Path:
@@ -165,7 +168,10 @@ def rebuild_sweep_report(folder: Path) -> Path:
             f"{parquet}: not a results table written by `archsim sweep` ({type(exc).__name__}: "
             f"{one_line(exc, 160)}); allowed: re-run the sweep to rewrite it"
         ) from None
-    return write_sweep_report(points, folder, axes=axes, metrics=metrics, title=f"Sweep {name}")
+    title = f"Sweep {name}"
+    return write_sweep_report(
+        points, folder, axes=axes, metrics=metrics, title=title, senses=senses
+    )
 
 
 #: the columns a sweep's ok rows always hold as finite numbers >= 0 (the page plots them)
@@ -181,6 +187,8 @@ def _check_numbers(frame: pd.DataFrame, parquet: Path) -> None:
 
     ok = frame[frame["status"] == "ok"]
     for col in _SWEEP_NUMBERS:
+        if ok.empty and col not in ok:  # every point failed: no layer columns at all
+            continue
         values = pd.to_numeric(ok[col], errors="coerce").astype(float).to_numpy()
         bad = ~np.isfinite(values) | (values < 0)
         if bad.any():

@@ -424,6 +424,15 @@ def _check_layers(run: RunResult) -> None:
             f"layers: empty (total_cycles {run.total_cycles}); allowed: one entry per layer "
             "run, at least one"
         )
+    try:
+        total = math.fsum(lr.energy_pj for lr in run.layers)
+    except OverflowError:  # fsum's intermediate overflow (two layers of 1e308 pJ)
+        total = math.inf
+    if not math.isfinite(total):
+        raise ValueError(
+            "layers.*.energy_pj: their sum is past the largest float; allowed: energies a run "
+            "can draw"
+        )
     seen: dict[tuple[str, str], int] = {}
     for i, lr in enumerate(run.layers):
         u = lr.utilization

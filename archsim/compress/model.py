@@ -153,8 +153,15 @@ def compress_onnx(
     by_name = {t.name: t for t in model.graph.initializer}
     report = []
     seen = {"conv": 0, "fc": 0}
+    done: dict[str, tuple[str, float]] = {}  # initializer -> (first layer, its density)
     for name, kind, init, transposed in targets:
-        w = initializer_array(src, by_name[init]).astype(np.float32)
+        raw = initializer_array(src, by_name[init])
+        if raw.dtype.kind != "f":  # written back as float32 the graph would not load
+            raise WorkloadError(
+                f"{src}: initializer {init!r} of {kind} layer {name!r} is {raw.dtype}; "
+                "allowed: float16, float32 or float64 weights"
+            )
+        w = raw.astype(np.float32)
         # a MatMul by a 1-D B (k,) is a k x 1 weight, one output (as `archsim import` reads it)
         column = kind == "fc" and transposed and w.ndim == 1
         if (w.ndim != (4 if kind == "conv" else 2) and not column) or w.size == 0:
@@ -167,9 +174,20 @@ def compress_onnx(
         bits, ibits = plan.bits(kind)
         density = plan.density(name, kind, seen[kind])
         seen[kind] += 1
+        if init in done:  # one tensor, compressed once: its first layer's row covers it
+            first, was = done[init]
+            if density != was:
+                raise WorkloadError(
+                    f"{src}: initializer {init!r} is the weight of {first!r} and {name!r}, "
+                    f"asked at densities {was:g} and {density:g}; allowed: one density for a "
+                    "shared weight"
+                )
+            continue
+        done[init] = (name, density)
         shared, _, st = compress_arrays(name, mat, density, bits, ibits)
         back = shared.T if (kind == "fc" and transposed) else shared
-        by_name[init].CopyFrom(numpy_helper.from_array(back.reshape(w.shape), init))
+        back = back.reshape(w.shape).astype(raw.dtype)  # the graph's own type (fp16, fp64)
+        by_name[init].CopyFrom(numpy_helper.from_array(back, init))
         report.append(st)
     if dst is not None:
         _save(model, Path(dst))

@@ -95,7 +95,16 @@ class AxisRange(ArchsimModel):
                 f"high - low overflows a float (low={self.low}, high={self.high}); allowed: a "
                 "range of the field's magnitude"
             )
+        if self.integer and math.ceil(self.low) > math.floor(self.high):
+            raise ValueError(
+                f"holds no integer (low={self.low}, high={self.high}); allowed: a range with "
+                "an integer in it, or integer: false"
+            )
         return self
+
+    def as_integer(self, value: float) -> int:
+        """``value`` rounded to the nearest integer inside the range (4.5 in [4.5, 4.6] was 4)."""
+        return min(max(int(round(value)), math.ceil(self.low)), math.floor(self.high))
 
 
 class SweepEvaluation(ArchsimModel):

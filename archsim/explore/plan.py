@@ -180,7 +180,7 @@ def _axis_values(axis: list[Any] | AxisRange) -> list:
         raw = np.linspace(axis.low, axis.high, axis.num)
     values = [float(v) for v in raw]
     if axis.integer:
-        values = list(dict.fromkeys(int(round(v)) for v in values))
+        values = list(dict.fromkeys(axis.as_integer(v) for v in values))
     return values
 
 
@@ -191,7 +191,7 @@ def _axis_length(axis: list[Any] | AxisRange) -> int:
         return len(axis)
     assert axis.num is not None
     if axis.integer:  # rounded values, duplicates dropped
-        return min(axis.num, int(round(axis.high)) - int(round(axis.low)) + 1)
+        return min(axis.num, math.floor(axis.high) - math.ceil(axis.low) + 1)
     return axis.num
 
 
@@ -302,7 +302,7 @@ def _samples(spec: SweepSpec, source: str, base: ArchsimModel) -> list[dict[str,
         else:
             draws = [axis.low + float(x) * (axis.high - axis.low) for x in u]
         if axis.integer:
-            draws = [int(round(v)) for v in draws]
+            draws = [axis.as_integer(v) for v in draws]
         columns[path] = _check_axis(base, source, path, draws)
     return [{p: columns[p][i] for p in spec.axes} for i in range(spec.samples)]
 

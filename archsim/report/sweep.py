@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,14 +202,30 @@ def _axis_summary(points: pd.DataFrame, axes: Sequence[str]) -> list[tuple[str, 
     return out
 
 
-def _best(points: pd.DataFrame, metrics: Sequence[str], ok: pd.Series) -> list[tuple[str, str]]:
+def _as_tuple(value: Any) -> Any:
+    """A list or array cell (nested too) as a tuple, so that it can be counted and sorted."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        return tuple(_as_tuple(v) for v in value)
+    return value
+
+
+def _sense(metric: str, senses: Mapping[str, str] | None) -> str:
+    """The spec's ``min``/``max`` for ``metric``, else the name's (``metric_sense``)."""
+    return (senses or {}).get(metric) or metric_sense(metric)
+
+
+def _best(
+    points: pd.DataFrame, metrics: Sequence[str], ok: pd.Series, senses: Mapping[str, str] | None
+) -> list[tuple[str, str]]:
     out = []
     good = points[ok]
     for m in metrics:
         vals = pd.to_numeric(good[m], errors="coerce").dropna()
         if vals.empty:
             continue
-        sense = metric_sense(m)
+        sense = _sense(m, senses)
         unit = metric_unit(m, vals)
         best = vals.max() if sense == "max" else vals.min()
         out.append((f"best {unit.label}", fmt_num(float(best) * unit.scale)))
@@ -235,6 +251,7 @@ def _context(
     metrics: Sequence[str],
     title: str,
     pareto: tuple[str, str] | None,
+    senses: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     from archsim.provenance import archsim_version
 
@@ -243,24 +260,24 @@ def _context(
     over = list(pair or ())
     if pair is not None:
         _check(points, [], list(pair))
-        senses = (metric_sense(pair[0]), metric_sense(pair[1]))
-        objectives = dict(zip(pair, senses, strict=True))
+        pair_senses = (_sense(pair[0], senses), _sense(pair[1], senses))
+        objectives = dict(zip(pair, pair_senses, strict=True))
         if pareto is None and len(metrics) > 2 and all(m in points for m in metrics):
             over = list(metrics)  # the front the CLI prints: over every metric of the spec
-            objectives = {m: metric_sense(m) for m in metrics}
+            objectives = {m: _sense(m, senses) for m in metrics}
         front = pareto_mask(points[ok], objectives)
     else:
-        senses, front = ("min", "min"), pd.Series(False, index=points.index[ok])
+        pair_senses, front = ("min", "min"), pd.Series(False, index=points.index[ok])
     front = front.reindex(points.index, fill_value=False)
     figures = []
     if pair is not None:
         colour = next((a for a in axes if points.loc[ok, a].nunique() > 1), None)
-        svg = pareto_svg(points, pair[0], pair[1], front, color_by=colour, senses=senses)
+        svg = pareto_svg(points, pair[0], pair[1], front, color_by=colour, senses=pair_senses)
         word = {"min": "lower", "max": "higher"}
         better = (
-            f"{word[senses[0]]} is better for both"
-            if senses[0] == senses[1]
-            else f"{word[senses[1]]} {pair[1]} and {word[senses[0]]} {pair[0]} are better"
+            f"{word[pair_senses[0]]} is better for both"
+            if pair_senses[0] == pair_senses[1]
+            else f"{word[pair_senses[1]]} {pair[1]} and {word[pair_senses[0]]} {pair[0]} are better"
         )
         scope = "both" if len(over) == 2 else f"every one of {', '.join(over)}"
         figures.append(
@@ -293,7 +310,7 @@ def _context(
         ("ok", fmt_int(n_ok)),
         ("errors", fmt_int(len(points) - n_ok)),
         ("Pareto front", fmt_int(int(front.sum()))),
-        *_best(points, metrics, ok),
+        *_best(points, metrics, ok, senses),
     ]
     return {
         "title": title,
@@ -316,20 +333,25 @@ def render_sweep_report(
     metrics: list[str],
     title: str,
     pareto: tuple[str, str] | None = None,
+    senses: Mapping[str, str] | None = None,
 ) -> str:
     """The HTML text of the sweep report (self-contained, deterministic).
 
     ``pareto`` names the two metrics of the scatter (default ``total_time_s`` vs
-    ``total_energy_pj``, else the first two ``metrics``); throughput-like metrics are maximised,
-    the others minimised (see :func:`archsim.report.pareto.metric_sense`).
+    ``total_energy_pj``, else the first two ``metrics``); ``senses`` gives each metric's
+    ``min``/``max`` as the sweep spec does; a metric it lacks is maximised when
+    throughput-like, else minimised (see :func:`archsim.report.pareto.metric_sense`).
     """
     _check(points, axes, metrics)
     # the page reads no attrs, but pandas deep-copies them into every derived frame: a
     # sweep's (its provenance) cost 0.13 s of copies over 1,000 points
     points = points.copy(deep=False)
     points.attrs = {}
+    for a in axes:  # a list-valued field's axis (a NumPy array after Parquet): hashable tuples
+        if points[a].map(lambda v: isinstance(v, list | tuple | np.ndarray)).any():
+            points[a] = points[a].map(_as_tuple)
     template = environment().get_template(SWEEP_TEMPLATE)
-    return template.render(**_context(points, axes, metrics, title, pareto))
+    return template.render(**_context(points, axes, metrics, title, pareto, senses))
 
 
 def write_sweep_report(
@@ -340,7 +362,10 @@ def write_sweep_report(
     metrics: list[str],
     title: str,
     pareto: tuple[str, str] | None = None,
+    senses: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the sweep report atomically to ``path`` (a directory gets ``report.html``)."""
-    text = render_sweep_report(points, axes=axes, metrics=metrics, title=title, pareto=pareto)
+    text = render_sweep_report(
+        points, axes=axes, metrics=metrics, title=title, pareto=pareto, senses=senses
+    )
     return write_page(text, path, "report.html")

@@ -158,7 +158,7 @@ def _preset_densities(placed, source) -> dict[int, tuple[float, float, str]]:
 def _node_bytes(g, i: int) -> int:
     node = g.nodes[i]
     names = [n for n in (*node.input, *node.output) if n and n in g.shapes]
-    return 4 * sum(int(np.prod(g.shapes[n])) for n in names)
+    return 4 * sum(math.prod(int(d) for d in g.shapes[n]) for n in names)
 
 
 def _place_all(g, path: Path) -> tuple[list[PlacedLayer], list[str], set[int]]:

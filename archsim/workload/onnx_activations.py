@@ -30,7 +30,14 @@ def load_input(g: OnnxGraph, npy: str | Path | np.ndarray | None) -> tuple[np.nd
         raise WorkloadError(
             f"{g.path}: input {name!r} of shape {tuple(shape)} needs {4 * math.prod(shape):.3g} "
             f"bytes for one batch; allowed: up to {cap:.3g} (ARCHSIM_MAX_MEMORY_BYTES; or a "
-            "smaller --batch / --input-shape, or --no-measure)"
+            "smaller --batch / --input-shape, or `archsim import onnx --no-measure`)"
+        )
+    big = max(g.shapes, key=lambda t: math.prod(g.shapes[t]), default=None)
+    if big is not None and 4 * math.prod(g.shapes[big]) > cap:  # a tensor the run makes
+        raise WorkloadError(
+            f"{g.path}: tensor {big!r} of shape {tuple(g.shapes[big])} needs "
+            f"{4 * math.prod(g.shapes[big]):.3g} bytes to measure densities; allowed: up to "
+            f"{cap:.3g} (ARCHSIM_MAX_MEMORY_BYTES; or `archsim import onnx --no-measure`)"
         )
     if npy is None:
         return np.random.default_rng(0).random(shape, dtype=np.float32), DEFAULT_INPUT

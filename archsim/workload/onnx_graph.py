@@ -6,6 +6,7 @@ Needs the ``[onnx]`` extra (``onnx``). Everything here reports user mistakes as
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,43 @@ def _check_nodes(path: Path, model: Any) -> None:
                 "without cycles"
             )
         known.update(node.output)
+        inner = _subgraph_mac(onnx, node)
+        if inner is not None:
+            raise WorkloadError(
+                f"{path}: node {label!r} ({node.op_type}) runs {inner[0]} node {inner[1]!r} in "
+                "its subgraph: control flow is not modelled, so its multiply-adds would be "
+                "dropped; allowed: MAC ops outside If, Loop and Scan"
+            )
+
+
+#: ops that multiply-accumulate (a control-flow subgraph holding one is refused)
+_SUBGRAPH_MAC_OPS = {
+    "Conv", "ConvInteger", "ConvTranspose", "Einsum", "GRU", "Gemm", "LSTM", "MatMul",
+    "MatMulInteger", "QLinearConv", "QLinearMatMul", "RNN",
+}  # fmt: skip
+
+
+def _subgraphs(onnx: Any, node: Any) -> list[Any]:
+    """The graphs a control-flow node (If, Loop, Scan) carries in its attributes."""
+    out = []
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            out.append(a.g)
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            out.extend(a.graphs)
+    return out
+
+
+def _subgraph_mac(onnx: Any, node: Any) -> tuple[str, str] | None:
+    """(op, name) of the first MAC node inside ``node``'s subgraphs (nested too), else None."""
+    for graph in _subgraphs(onnx, node):
+        for i, inner in enumerate(graph.node):
+            if inner.op_type in _SUBGRAPH_MAC_OPS:
+                return inner.op_type, node_label(inner, i)
+            found = _subgraph_mac(onnx, inner)
+            if found is not None:
+                return found
+    return None
 
 
 def check_graph(path: Path, model: Any) -> None:
@@ -270,6 +308,8 @@ def _fold(
     from onnx import helper, numpy_helper
 
     op = node.op_type
+    if any(a.type in (a.GRAPH, a.GRAPHS) for a in node.attribute):
+        return []  # control flow (a Loop of 10^9 trips) is not evaluated: values unknown
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     if op == "Constant":
         if "value" not in attrs:
@@ -285,7 +325,8 @@ def _fold(
             shape = out_shapes[0] or args[0].shape
             return [ConstTensor(tuple(shape), fill=args[0].fill, producer=args[0].producer)]
         return []  # values unknown: shapes still come from inference
-    if any(s is not None and int(np.prod(s)) > _FOLD_LIMIT_ELEMENTS for s in out_shapes):
+    big = _FOLD_LIMIT_ELEMENTS
+    if any(s is not None and math.prod(int(d) for d in s) > big for s in out_shapes):
         return []
     from onnx.reference import ReferenceEvaluator
 

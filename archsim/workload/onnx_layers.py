@@ -8,12 +8,14 @@ batch as given, biases, BatchNorm and every non-MAC op excluded.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from archsim.workload.onnx_graph import ConstTensor, OnnxGraph
+from archsim.errors import WorkloadError
+from archsim.workload.onnx_graph import ConstTensor, OnnxGraph, node_label
 
 __all__ = ["MAC_OPS", "PlacedLayer", "place_node"]
 
@@ -74,6 +76,11 @@ def _fold_bn(g: OnnxGraph, bn_index: int, w: np.ndarray | None, b: np.ndarray | 
         return w, b, True
     scale, shift, mean, var = (np.asarray(p.array, np.float64) for p in params)
     eps = float(_attrs(bn).get("epsilon", 1e-5))
+    if not np.all(var + eps > 0):  # NaN fails too
+        raise WorkloadError(
+            f"{g.path}: node {node_label(bn, bn_index)!r} (BatchNormalization): variance + "
+            "epsilon is not > 0 for every channel; allowed: a positive variance"
+        )
     factor = scale / np.sqrt(var + eps)
     w2 = (w.astype(np.float64) * factor.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
     b0 = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)
@@ -122,6 +129,11 @@ def _fc_relu(g: OnnxGraph, node: Any) -> dict[str, Any]:
 def _conv(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
     x, wshape = g.shapes.get(node.input[0]), g.shapes.get(node.input[1])
     out = g.shapes.get(node.output[0])
+    if x is not None and wshape is not None and len(x) == len(wshape) == 4 and out is None:
+        pads = list(_attrs(node).get("pads", [0, 0, 0, 0]))
+        if any(f > size + pads[j] + pads[j + 2] for j, (f, size) in
+               enumerate(zip(wshape[2:], x[2:], strict=True))):  # fmt: skip
+            return f"a {wshape[2]}x{wshape[3]} filter on a {x[2]}x{x[3]} input (pads {pads})"
     if x is None or wshape is None or out is None:
         return "shapes unknown after shape inference"
     if len(x) != 4:
@@ -207,13 +219,13 @@ def _matmul(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
         w, placeholder = _weights(bconst)
         if w is not None and w.ndim == 1:  # its real values were dropped
             w = w.reshape(-1, 1)
-        rows = int(np.prod(a2[:-1]))
+        rows = math.prod(int(d) for d in a2[:-1])
         fields = {"kind": "fc", "inputs": kk, "outputs": nn, "batch": rows, "bias": False}
         fields |= _fc_relu(g, node)
         wt = None if w is None else np.ascontiguousarray(w.T)
         return PlacedLayer(i, fields, rows * nn * kk, node.input[0], wt, None, placeholder)
     lead = np.broadcast_shapes(tuple(a2[:-2]), tuple(b2[:-2]))
-    batch = int(np.prod(lead)) if lead else 1
+    batch = math.prod(int(d) for d in lead) if lead else 1
     fields = {"kind": "gemm", "m": m, "n": nn, "k": kk, "batch": batch}
     return PlacedLayer(i, fields, batch * m * nn * kk, node.input[0], None, None, False)
 
@@ -262,4 +274,13 @@ def place_node(g: OnnxGraph, i: int) -> PlacedLayer | str | None:
     placer = _PLACERS.get(node.op_type)
     if placer is None or node.domain not in ("", "ai.onnx"):
         return None
-    return placer(g, i, node)
+    placed = placer(g, i, node)
+    if isinstance(placed, PlacedLayer):
+        for what, arr in (("weights", placed.weights), ("bias", placed.bias)):
+            bad = 0 if arr is None else int(arr.size - np.count_nonzero(np.isfinite(arr)))
+            if bad:  # a Constant node's or a bfloat16 weight, or a BatchNorm folded into it
+                raise WorkloadError(
+                    f"{g.path}: node {node_label(node, i)!r} ({node.op_type}): its {what} hold "
+                    f"{bad} NaN or infinite value(s); allowed: finite numbers"
+                )
+    return placed

@@ -9,10 +9,9 @@ transpose, ...) 0. Bytes: input (non-constant) plus output elements at 4 bytes (
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from archsim.workload.onnx_graph import OnnxGraph
 
@@ -108,7 +107,7 @@ class OpStats:
 
 def _elems(g: OnnxGraph, name: str) -> int:
     s = g.shapes.get(name)
-    return int(np.prod(s)) if s is not None else 0
+    return math.prod(int(d) for d in s) if s is not None else 0
 
 
 def op_flops(g: OnnxGraph, i: int) -> tuple[int, bool]:
@@ -124,7 +123,7 @@ def op_flops(g: OnnxGraph, i: int) -> tuple[int, bool]:
         return out * max(1, len([n for n in node.input if n]) - 1), True
     if op in _POOL:
         k = next((a for a in node.attribute if a.name == "kernel_shape"), None)
-        window = int(np.prod(helper.get_attribute_value(k))) if k is not None else 1
+        window = math.prod(int(d) for d in helper.get_attribute_value(k)) if k is not None else 1
         return out * window, True
     if op in _REDUCE:
         return _elems(g, node.input[0]), True

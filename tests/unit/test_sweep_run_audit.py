@@ -1,0 +1,73 @@
+"""A fourth audit of sweeps and runs: integer ranges that left their bounds, traces that
+differed between identical runs, a tampered results.json that traced back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pydantic
+import pytest
+
+from archsim.cli import main
+from archsim.config.sweep import AxisRange
+from archsim.explore.plan import _axis_values
+
+
+def test_an_integer_range_keeps_to_its_bounds():
+    # round(4.5) = 4 (half to even): a value below low=4.5
+    assert _axis_values(AxisRange(low=4.5, high=5.6, num=3, integer=True)) == [5]
+    assert _axis_values(AxisRange(low=1, high=8, num=4, integer=True)) == [1, 3, 6, 8]
+    with pytest.raises(pydantic.ValidationError, match=r"holds no integer \(low=4.5, high=4.6\)"):
+        AxisRange(low=4.5, high=4.6, num=3, integer=True)
+
+
+def test_two_identical_trace_runs_write_identical_bytes(tmp_path: Path):
+    # the gzip header held the time of writing: every SRAM_TRACE file differed at byte 5
+    wl = tmp_path / "wl.yaml"
+    wl.write_text("schema_version: 1\nname: w\nsource: t\nlayers:\n"
+                  "  - {name: a, kind: gemm, m: 9, n: 7, k: 5}\n")  # fmt: skip
+    for out in ("a", "b"):
+        argv = ["run", "systolic_32x32_os", str(wl), "--trace", "-o", str(tmp_path / out), "-q"]
+        assert main(argv) == 0
+    a, b = ((tmp_path / d / "SRAM_TRACE_layer0.csv.gz").read_bytes() for d in "ab")
+    assert a == b and a[4:8] == b"\0\0\0\0"
+
+
+def test_report_on_energies_whose_sum_overflows_is_one_line(tmp_path: Path, capsys):
+    # math.fsum raised OverflowError: a traceback
+    out = tmp_path / "r"
+    assert main(["run", "tiny_eie", "eie_benchmarks", "-o", str(out), "-q", "--no-report"]) == 0
+    data = json.loads((out / "results.json").read_text())
+    for lay in data["layers"][:2]:
+        lay["energy_pj"] = 1e308
+    (out / "results.json").write_text(json.dumps(data))
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "layers.*.energy_pj: their sum is past the largest" in err
+
+
+def test_report_rebuilds_the_page_of_a_sweep_whose_points_all_failed(tmp_path: Path, capsys):
+    # "not a results table written by `archsim sweep` (KeyError: 'cycles')"
+    spec = tmp_path / "fail.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: allfail\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+        "axes: {strict_capacity: [true], spmat_sram.size_bytes: [64, 128]}\n"
+    )
+    out = tmp_path / "s"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 1
+    (out / "report.html").unlink()
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.html").is_file()
+
+
+def test_batch_on_a_workload_of_gemm_layers_says_it_changes_nothing(tmp_path: Path, capsys):
+    # deepbench_gemm at --batch 1 and 4096 ran the same cycles, labelled with the batch
+    wl = tmp_path / "wl.yaml"
+    wl.write_text("schema_version: 1\nname: w\nsource: t\nlayers:\n"
+                  "  - {name: a, kind: gemm, m: 64, n: 64, k: 64}\n")  # fmt: skip
+    assert main(["run", "h100", str(wl), "--batch", "8", "-o", str(tmp_path / "o")]) == 0
+    assert "warning: --batch 8: gemm layers keep their own shapes" in capsys.readouterr().out
+    warnings = json.loads((tmp_path / "o" / "results.json").read_text())["warnings"]
+    assert any(w.startswith("--batch 8: gemm layers") for w in warnings)
