@@ -219,7 +219,10 @@ class Expression:
         """Refuse an operation whose result would be too large, before computing it."""
         ints = _is_int(left) and _is_int(right)
         if isinstance(op, ast.Pow) and _is_number(right) and abs(right) > 256:
-            raise ExpressionError(f"{self.text!r}: exponent {right} is too large; allowed: <= 256")
+            raise ExpressionError(
+                f"{self.text!r}: exponent {right} is too large in magnitude; allowed: from -256 "
+                "to 256"
+            )
         if isinstance(op, ast.Pow) and ints and right > 0:
             self._bound_bits(abs(left).bit_length() * right, "a power")
         elif isinstance(op, ast.Mult) and ints:

@@ -71,3 +71,12 @@ def test_batch_on_a_workload_of_gemm_layers_says_it_changes_nothing(tmp_path: Pa
     assert "warning: --batch 8: gemm layers keep their own shapes" in capsys.readouterr().out
     warnings = json.loads((tmp_path / "o" / "results.json").read_text())["warnings"]
     assert any(w.startswith("--batch 8: gemm layers") for w in warnings)
+
+
+def test_a_negative_exponent_past_the_bound_says_magnitude():
+    # "exponent -2000 is too large; allowed: <= 256"
+    from archsim.explore.expression import Expression, ExpressionError
+
+    with pytest.raises(ExpressionError, match=r"exponent -2000 is too large in magnitude; "
+                       r"allowed: from -256 to 256"):  # fmt: skip
+        Expression("2 ** -2000").evaluate({})
