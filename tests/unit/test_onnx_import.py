@@ -180,8 +180,9 @@ def test_matmul_measured_densities_and_dynamic_batch(tmp_path: Path) -> None:
         ("only_unsupported", "cannot be placed"),
         ("dynamic", "dimension 0 is dynamic (N) and no size was given"),
         ("empty", "dimension 1 is 0, an empty tensor"),  # was "is dynamic (?)"
-        # a 7x7 filter on a 4x4 input said only "cannot be placed ... at least one Conv"
-        ("bigkernel", "nodes big (Conv) cannot be placed (big: shapes unknown"),
+        # a 7x7 filter on a 4x4 input said only "cannot be placed ... at least one Conv", then
+        # "shapes unknown after shape inference"
+        ("bigkernel", "nodes big (Conv) cannot be placed (big: a 7x7 filter on a 4x4 input"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path: Path, capsys, make, expect: str) -> None:
