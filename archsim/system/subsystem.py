@@ -65,6 +65,7 @@ def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
         return SystemConfig.model_validate(data)
     except ValidationError as exc:  # the first GPUs reach each other only through the others
         problem = validation_to_config_error(exc, system.name, SystemConfig).problem
+        problem = problem.split("; allowed:")[0]  # the cut's own remedy follows
         raise SimulationError(
             f"gpus={gpus}: {system.name}'s first {gpus} GPUs without the others: {problem}; "
             f"allowed: a GPU count whose GPUs are linked among themselves, or {system.gpus}"
