@@ -282,7 +282,8 @@ def _table(frame) -> str:
 
 def _gpu_counts(text: str | None, cfg: Any, unit: int = 1) -> list[int]:
     """The GPU counts of ``--gpus`` (each a multiple of ``unit``, tensor x pipeline), or by
-    default 1, 2, 4, ... within a node, then 2, 4, ... whole nodes, and the whole system."""
+    default 1, 2, 4, ... within a node, then 2, 4, ... whole nodes, and the whole system;
+    with model parallelism (``unit`` > 1) only counts within one node."""
     if text is None:
         per, nodes = cfg.gpus_per_node, cfg.nodes
         counts = [g for g in (1 << i for i in range(per.bit_length())) if g <= per]

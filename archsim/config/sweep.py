@@ -103,7 +103,8 @@ class AxisRange(ArchsimModel):
         return self
 
     def as_integer(self, value: float) -> int:
-        """``value`` rounded to the nearest integer inside the range (4.5 in [4.5, 4.6] was 4)."""
+        """``value`` rounded to the nearest integer inside the range (4.5 in [4.5, 5.6] gives
+        5: Python's round() gave 4, below the range)."""
         return min(max(int(round(value)), math.ceil(self.low)), math.floor(self.high))
 
 

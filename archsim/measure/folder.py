@@ -193,11 +193,11 @@ def _records(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
             if header is None:
                 header = [c.strip() for c in row]
                 continue
-            if len(row) != len(header):
+            if len(row) > len(header):
                 raise MeasurementError(f"{path}: line {first}", "", f"{len(row)} fields where "
-                                       f"the header has {len(header)}; allowed: one value per "
-                                       "column")  # fmt: skip
-            records.append((first, row))
+                                       f"the header has {len(header)}; allowed: at most one "
+                                       "value per column")  # fmt: skip
+            records.append((first, row + [""] * (len(header) - len(row))))  # blank trailing
     except csv.Error as exc:
         raise MeasurementError(path, "", f"not a readable CSV ({one_line(exc)})") from None
     if header is None:
@@ -218,7 +218,7 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str], tuple[int, ...]]:
         raise MeasurementError(
             path, missing[0], f"column missing; required columns: {', '.join(want)}"
         )
-    extra = [c for c in header if c not in want]
+    extra = [c for c in header if c not in want and c]  # a trailing comma names none
     if not records:
         raise MeasurementError(path, "", "no rows; allowed: at least one measured row")
     at = {c: header.index(c) for c in want}
@@ -396,7 +396,7 @@ def _check_smi(block: dict[str, Any], where: str) -> None:
             mhz = math.nan
         if isinstance(raw, bool) or not (math.isfinite(mhz) and 0 < mhz <= 1e4):
             raise MeasurementError(where, f"{path}.0.clocks.sm", f"{_shown(raw)} is not valid; "
-                                   "allowed: a number of MHz from 0 to 10000")  # fmt: skip
+                                   "allowed: a number of MHz above 0, up to 10000")  # fmt: skip
 
 
 def _shown(value: Any) -> str:

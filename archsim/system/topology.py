@@ -115,7 +115,7 @@ def _cycles(cap: dict[tuple[int, int], int], n: int) -> list[tuple[int, ...]]:
 #: most cycles the packing search examines before it keeps the best packing found: a dense
 #: mesh whose packing is hard to complete would otherwise try every combination of its
 #: thousands of Hamiltonian cycles (an 8-GPU mesh with one doubled link ran for minutes)
-PACK_STEPS = 1_000_000
+PACK_STEPS = 5_000_000
 
 
 def _pack(cycles: list[tuple[int, ...]], cap: dict[tuple[int, int], int], limit: int) -> list:
@@ -166,16 +166,23 @@ def _mesh_rings(g: NodeGraph) -> list[tuple[int, ...]]:
     }
     if n < 2 or n > 10:  # the exhaustive search is for node-sized meshes
         return []
-    out = [sum(c for (u, _), c in cap.items() if u == g) for g in range(n)]
-    into = [sum(c for (_, v), c in cap.items() if v == g) for g in range(n)]
-    limit, cycles = min(out + into), _cycles(cap, n)
-    # first one link per pair (the search completes a mesh of single links fast), then the
-    # parallel links too when that falls short: the larger packing, the first on a tie
-    single = _pack(cycles, {e: 1 for e in cap}, limit)
-    if len(single) == limit or all(c == 1 for c in cap.values()):
+    ones = {e: 1 for e in cap}
+    limit, single_limit, cycles = _degree_bound(cap, n), _degree_bound(ones, n), _cycles(cap, n)
+    # first one link per pair (the search completes a mesh of single links fast); when the
+    # parallel links allow more rings, the full search as well: the larger packing, the first
+    # on a tie
+    single = _pack(cycles, ones, single_limit)
+    if len(single) == limit:
         return single
     full = _pack(cycles, dict(cap), limit)
     return full if len(full) > len(single) else single
+
+
+def _degree_bound(cap: dict[tuple[int, int], int], n: int) -> int:
+    """The most rings ``cap`` can carry: each takes one out-link and one in-link of every GPU."""
+    out = [sum(c for (u, _), c in cap.items() if u == gpu) for gpu in range(n)]
+    into = [sum(c for (_, v), c in cap.items() if v == gpu) for gpu in range(n)]
+    return min(out + into)
 
 
 def find_rings(cfg: SystemConfig) -> Rings:

@@ -32,6 +32,7 @@ from archsim.validation.measured import (
 
 __all__ = [
     "FIELDS",
+    "check_measured_fields",
     "MEASURED_FIELDS",
     "STEPS",
     "CalibrationField",

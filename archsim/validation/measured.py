@@ -36,6 +36,7 @@ from archsim.validation.measured_memory import copy_energy, memory_rows
 
 __all__ = [
     "ACCUMULATE",
+    "skipped_notes",
     "GOALS",
     "LONG_CALL_S",
     "Comparison",

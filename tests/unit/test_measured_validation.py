@@ -328,7 +328,7 @@ def test_a_snapshot_clock_that_is_not_a_positive_number_is_one_line(tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     want = f"energy.gemm_fp16_2048.smi_mid.0.clocks.sm: {mhz!r} is not valid; allowed: a number"
-    assert want + " of MHz from 0 to 10000" in err
+    assert want + " of MHz above 0, up to 10000" in err
     assert not (tmp_path / "r.html").exists()
 
 
