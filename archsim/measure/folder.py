@@ -65,8 +65,6 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "precision": MEASURED_PRECISIONS,
 }
 _OPTIONAL_FLOAT = {"sm_mhz", "board_w"}  # blank: no NVML reading in the window
-#: the largest plausible reading: a call of an hour, a 10 GHz clock, a 100 kW board
-_MOST = {"time_s": 3600.0, "min_s": 3600.0, "sm_mhz": 1e4, "board_w": 1e5}
 _ALLOWED_FILES = f"gemm_*.csv, conv_*.csv, {DEVICE_FILE}"
 
 
@@ -331,20 +329,20 @@ def _positive(doc: Mapping[str, Any], key: str, where: str) -> float:
 _POSITIVE = ("time_s", "seconds", "joules_per_call", "calls", "bytes_moved", "bytes",
              "bytes_per_call", "flops_per_call")  # fmt: skip
 _NON_NEGATIVE = ("joules", "watts")
-#: the largest plausible value of each reading (as :data:`_MOST` for the CSV rows): an hour of
-#: calls timed, a petabyte moved or an exaflop computed by one call, a megajoule, 100 kW, a
-#: trillion calls; the device's SMs and clocks likewise
-_MOST_READING = {
-    "time_s": 3600.0, "seconds": 3600.0, "joules_per_call": 1e6, "joules": 1e9,
-    "watts": 1e5, "calls": 1e12, "bytes_moved": 1e15, "bytes": 1e15, "bytes_per_call": 1e15,
-    "flops_per_call": 1e18, "idle_watts": 1e5, "sms": 1e4, "max_sm_clock_mhz": 1e4,
-    "idle_sm_clock_mhz": 1e4, "power_limit_w": 1e5,
+#: the largest plausible value of each reading, CSV cell or JSON entry: a call of an hour, a
+#: petabyte moved or an exaflop computed by one call, a megajoule, 100 kW, a trillion calls,
+#: 10,000 SMs, a 10 GHz clock
+_MOST = {
+    "time_s": 3600.0, "min_s": 3600.0, "seconds": 3600.0, "sm_mhz": 1e4, "board_w": 1e5,
+    "joules_per_call": 1e6, "joules": 1e9, "watts": 1e5, "calls": 1e12, "bytes_moved": 1e15,
+    "bytes": 1e15, "bytes_per_call": 1e15, "flops_per_call": 1e18, "idle_watts": 1e5,
+    "sms": 1e4, "max_sm_clock_mhz": 1e4, "idle_sm_clock_mhz": 1e4, "power_limit_w": 1e5,
 }  # fmt: skip
 
 
 def _at_most(doc: Mapping[str, Any], key: str, where: str) -> None:
-    """Refuse ``doc[key]`` past :data:`_MOST_READING` (a number already checked)."""
-    most = _MOST_READING.get(key)
+    """Refuse ``doc[key]`` past :data:`_MOST` (a number already checked)."""
+    most = _MOST.get(key)
     if most is not None and doc[key] > most:
         raise MeasurementError(where, key, f"{doc[key]!r} is out of range; allowed: a number "
                                f"up to {most:g}")  # fmt: skip
@@ -424,7 +422,7 @@ def _check_bursts(block: Any, where: str) -> dict[str, Any]:
             raise MeasurementError(where, path, "is not valid; allowed: an object with "
                                    "calls_per_replay and trace")  # fmt: skip
         calls = _need(entry, "calls_per_replay", int, f"{where}: {path}")
-        if not 1 <= calls <= _MOST_READING["calls"]:
+        if not 1 <= calls <= _MOST["calls"]:
             raise MeasurementError(f"{where}: {path}", "calls_per_replay", f"{calls!r} is out "
                                    "of range; allowed: an integer from 1 to 1e12")  # fmt: skip
         trace = _need(entry, "trace", list, f"{where}: {path}")

@@ -94,13 +94,18 @@ def initializer_array(path: Path, tensor: Any) -> np.ndarray:
             f"{path}: initializer {tensor.name!r}: malformed: its data do not fill its shape "
             f"{dims} ({one_line(exc, 120)}); allowed: a complete tensor"
         ) from None
-    bad = int(arr.size - np.count_nonzero(np.isfinite(arr))) if arr.dtype.kind in "fc" else 0
+    bad = non_finite(arr) if arr.dtype.kind in "fc" else 0
     if bad:
         raise WorkloadError(
             f"{path}: initializer {tensor.name!r}: {bad} NaN or infinite value(s); allowed: "
             "finite numbers"
         )
     return arr
+
+
+def non_finite(arr: np.ndarray) -> int:
+    """How many values of ``arr`` are NaN or infinite."""
+    return int(arr.size - np.count_nonzero(np.isfinite(arr)))
 
 
 def read_model(path: Path) -> Any:

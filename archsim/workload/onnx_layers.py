@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from archsim.errors import WorkloadError
-from archsim.workload.onnx_graph import ConstTensor, OnnxGraph, node_label
+from archsim.workload.onnx_graph import ConstTensor, OnnxGraph, node_label, non_finite
 
 __all__ = ["MAC_OPS", "PlacedLayer", "place_node"]
 
@@ -277,7 +277,7 @@ def place_node(g: OnnxGraph, i: int) -> PlacedLayer | str | None:
     placed = placer(g, i, node)
     if isinstance(placed, PlacedLayer):
         for what, arr in (("weights", placed.weights), ("bias", placed.bias)):
-            bad = 0 if arr is None else int(arr.size - np.count_nonzero(np.isfinite(arr)))
+            bad = 0 if arr is None else non_finite(arr)
             if bad:  # a Constant node's or a bfloat16 weight, or a BatchNorm folded into it
                 raise WorkloadError(
                     f"{g.path}: node {node_label(node, i)!r} ({node.op_type}): its {what} hold "
