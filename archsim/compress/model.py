@@ -94,10 +94,16 @@ def _targets(model: Any) -> list[tuple[str, str, str, bool]]:
     """(node name, kind, initialiser name, stored transposed) of each compressible weight."""
     from onnx import helper
 
-    inits = {t.name for t in model.graph.initializer}
+    inits = {t.name: len(t.dims) for t in model.graph.initializer}
     out = []
     for i, node in enumerate(model.graph.node):
         if node.op_type not in ("Conv", "Gemm", "MatMul") or len(node.input) < 2:
+            continue
+        weight_first = node.input[1] not in inits and inits.get(node.input[0]) == 2
+        if node.op_type == "MatMul" and weight_first:
+            # y = W x: the constant first operand is already (outputs, inputs), as the import
+            # places it (onnx_layers._matmul)
+            out.append((node.name or f"{node.op_type}_{i}", "fc", node.input[0], False))
             continue
         if node.input[1] not in inits:
             continue

@@ -140,6 +140,30 @@ def _names_read(text: str) -> set[str]:
     return names
 
 
+def _hashable(value: Any) -> Any:
+    """``value`` with its lists and mappings made tuples, for comparing axis values."""
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def _repeated(values: list[Any]) -> tuple[Any, int, int] | None:
+    """The first value of ``values`` equal to an earlier one (``4`` and ``4.0`` are equal, as
+    a validated field makes them), with both positions counted from 1; None if all differ."""
+    seen: dict[Any, int] = {}
+    for i, value in enumerate(values, start=1):
+        key = _hashable(value)
+        try:
+            first = seen.setdefault(key, i)
+        except TypeError:  # unhashable leaf: compare with the values before it
+            first = next((j for j, v in enumerate(values[: i - 1], 1) if v == value), i)
+        if first != i:
+            return value, first, i
+    return None
+
+
 class SweepSpec(ArchsimModel):
     """A design-space sweep (see the module docstring for an example)."""
 
@@ -252,6 +276,17 @@ class SweepSpec(ArchsimModel):
                 if isinstance(axis, AxisRange) and axis.num is None:
                     raise ValueError(
                         f"axes: {path}: a range needs num (how many values) in {self.mode} mode"
+                    )
+        if self.mode == "grid":  # zip pairs the i-th values: a value may recur on one axis
+            lists = {f"axes: {p}": v for p, v in self.axes.items() if isinstance(v, list)}
+            lists |= {"seeds": self.seeds, "workload": self.workloads}
+            for where, values in lists.items():
+                twice = _repeated(values)
+                if twice is not None:
+                    raise ValueError(
+                        f"{where}: {twice[0]!r} is listed twice (entries {twice[1]} and "
+                        f"{twice[2]}); allowed: distinct values in grid mode, where each would "
+                        "run the same points again"
                     )
         if "accuracy" in self.metrics and self.evaluation is None:
             raise ValueError(

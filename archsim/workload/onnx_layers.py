@@ -224,6 +224,15 @@ def _matmul(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
         fields |= _fc_relu(g, node)
         wt = None if w is None else np.ascontiguousarray(w.T)
         return PlacedLayer(i, fields, rows * nn * kk, node.input[0], wt, None, placeholder)
+    aconst = _const(g, node.input[0])
+    if bconst is None and aconst is not None and len(a_shape) == 2:
+        # y = W x, EIE's own form: a constant (outputs, inputs) W times activation columns
+        w, placeholder = _weights(aconst)
+        cols = math.prod(int(d) for d in b2[:-2]) * nn
+        fields = {"kind": "fc", "inputs": kk, "outputs": m, "batch": cols, "bias": False}
+        fields |= _fc_relu(g, node)
+        wt = None if w is None else np.ascontiguousarray(w)
+        return PlacedLayer(i, fields, cols * m * kk, node.input[1], wt, None, placeholder)
     lead = np.broadcast_shapes(tuple(a2[:-2]), tuple(b2[:-2]))
     batch = math.prod(int(d) for d in lead) if lead else 1
     fields = {"kind": "gemm", "m": m, "n": nn, "k": kk, "batch": batch}

@@ -80,3 +80,41 @@ def test_a_negative_exponent_past_the_bound_says_magnitude():
     with pytest.raises(ExpressionError, match=r"exponent -2000 is too large in magnitude; "
                        r"allowed: from -256 to 256"):  # fmt: skip
         Expression("2 ** -2000").evaluate({})
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ("axes: {pe_array.num_pes: [4, 8, 4]}", "axes: pe_array.num_pes: 4 is listed twice "
+         "(entries 1 and 3)"),
+        ("axes: {pe_array.num_pes: [4, 4.0]}", "axes: pe_array.num_pes: 4.0 is listed twice"),
+        ("seeds: [1, 2, 1]\naxes: {pe_array.num_pes: [4]}", "seeds: 1 is listed twice"),
+        ("axes: {pe_array.num_pes: [4]}\nworkload: [eie_benchmarks, eie_benchmarks]",
+         "workload: 'eie_benchmarks' is listed twice"),
+    ],
+)  # fmt: skip
+def test_a_grid_axis_listing_a_value_twice_is_refused(tmp_path: Path, capsys, lines, message):
+    # each repeat ran the same points again (27 rows for 3 listed PE counts, two of them equal)
+    spec = tmp_path / "dup.yaml"
+    text = f"schema_version: 1\nname: dup\nhardware: tiny_eie\n{lines}\n"
+    if "workload:" not in lines:
+        text += "workload: eie_benchmarks\n"
+    spec.write_text(text)
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"dup.yaml: {message}" in err, err
+    assert "allowed: distinct values in grid mode" in err and not out.exists()
+
+
+def test_a_zip_axis_may_repeat_a_value(tmp_path: Path):
+    # zip pairs the i-th values of every axis: (4, 2) and (4, 4) are different points
+    spec = tmp_path / "zip.yaml"
+    spec.write_text(
+        "schema_version: 1\nname: z\nhardware: tiny_eie\nworkload: eie_benchmarks\nmode: zip\n"
+        "axes: {pe_array.num_pes: [4, 4], activation_fifo.depth: [2, 4]}\n"
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+    points = (out / "points.csv").read_text().splitlines()
+    assert len(points) == 3, points
