@@ -111,6 +111,10 @@ def cmd(args: argparse.Namespace) -> int:
 
     # before the import: not the model itself, a device or a FIFO (nor its .data folder)
     check_out_file(args.out, "-o", inputs=[Path(args.model)])
+    if Path(args.out).suffix.lower() not in (".yaml", ".yml"):  # `-o model.onnx` became YAML
+        where = "the workload; its tensors go to a .data folder beside it"
+        problem = f"{args.out}: not a YAML file name; allowed: a path ending in .yaml ({where})"
+        raise ConfigError("-o", "", problem)
     check_data_folder(args.out)
     if args.no_measure and args.inputs is not None:
         raise ConfigError("--inputs", "", "unused with --no-measure; allowed: one of the two")

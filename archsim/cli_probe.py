@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from archsim.errors import ArchsimError
-
 __all__ = ["add_parser", "cmd"]
 
 
@@ -82,8 +80,9 @@ def cmd(args: argparse.Namespace) -> int:
 
     try:
         tables, doc = run_probe(backend, QUICK if args.quick else FULL, progress)
-    except KeyboardInterrupt:
-        raise ArchsimError(f"probe gpu: interrupted; nothing written to {out}") from None
+    except KeyboardInterrupt:  # exit 130 as every command's Ctrl-C, saying what was kept
+        print(f"archsim: probe gpu: nothing written to {out}", file=sys.stderr)
+        raise
     path = write_folder(out, tables, doc)
     if not args.quiet:
         rows = sum(len(t) for t in tables.values())

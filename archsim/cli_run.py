@@ -108,8 +108,10 @@ def _write_outputs(
     from archsim.output import write_outputs_atomically
 
     def write(tmp: Path) -> list[str]:
-        result.to_csv(tmp / "results.csv")  # without pandas: ~0.5 s of a run
-        result.to_json(tmp / "results.json")
+        # written here, not by to_csv / to_json: a full disk is then an OSError that names
+        # --out, not the API's error naming this temporary folder
+        for name, text in (("results.csv", result.csv_text()), ("results.json", result.to_json())):
+            (tmp / name).write_text(text, encoding="utf-8", newline="\n")
         names = ["results.csv", "results.json"]
         if report:
             from archsim.report.html import write_run_report  # SVG written directly
@@ -144,10 +146,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from archsim.simulate import simulate
     from archsim.workload.matvec import LayerDataError
 
-    out_dir = check_out_dir(args.out)
-    if (out_dir / "sweep.json").is_file():  # a run's report.html would replace the sweep's
-        raise ConfigError("--out", "", f"{out_dir} holds an `archsim sweep` result (sweep.json); "
-                          "allowed: a new folder, or a folder `archsim run` wrote")  # fmt: skip
+    # a run's report.html would replace a sweep's page, its results.json another command's
+    out_dir = check_out_dir(args.out, command="run", probe=True)
     if args.batch is not None and args.batch < 1:  # before an ONNX model is imported at it
         problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
         raise ConfigError("--batch", "", problem)

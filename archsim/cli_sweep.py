@@ -268,7 +268,7 @@ LOADER_JOIN_S = 5.0
 
 
 def _check_not_another(out: Path, name: str) -> None:
-    """Refuse a folder that holds another sweep's or an `archsim run`'s outputs: this sweep's
+    """Refuse a folder that holds another sweep's or another command's outputs: this sweep's
     would replace or mix with them (the same sweep's folder resumes)."""
     allowed = "allowed: a new folder, or this sweep's own folder to resume it"
     meta = out / "sweep.json"
@@ -280,7 +280,11 @@ def _check_not_another(out: Path, name: str) -> None:
         if held != name:
             raise ArchsimError(f"{out}: holds the sweep {held!r}, not {name!r}; {allowed}")
     elif (out / "results.json").is_file():
-        raise ArchsimError(f"{out}: holds an `archsim run` result (results.json); {allowed}")
+        from archsim.output import results_owner
+
+        owner = results_owner(out)
+        held = f"an `archsim {owner}` result" if owner else "a results.json"
+        raise ArchsimError(f"{out}: holds {held} (results.json); {allowed}")
 
 
 def _cap_jobs(args: argparse.Namespace) -> None:

@@ -152,9 +152,11 @@ def _provenance(determinism: str, system: Any, workload: str | None = None) -> d
 
 def cmd_collective(args: argparse.Namespace) -> int:
     """Run ``archsim collective``."""
+    from archsim.output import check_out_dir
     from archsim.report.system_report import write_collective_report
     from archsim.system.api import collective
 
+    check_out_dir(args.out, "-o", command="collective", probe=True)  # before the simulation
     cfg = _system(args)
     if args.gpus is not None and args.gpus < 2:
         raise ArchsimError(f"--gpus {args.gpus}: a collective needs 2 GPUs or more; allowed: "
@@ -194,6 +196,8 @@ def rebuild_system_report(folder: Path, data: dict[str, Any]) -> Path:
 
     source = folder / "results.json"
     try:
+        if not isinstance(data.get("system"), dict) or "name" not in data["system"]:
+            raise ValueError("system must be an object with a name (the system's config)")
         system = data["system"]["name"]
         if "op" in data or "rows" in data:  # a collective's (its op missing: "no 'op'")
             if data["op"] not in OPS:
@@ -208,6 +212,8 @@ def rebuild_system_report(folder: Path, data: dict[str, Any]) -> Path:
                 "report; allowed: a folder written by `archsim train` or `archsim collective`"
             )
         steps = _checked_rows(data["steps"], "steps", _STEP_NUMBERS)
+        if not isinstance(data["timeline"], list):
+            raise ValueError("timeline must be a list of spans")
         timeline = [_checked_span(i, e) for i, e in enumerate(data["timeline"])]
         name = str(data.get("workload_name", data["workload"]))
         return write_training_report(steps, timeline, name, folder)
@@ -337,9 +343,11 @@ def _naming_the_file(arg: str, cfg: Any) -> Iterator[None]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Run ``archsim train``."""
+    from archsim.output import check_out_dir
     from archsim.report.system_report import write_training_report
     from archsim.system.training import StepOptions, run_step
 
+    check_out_dir(args.out, "-o", command="train", probe=True)  # before the simulation
     for flag in ("tensor", "pipeline", "micro_batches"):
         if getattr(args, flag) < 1:
             raise ArchsimError(

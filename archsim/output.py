@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "check_out_dir",
     "check_out_file",
+    "results_owner",
     "first_missing_folder",
     "frame_to_parquet",
     "replace_after_writing",
@@ -34,15 +35,65 @@ __all__ = [
 _TMP_PREFIX = ".archsim-tmp-"
 
 
-def check_out_dir(text: str, option: str = "--out") -> Path:
-    """The output folder named by ``text``; refuses an empty name or an existing non-folder."""
+def check_out_dir(
+    text: str, option: str = "--out", command: str | None = None, *, probe: bool = False
+) -> Path:
+    """The output folder named by ``text``; refuses an empty name or an existing non-folder.
+
+    ``command`` (run, collective, train): also refuses a folder that holds another command's
+    results (:func:`results_owner`), which these would replace or mix with. ``probe``: also
+    refuses when nothing can be made where the folder is (a read-only mount, /sys), tried by
+    making and removing an empty folder, so that a command refuses before it simulates."""
     if not text.strip():
         raise ConfigError(option, "", "empty folder name; allowed: a folder path, e.g. out")
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise ConfigError(option, "", f"{path} exists and is not a folder; allowed: a folder")
-    _nearest_folder(path, option, "a folder path")
+    near = path if path.is_dir() else _nearest_folder(path, option, "a folder path")
+    owner = results_owner(path) if command is not None and path.is_dir() else None
+    if owner is not None and owner != command:
+        held = "sweep.json" if owner == "sweep" else "results.json"
+        allowed = f"allowed: a new folder, or a folder `archsim {command}` wrote"
+        problem = f"{path} holds an `archsim {owner}` result ({held}); {allowed}"
+        raise ConfigError(option, "", problem)
+    if probe and near is not None:
+        _probe_writable(near, option)
     return path
+
+
+#: results.json top-level keys that say which command wrote it
+_OWNER_KEYS = (("format_version", "run"), ("op", "collective"), ("rows", "collective"),
+               ("steps", "train"), ("timeline", "train"))  # fmt: skip
+
+
+def results_owner(folder: Path) -> str | None:
+    """Which archsim command's results ``folder`` holds: ``sweep`` (a sweep.json), else
+    ``run``, ``collective`` or ``train`` as its results.json's keys say; None when it holds
+    neither file, or a results.json none of them wrote (unreadable, another tool's)."""
+    import json
+
+    if (folder / "sweep.json").is_file():
+        return "sweep"
+    path = folder / "results.json"
+    try:
+        if not path.is_file() or path.stat().st_size > 64 << 20:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return next((cmd for key, cmd in _OWNER_KEYS if key in data), None)
+
+
+def _probe_writable(folder: Path, option: str) -> None:
+    """Refuse ``folder`` when an empty folder cannot be made (and removed) in it."""
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=folder, prefix=".archsim-check-"))
+    except OSError as exc:
+        raise ConfigError(
+            option, "", f"cannot write in {folder} ({os_reason(exc)}); allowed: a writable folder"
+        ) from None
 
 
 def _nearest_folder(path: Path, option: str, allowed: str) -> Path | None:
@@ -71,12 +122,7 @@ def check_out_file(
         )  # fmt: skip
     near = _nearest_folder(target, option, "a path inside a folder")
     if probe and near is not None:
-        try:
-            os.rmdir(tempfile.mkdtemp(dir=near, prefix=".archsim-check-"))
-        except OSError as exc:
-            raise ConfigError(
-                option, "", f"cannot write in {near} ({os_reason(exc)}); allowed: a writable folder"
-            ) from None
+        _probe_writable(near, option)
     for source in inputs:
         if target.exists() and Path(source).exists() and target.samefile(source):
             raise ConfigError(

@@ -140,10 +140,14 @@ class RunResult:
     def to_csv(self, path: str | Path) -> Path:
         """Write ``to_dataframe()`` as CSV (the same bytes as pandas' ``to_csv(index=False)``,
         without importing pandas), atomically; returns the path."""
+        target = _results_path(path, "to_csv", "a file path")
+        return _write_results(target, self.csv_text(), "to_csv")
+
+    def csv_text(self) -> str:
+        """The text :meth:`to_csv` writes."""
         from archsim.csv_rows import rows_to_csv
 
-        target = _results_path(path, "to_csv", "a file path")
-        return _write_results(target, rows_to_csv(lr.row() for lr in self.layers), "to_csv")
+        return rows_to_csv(lr.row() for lr in self.layers)
 
     def summary(self) -> dict[str, Any]:
         """Totals of the run."""

@@ -6,6 +6,7 @@ Exit code 0 when no claim fails, 1 when any does (2 stays for user errors).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -92,6 +93,9 @@ def run_command(args: argparse.Namespace) -> int:
     for option, flag in ((args.markdown, "-o"), (args.html, "--html")):
         if option:  # refused before the claims run (minutes), not after
             check_out_file(option, flag)
+    if args.markdown and args.html and _same_file(args.markdown, args.html):
+        raise ArchsimError(f"--html: {args.html} is also -o (the page would replace the "
+                           "Markdown table); allowed: two different files")  # fmt: skip
     eie_data = _eie_data(args.eie_data)
     models = list(dict.fromkeys(args.models)) or ["all"]
     unknown = [m for m in models if m not in (*MODELS, "all")]
@@ -148,3 +152,11 @@ def _command(models: list[str], args: argparse.Namespace) -> str:
     if args.html:
         parts += ["--html", args.html]
     return shlex.join(parts)
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file (as written, or the same existing file)."""
+    pa, pb = Path(a).expanduser().absolute(), Path(b).expanduser().absolute()
+    if pa.exists() and pb.exists():
+        return pa.samefile(pb)
+    return os.path.normpath(pa) == os.path.normpath(pb)
