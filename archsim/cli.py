@@ -313,6 +313,14 @@ def _run(argv: Sequence[str] | None, interrupted: Callable[[], bool] | None) -> 
         message = one_line(exc)  # always one line
         print(f"archsim: error: {message}", file=sys.stderr)
         return 2
+    except MemoryError:  # past the checks' estimates (ARCHSIM_MAX_MEMORY_BYTES), or a busy machine
+        print(
+            f"archsim: error: {args.command}: out of memory; allowed: a smaller workload or "
+            "hardware, or a machine with more free memory (ARCHSIM_MAX_MEMORY_BYTES sets what "
+            "the checks before a run allow)",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:  # `archsim run | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

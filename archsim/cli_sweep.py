@@ -283,8 +283,8 @@ def _check_not_another(out: Path, name: str) -> None:
         from archsim.output import results_owner
 
         owner = results_owner(out)
-        held = f"an `archsim {owner}` result" if owner else "a results.json"
-        raise ArchsimError(f"{out}: holds {held} (results.json); {allowed}")
+        held = f"an `archsim {owner}` result (results.json)" if owner else "a results.json"
+        raise ArchsimError(f"{out}: holds {held}; {allowed}")
 
 
 def _cap_jobs(args: argparse.Namespace) -> None:

@@ -72,6 +72,10 @@ LIMITS: dict[str, tuple[float, str]] = {
 DEFAULT_MAX_POINTS = 100_000
 _BYTES_PER_SPARSE_ENTRY = 32  # row, column (int64), code, value and a sort permutation
 _BYTES_PER_DENSE_ELEMENT = 24  # float64 value, fixed-point copy, mask/im2col copy
+#: EIE, per non-zero activation and PE: two int32 pointer rows (the column's start and end,
+#: ``eie_encode._encode``'s table) and a bypass-candidate flag (``eie_kernels``); a 1e6-input
+#: layer on 4096 PEs asked NumPy for 15.3 GiB of pointers after the check let it through
+_EIE_BYTES_PER_ITEM_AND_PE = 9
 
 
 def limit(name: str) -> float:
@@ -105,8 +109,9 @@ def _as_run(accelerator: str, layer: Any) -> Any:
     return layer
 
 
-def layer_memory_bytes(accelerator: str, layer: Any) -> int:
-    """Estimated bytes of the tensors ``accelerator``'s model materialises for ``layer``."""
+def layer_memory_bytes(accelerator: str, layer: Any, pes: int = 1) -> int:
+    """Estimated bytes of the tensors ``accelerator``'s model materialises for ``layer``;
+    ``pes``: an EIE's PE count (its per-PE tables grow with it)."""
     layer = _as_run(accelerator, layer)
     kind = layer.kind
     if kind in ("fc", "lstm"):
@@ -115,7 +120,11 @@ def layer_memory_bytes(accelerator: str, layer: Any) -> int:
             return 0
         rows, cols = shape
         nnz = math.ceil(rows * cols * layer.weight_density)
-        return _BYTES_PER_SPARSE_ENTRY * nnz + _BYTES_PER_DENSE_ELEMENT * (rows + cols)
+        out = _BYTES_PER_SPARSE_ENTRY * nnz + _BYTES_PER_DENSE_ELEMENT * (rows + cols)
+        if accelerator == "eie":  # per broadcast activation, a row of every PE's tables
+            items = math.ceil(cols * (layer.activation_density or 1.0)) + 1
+            out += _EIE_BYTES_PER_ITEM_AND_PE * items * pes
+        return out
     if kind == "conv":
         if accelerator == "systolic":  # im2col of every image and the output
             m, k, n = layer.n * layer.out_h * layer.out_w, layer.c * layer.r * layer.s, layer.k
@@ -197,7 +206,8 @@ def check_workload_size(hw: Any, workload: Any) -> None:
         origin = workload.origin
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
-        refuse_layer(origin, i, layer, "bytes of memory", layer_memory_bytes(acc, layer),
+        pes = hw.pe_array.num_pes if acc == "eie" else 1
+        refuse_layer(origin, i, layer, "bytes of memory", layer_memory_bytes(acc, layer, pes),
                      "ARCHSIM_MAX_MEMORY_BYTES")  # fmt: skip
         refuse_layer(origin, i, layer, "cycles", _macs_dense(layer) / peak, "ARCHSIM_MAX_CYCLES")
         layer = _as_run(acc, layer)

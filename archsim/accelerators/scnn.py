@@ -85,6 +85,7 @@ def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
     pixel_in = int(nz.max(initial=0)) * word_bits / 8 > cfg.iaram.size_bytes
     if pixel_in or kg * density * word_bits / 8 > cfg.oaram.size_bytes:
         tx, ty = max(conv.w, 1), max(conv.h, 1)
+    _check_window_fits(cfg, conv)
     while True:
         rw, rh = -(-conv.w // tx), -(-conv.h // ty)
         window = tile_w = tile_h = 1
@@ -119,6 +120,23 @@ def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
             tx += 1
         else:
             ty += 1
+
+
+def _check_window_fits(cfg: ScnnConfig, conv: SparseConv) -> None:
+    """Refuse a layer one input pixel of which reaches more output positions than the
+    accumulator holds (its window at a 1x1 tile, the least any super-tiling gives): no split
+    fits, and trying them all took hours on a 500 x 500 plane with a 50 x 50 filter."""
+    x, y = conv.w // 2, conv.h // 2  # an interior pixel: its window is not clipped
+    tl = scnn_tiling(conv.w, conv.h, conv.r, conv.s, conv.stride, conv.pad, cfg.pe_grid.cols,
+                     cfg.pe_grid.rows, region=(x, x + 1, y, y + 1))  # fmt: skip
+    window = tl.win_w * tl.win_h
+    if window > cfg.accumulator.entries:
+        raise SimulationError(
+            f"layer {conv.name!r}: one input pixel of its {conv.r}x{conv.s} filter at stride "
+            f"{conv.stride} reaches {window} output positions, more than the accumulator's "
+            f"{cfg.accumulator.entries} entries (accumulator.banks x entries_per_bank), so no "
+            "tiling fits; allowed: a filter window within the accumulator, or a larger one"
+        )
 
 
 def _max_tile_nnz(nz: np.ndarray, tw: int, th: int) -> int:
@@ -392,13 +410,16 @@ def simulate_scnn(
     """Run every conv layer; schedule super-tile loads, compute and write-backs in SimPy."""
     runs: list[tuple[ConvLayer | FcLayer | LstmLayer, ScnnConvRun]] = []
     macs: list[int] = []  # dense-equivalent MACs of each layer (a data layer: its files' shape)
-    for spec in workload.layers:
+    for index, spec in enumerate(workload.layers):
         if isinstance(spec, ConvLayer):
             conv = materialize_conv(spec, seed, workload.base_dir)
             density = spec.activation_density  # None for a layer read from files: measure it
             if density is None:
                 density = float(np.count_nonzero(conv.activations)) / max(conv.activations.size, 1)
-            runs.append((spec, run_scnn_conv(config, conv, float(density))))
+            try:
+                runs.append((spec, run_scnn_conv(config, conv, float(density))))
+            except SimulationError as exc:  # "layer 'x': ... does not fit": name the file too
+                raise SimulationError(f"{workload.origin}: layers.{index}: {exc}") from None
             macs.append(spec.macs_dense)
         elif isinstance(spec, FcLayer | LstmLayer):
             mv = materialize_matvec(spec, seed, workload.base_dir, codebook_entries=16)

@@ -366,7 +366,7 @@ def test_cli_collective_and_train(tmp_path, capsys) -> None:
         (lambda j: j["rows"][0].update(gpus=float("inf")), "rows.0.gpus is inf, not a finite"),
         (lambda j: j["rows"][0].update(time_us=-5), "rows.0.time_us is -5, not a finite"),
         (lambda j: j.update(op="bogus"), "op 'bogus' is not one of all_reduce"),
-        (lambda j: j.pop("system"), "no 'system'"),
+        (lambda j: j.pop("system"), "system must be an object with a name"),
     ):  # a traceback (inf GPUs) or a page of nonsense
         bad = json.loads(json.dumps(data))
         edit(bad)

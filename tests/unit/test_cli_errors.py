@@ -658,7 +658,9 @@ def test_scnn_tile_that_cannot_fit_is_one_line(tmp_path: Path, capsys) -> None:
         ]
     )
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "c1" in err[0] and "does not fit" in err[0]
+    assert code == 2 and len(err) == 1 and "c1" in err[0], err
+    assert f"{wl}: layers.0: layer 'c1': one input pixel of its 3x3 filter at stride 1 " in err[0]
+    assert "more than the accumulator's 4 entries" in err[0] and "no tiling fits" in err[0]
     assert not out.exists()
 
 
@@ -691,7 +693,7 @@ def test_scnn_buffers_too_small_for_one_pixel(
     assert main(["run", "scnn", str(wl), "--set", field, "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        "archsim: error: layer 'c1': a 1x1 input tile still does not fit (Kc=8, "
+        f"archsim: error: {wl}: layers.0: layer 'c1': a 1x1 input tile still does not fit (Kc=8, "
         f"{needle}); allowed: larger accumulator/IARAM/OARAM"
     ]
     assert splits == [(16, 16)]  # straight to 1x1 tiles; before: 31 splits, (1, 1) first

@@ -642,8 +642,11 @@ def test_a_sweep_refuses_a_folder_holding_another_sweep_or_a_run(tmp_path) -> No
         _check_not_another(tmp_path, "b")
     run = tmp_path / "run"
     run.mkdir()
-    (run / "results.json").write_text("{}")
+    (run / "results.json").write_text('{"format_version": 1}')
     with pytest.raises(ArchsimError, match="holds an `archsim run` result"):
+        _check_not_another(run, "a")
+    (run / "results.json").write_text("{}")  # no command's: still not this sweep's folder
+    with pytest.raises(ArchsimError, match="holds a results.json; allowed: a new folder"):
         _check_not_another(run, "a")
 
 
