@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.background import import_in_background
-from archsim.errors import ArchsimError, one_line, os_reason
+from archsim.errors import ArchsimError, ConfigError, one_line, os_reason
 from archsim.limits import DEFAULT_MAX_POINTS
 
 if TYPE_CHECKING:  # pandas and the sweep engine load when a sweep runs, not for `--help`
@@ -163,11 +163,13 @@ def rebuild_sweep_report(folder: Path) -> Path:
         frame = pd.read_parquet(parquet)
         _check_numbers(frame, parquet)
         points = totals(frame)
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # pyarrow's errors among them
+    except (OSError, ValueError, KeyError, TypeError, ConfigError) as exc:  # pyarrow's too
+        why = exc.problem if isinstance(exc, ConfigError) else one_line(exc, 160)
         raise ArchsimError(
             f"{parquet}: not a results table written by `archsim sweep` ({type(exc).__name__}: "
-            f"{one_line(exc, 160)}); allowed: re-run the sweep to rewrite it"
+            f"{why}); allowed: re-run the sweep to rewrite it"
         ) from None
+    _check_points(points, parquet, meta_path, axes, metrics)
     title = f"Sweep {name}"
     return write_sweep_report(
         points, folder, axes=axes, metrics=metrics, title=title, senses=senses
@@ -180,15 +182,31 @@ _SWEEP_NUMBERS = ("total_cycles", "total_time_s", "total_energy_pj", "cycles", "
 
 
 def _check_numbers(frame: pd.DataFrame, parquet: Path) -> None:
-    """Refuse an ok row whose times, cycles or energy are not finite numbers >= 0 (a
-    hand-edited table drew 'best time -494 us' and a Pareto front of none)."""
+    """Refuse an empty table, a point that holds one layer twice (points renumbered by hand
+    merged into one), and an ok row whose times, cycles or energy are not finite numbers >= 0
+    stored as numbers (a hand-edited table drew 'best time -494 us' and a Pareto front of
+    none)."""
     import numpy as np
     import pandas as pd
 
+    if frame.empty:
+        raise ArchsimError(f"{parquet}: holds no rows; allowed: the table a sweep writes "
+                           "(re-run the sweep to rewrite it)")  # fmt: skip
+    if {"point", "layer_index"} <= set(frame.columns):
+        twice = frame.duplicated(["point", "layer_index"]) & frame["layer_index"].notna()
+        if twice.any():
+            row = frame[twice].iloc[0]
+            raise ArchsimError(
+                f"{parquet}: point {row['point']} holds layer {row['layer_index']} twice; "
+                "allowed: one row per point and layer (re-run the sweep to rewrite the table)"
+            )
     ok = frame[frame["status"] == "ok"]
     for col in _SWEEP_NUMBERS:
         if ok.empty and col not in ok:  # every point failed: no layer columns at all
             continue
+        if not pd.api.types.is_numeric_dtype(ok[col]):  # "1.5" as text: the page cannot sort
+            raise ArchsimError(f"{parquet}: {col}: stored as {ok[col].dtype}, not numbers; "
+                               "allowed: the table a sweep writes (re-run the sweep)")  # fmt: skip
         values = pd.to_numeric(ok[col], errors="coerce").astype(float).to_numpy()
         bad = ~np.isfinite(values) | (values < 0)
         if bad.any():
@@ -196,6 +214,27 @@ def _check_numbers(frame: pd.DataFrame, parquet: Path) -> None:
                 f"{parquet}: {col}: {ok[col].to_numpy()[bad][0]} in an ok row of a results "
                 "table; allowed: a finite number >= 0 (re-run the sweep to rewrite the table)"
             )
+
+
+def _check_points(
+    points: pd.DataFrame, parquet: Path, meta: Path, axes: list[str], metrics: list[str]
+) -> None:
+    """Refuse a table that lacks a column sweep.json's axes or metrics name, or holds a metric
+    that is not numbers: the page plots them (the errors named neither file)."""
+    import pandas as pd
+
+    for kind, names in (("axis", axes), ("metric", metrics)):
+        for col in names:
+            if col not in points.columns:
+                raise ArchsimError(
+                    f"{parquet}: no column {col!r}, a{'n' if kind == 'axis' else ''} {kind} "
+                    f"{meta} names; allowed: the sweep's own table (re-run the sweep)"
+                )
+    for col in metrics:
+        if not pd.api.types.is_numeric_dtype(points[col]):
+            raise ArchsimError(f"{parquet}: metric {col!r} is stored as {points[col].dtype}, "
+                               "not numbers; allowed: the table a sweep writes (re-run the "
+                               "sweep)")  # fmt: skip
 
 
 def _interrupt_came(args: argparse.Namespace) -> bool:

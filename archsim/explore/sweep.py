@@ -215,8 +215,9 @@ def _run(
     provenance: dict[str, Any],
 ) -> tuple[list[pa.Table], dict[str, Any]]:
     """Run what ``store`` lacks; the tables of every point, and the counts."""
-    if store is not None:
-        store.write_json("sweep.json", _metadata(plan, provenance))
+    meta = _metadata(plan, provenance)
+    if store is not None and not (store.folder / "sweep.json").exists():
+        store.write_json("sweep.json", meta)  # a new folder is named by its sweep at once
     done_keys = store.finished(retry_errors) if store is not None else set()
     tasks: dict[str, Task] = {}
     for p in plan.points:
@@ -250,7 +251,11 @@ def _run(
 
     execute(list(tasks.values()), n_jobs, dask, on_table, _levels(plan, list(tasks)))
     if store is not None:
-        return store.compact(), counts
+        tables = store.compact()
+        # a resumed folder's sweep.json described its earlier spec until now, as its tables
+        # did: a run stopped on the way (a full disk, Ctrl-C) leaves the two in step
+        store.write_json("sweep.json", meta)
+        return tables, counts
     order = {p.key: p.index for p in plan.points}
     return sorted(memory, key=lambda t: min(order[k] for k in t["point_key"].to_pylist())), counts
 

@@ -118,3 +118,29 @@ def test_a_zip_axis_may_repeat_a_value(tmp_path: Path):
     assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
     points = (out / "points.csv").read_text().splitlines()
     assert len(points) == 3, points
+
+
+def test_a_resumed_sweep_keeps_its_record_until_its_table_is_rewritten(tmp_path, monkeypatch):
+    # sweep.json was rewritten for the changed spec before any point ran: a run stopped then
+    # left it describing 3 points next to a results.parquet of 2, and `report` mixed the two
+    import importlib
+
+    sweep = importlib.import_module("archsim.explore.sweep")  # the module, not the function
+    spec = tmp_path / "s.yaml"
+    text = "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+    spec.write_text(text + "axes: {pe_array.num_pes: [2, 4]}\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+    before = (out / "sweep.json").read_bytes()
+    spec.write_text(text + "axes: {pe_array.num_pes: [2, 4, 8]}\n")
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "execute", stopped)
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 130
+    assert (out / "sweep.json").read_bytes() == before
+    assert main(["report", str(out)]) == 0  # the old record and table, in step
+    monkeypatch.undo()
+    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+    assert json.loads((out / "sweep.json").read_text())["points"] == 3
