@@ -150,6 +150,8 @@ def rebuild_sweep_report(folder: Path) -> Path:
         senses = {m: meta["metrics"][m] for m in metrics}
         if not all(isinstance(v, str) for v in [*axes, *metrics, name]):
             raise TypeError("axes, metrics and spec.name must be names")
+        if not axes or not metrics:  # a spec has at least one of each
+            raise ValueError(f"{'axes' if not axes else 'metrics'} is empty")
         bad = {m: v for m, v in senses.items() if v not in ("min", "max")}
         if bad:
             raise ValueError(f"metrics.{next(iter(bad))} is {next(iter(bad.values()))!r}, not min "

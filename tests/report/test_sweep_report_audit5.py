@@ -69,3 +69,15 @@ def test_a_sweep_json_axis_the_table_lacks_names_both_files(sweep_dir, tmp_path,
 def test_the_untouched_folder_still_rebuilds(sweep_dir, tmp_path):
     folder = _copy(sweep_dir, tmp_path / "s")
     assert main(["report", str(folder)]) == 0 and (folder / "report.html").is_file()
+
+
+@pytest.mark.parametrize("field", ["axes", "metrics"])
+def test_a_sweep_json_with_no_axes_or_metrics_is_refused(sweep_dir, tmp_path, capsys, field):
+    # drew a page with no figures and no columns
+    folder = _copy(sweep_dir, tmp_path / "s")
+    meta = json.loads((folder / "sweep.json").read_text())
+    meta[field] = {}
+    (folder / "sweep.json").write_text(json.dumps(meta))
+    assert main(["report", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 'sweep.json'}: not a sweep.json" in err and f"{field} is empty" in err
