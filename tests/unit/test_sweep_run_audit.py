@@ -14,6 +14,18 @@ from archsim.config.sweep import AxisRange
 from archsim.explore.plan import _axis_values
 
 
+def _spec(tmp_path: Path, name: str, body: str) -> Path:
+    """A sweep of tiny_eie over eie_benchmarks named ``name``; ``body``: its axes and mode."""
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text(f"schema_version: 1\nname: {name}\nhardware: tiny_eie\n"
+                    f"workload: eie_benchmarks\n{body}")  # fmt: skip
+    return spec
+
+
+def _sweep(spec: Path, out: Path) -> int:
+    return main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"])
+
+
 def test_an_integer_range_keeps_to_its_bounds():
     # round(4.5) = 4 (half to even): a value below low=4.5
     assert _axis_values(AxisRange(low=4.5, high=5.6, num=3, integer=True)) == [5]
@@ -49,13 +61,10 @@ def test_report_on_energies_whose_sum_overflows_is_one_line(tmp_path: Path, caps
 
 def test_report_rebuilds_the_page_of_a_sweep_whose_points_all_failed(tmp_path: Path, capsys):
     # "not a results table written by `archsim sweep` (KeyError: 'cycles')"
-    spec = tmp_path / "fail.yaml"
-    spec.write_text(
-        "schema_version: 1\nname: allfail\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
-        "axes: {strict_capacity: [true], spmat_sram.size_bytes: [64, 128]}\n"
-    )
+    spec = _spec(tmp_path, "allfail", "axes: {strict_capacity: [true], "
+                 "spmat_sram.size_bytes: [64, 128]}\n")  # fmt: skip
     out = tmp_path / "s"
-    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 1
+    assert _sweep(spec, out) == 1
     (out / "report.html").unlink()
     capsys.readouterr()
     assert main(["report", str(out)]) == 0
@@ -109,13 +118,10 @@ def test_a_grid_axis_listing_a_value_twice_is_refused(tmp_path: Path, capsys, li
 
 def test_a_zip_axis_may_repeat_a_value(tmp_path: Path):
     # zip pairs the i-th values of every axis: (4, 2) and (4, 4) are different points
-    spec = tmp_path / "zip.yaml"
-    spec.write_text(
-        "schema_version: 1\nname: z\nhardware: tiny_eie\nworkload: eie_benchmarks\nmode: zip\n"
-        "axes: {pe_array.num_pes: [4, 4], activation_fifo.depth: [2, 4]}\n"
-    )
+    spec = _spec(tmp_path, "z", "mode: zip\naxes: {pe_array.num_pes: [4, 4], "
+                 "activation_fifo.depth: [2, 4]}\n")  # fmt: skip
     out = tmp_path / "out"
-    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+    assert _sweep(spec, out) == 0
     points = (out / "points.csv").read_text().splitlines()
     assert len(points) == 3, points
 
@@ -126,21 +132,18 @@ def test_a_resumed_sweep_keeps_its_record_until_its_table_is_rewritten(tmp_path,
     import importlib
 
     sweep = importlib.import_module("archsim.explore.sweep")  # the module, not the function
-    spec = tmp_path / "s.yaml"
-    text = "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
-    spec.write_text(text + "axes: {pe_array.num_pes: [2, 4]}\n")
     out = tmp_path / "out"
-    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+    assert _sweep(_spec(tmp_path, "s", "axes: {pe_array.num_pes: [2, 4]}\n"), out) == 0
     before = (out / "sweep.json").read_bytes()
-    spec.write_text(text + "axes: {pe_array.num_pes: [2, 4, 8]}\n")
+    spec = _spec(tmp_path, "s", "axes: {pe_array.num_pes: [2, 4, 8]}\n")
 
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(sweep, "execute", stopped)
-    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 130
+    assert _sweep(spec, out) == 130
     assert (out / "sweep.json").read_bytes() == before
     assert main(["report", str(out)]) == 0  # the old record and table, in step
     monkeypatch.undo()
-    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 0
+    assert _sweep(spec, out) == 0
     assert json.loads((out / "sweep.json").read_text())["points"] == 3
