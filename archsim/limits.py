@@ -126,8 +126,12 @@ def layer_memory_bytes(accelerator: str, layer: Any, pes: int = 1) -> int:
             out += _EIE_BYTES_PER_ITEM_AND_PE * items * pes
         return out
     if kind == "conv":
-        if accelerator == "systolic":  # im2col of every image and the output
-            m, k, n = layer.n * layer.out_h * layer.out_w, layer.c * layer.r * layer.s, layer.k
+        if accelerator == "systolic":  # im2col of every image and the output, of one group
+            # (the model runs one group's GEMM and repeats it: a depthwise layer of 1e5 groups
+            # was refused for 2.16e12 bytes)
+            g = layer.groups
+            m = layer.n * layer.out_h * layer.out_w
+            k, n = (layer.c // g) * layer.r * layer.s, layer.k // g
             return _BYTES_PER_DENSE_ELEMENT * (m * k + k * n + m * n)
         phases = layer.stride**2 if accelerator == "scnn" else 1
         return _BYTES_PER_DENSE_ELEMENT * _conv_elements(layer, phases)

@@ -103,6 +103,12 @@ def write_sram_trace(
 def trace_values(config: SystolicConfig, layer: ConvLayer | GemmLayer) -> int:
     """Values ``write_sram_trace`` writes for ``layer``: its demand rows (folds x cycles per
     fold, as ``fold_demands`` makes them) times its columns (cycle, IFMAP, FILTER, OFMAP)."""
+    folds, per_fold = _trace_shape(config, layer)
+    return folds * per_fold
+
+
+def _trace_shape(config: SystolicConfig, layer: ConvLayer | GemmLayer) -> tuple[int, int]:
+    """(folds, values of one fold's trace) of ``layer``."""
     g = layer_gemms(layer, config.timing_model == "scalesim")
     ih, iw, fh, fw, ch, stride, oh, ow, nf = g.geometry
     a = config.array
@@ -111,19 +117,29 @@ def trace_values(config: SystolicConfig, layer: ConvLayer | GemmLayer) -> int:
     t = spatio_temporal(a.dataflow, m, n, k)[2]
     per_fold = scalesim_rows_per_fold(a.dataflow, a.rows, a.cols, t)
     columns = 1 + a.rows + 2 * a.cols  # cycle, ifmap and filter (rows / cols), ofmap (cols)
-    return rf * cf * per_fold * columns
+    return rf * cf, per_fold * columns
+
+
+#: bytes one trace value of a fold takes while it is written: the fold's int64 demands, the
+#: int64 block with the offsets added (and np.where's temporary) and its text buffer
+_BYTES_PER_FOLD_VALUE = 3 * 8 + _MAX_VALUE_BYTES
 
 
 def check_trace_size(config: SystolicConfig, workload: WorkloadSpec) -> None:
     """Refuse, before anything runs, a trace over ``ARCHSIM_MAX_TRACE_VALUES`` values in one
-    layer (one line naming the layer, its size and the limit)."""
+    layer, or one whose largest fold would take more than ``ARCHSIM_MAX_MEMORY_BYTES`` to write
+    (one line naming the layer, its size and the limit)."""
     for i, layer in enumerate(workload.layers):
         if isinstance(layer, FcLayer):
             layer = layer.as_gemm()  # runs as its dense GEMM
         if isinstance(layer, ConvLayer | GemmLayer):
-            need = trace_values(config, layer)
+            folds, per_fold = _trace_shape(config, layer)
             env = "ARCHSIM_MAX_TRACE_VALUES"
-            refuse_layer(workload.origin, i, layer, "trace values", need, env)
+            refuse_layer(workload.origin, i, layer, "trace values", folds * per_fold, env)
+            # a fold is written whole: one of 9.7e8 values (k = 1e7 on 32 x 32) took 25 GB
+            memory = per_fold * _BYTES_PER_FOLD_VALUE
+            refuse_layer(workload.origin, i, layer, "bytes of memory for one fold's trace",
+                         memory, "ARCHSIM_MAX_MEMORY_BYTES")  # fmt: skip
 
 
 def trace_name(index: int) -> str:

@@ -21,6 +21,7 @@ __all__ = [
     "validation_to_config_error",
     "set_dotted",
     "dotted_name",
+    "MAX_EXPRESSION_CHARS",
     "number_type",
 ]
 
@@ -172,7 +173,7 @@ def _check_magnitude(name: str, value: Any, bounded: bool) -> None:
         and abs(value) > MAX_FIELD_INT
     ):
         raise ValueError(
-            f"{name}: {shown_value(value)}; allowed: at most {MAX_FIELD_INT:,} (64-bit)"
+            f"{name}: {shown_value(value) or value}; allowed: at most {MAX_FIELD_INT:,} (64-bit)"
         )
     if isinstance(value, float) and value != 0.0 and abs(value) < sys.float_info.min:
         raise ValueError(
@@ -281,6 +282,12 @@ def _check_set_once(paths: list[str], source: str) -> None:
                     source, path, f"is set twice (by {path} and by {other}); allowed: one "
                     "value per field"
                 )  # fmt: skip
+
+
+#: longest sweep expression text (derive, constraints), characters: checked before it is
+#: parsed (``explore.expression``; a 12 MB ``derive`` text took 1.5 GB to parse before the
+#: check refused it)
+MAX_EXPRESSION_CHARS = 2_000
 
 
 def dotted_name(node: ast.AST) -> str:

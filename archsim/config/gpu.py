@@ -223,9 +223,10 @@ class DramPageConfig(ArchsimModel):
     def _bits_make_a_page(self) -> DramPageConfig:
         bits = self.column_address_bits
         if len(set(bits)) != len(bits) or min(bits) < 0 or 2 ** len(bits) != self.page_bytes:
+            shown = str(bits) if len(bits) <= 16 else f"(a list of {len(bits)})"
             raise ValueError(
-                f"column_address_bits {bits} must be {self.page_bytes.bit_length() - 1} distinct "
-                f"non-negative bit indices (2 ** count = page_bytes {self.page_bytes})"
+                f"column_address_bits {shown} must be {self.page_bytes.bit_length() - 1} "
+                f"distinct non-negative bit indices (2 ** count = page_bytes {self.page_bytes})"
             )
         return self
 

@@ -33,7 +33,7 @@ from pydantic import (
     model_validator,
 )
 
-from archsim.config.base import ArchsimModel, dotted_name
+from archsim.config.base import MAX_EXPRESSION_CHARS, ArchsimModel, dotted_name
 
 __all__ = [
     "SweepSpec",
@@ -120,6 +120,8 @@ def _names_read(text: str) -> set[str]:
     """The dotted names an expression looks up, parsed as ``Expression`` parses it (``a.b.c``
     for a chain of attributes on a name; not function names, strings or numbers); none if it
     does not parse (the sweep plan reports that)."""
+    if len(text) > MAX_EXPRESSION_CHARS:  # refused with its length when the plan parses it
+        return set()
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):

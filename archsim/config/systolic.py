@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, model_validator
 
 from archsim.config.base import ArchsimModel
 from archsim.config.components import (
@@ -88,3 +88,28 @@ class SystolicConfig(ArchsimModel):
     def peak_macs_per_cycle(self) -> int:
         """R * C."""
         return self.array.num_pes
+
+    @model_validator(mode="after")
+    def _scalesim_buffers(self) -> SystolicConfig:
+        """SCALE-Sim's buffers keep half their words active and prefetch into the other half,
+        a DRAM line of ``*_words_per_cycle`` words at a time: a buffer of one word never
+        prefetches (the read loop spun forever), and a line longer than the buffer counted
+        reads past 64 bits (1e18 words per cycle gave negative energy)."""
+        if self.timing_model != "scalesim":
+            return self
+        sc = self.scalesim
+        for name in ("ifmap", "filter", "ofmap"):
+            size = getattr(self, f"{name}_sram").size_bytes
+            words = size // sc.word_bytes
+            if words < 2:
+                raise ValueError(
+                    f"{name}_sram.size_bytes: {size} bytes hold {words} word(s) of "
+                    f"scalesim.word_bytes = {sc.word_bytes}; allowed: at least 2 words"
+                )
+            bw = getattr(sc, f"{name}_words_per_cycle")
+            if sc.interface_bandwidth == "user" and bw > words:
+                raise ValueError(
+                    f"scalesim.{name}_words_per_cycle: {bw} words per cycle, more than the "
+                    f"{words} words {name}_sram holds; allowed: at most {words}"
+                )
+        return self

@@ -19,7 +19,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
-from archsim.config.base import dotted_name
+from archsim.config.base import MAX_EXPRESSION_CHARS, dotted_name
 
 __all__ = ["Expression", "ExpressionError", "derived_quantities"]
 
@@ -56,7 +56,7 @@ MAX_INT_BITS = 4096
 #: longest string or sequence anywhere in an evaluation, items
 MAX_LENGTH = 10_000
 #: longest expression text, characters, and deepest nesting of its syntax tree
-MAX_TEXT_CHARS = 2_000
+MAX_TEXT_CHARS = MAX_EXPRESSION_CHARS
 MAX_DEPTH = 50
 
 

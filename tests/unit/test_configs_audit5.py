@@ -1,0 +1,123 @@
+"""A fifth audit of hardware fields and sweeps: a SCALE-Sim buffer of one word spun forever (a
+SIGTERM did not stop it), a DRAM line of 1e18 words gave negative energy, a word larger than an
+SRAM traced back, a trace fold of 9.7e8 values ran out of memory, a depthwise layer was refused
+for 2 TB, and a 12 MB derive text was parsed before its length was checked."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from archsim.cli import main
+
+PRESETS = Path(__file__).resolve().parents[2] / "hw_configs"
+
+
+def _systolic(tmp_path: Path, scalesim: dict, **srams: int) -> Path:
+    doc = yaml.safe_load((PRESETS / "systolic_32x32_os.yaml").read_text())
+    doc["timing_model"] = "scalesim"
+    doc["scalesim"] = {"interface_bandwidth": "user", **scalesim}
+    for name, size in srams.items():
+        doc[name]["size_bytes"] = size
+    path = tmp_path / "sys.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _gemm(tmp_path: Path, m: int, n: int, k: int) -> Path:
+    wl = tmp_path / "g.yaml"
+    wl.write_text(f"schema_version: 1\nname: g\nsource: t\nlayers:\n"
+                  f"  - {{name: g, kind: gemm, m: {m}, n: {n}, k: {k}}}\n")  # fmt: skip
+    return wl
+
+
+def _refused(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("scalesim", "srams", "needle"),
+    [
+        ({"word_bytes": 1}, {"ifmap_sram": 1},
+         "ifmap_sram.size_bytes: 1 bytes hold 1 word(s) of scalesim.word_bytes = 1; allowed: "
+         "at least 2 words"),
+        ({"word_bytes": 65537}, {},
+         "ifmap_sram.size_bytes: 65536 bytes hold 0 word(s) of scalesim.word_bytes = 65537"),
+        ({"word_bytes": 1, "filter_words_per_cycle": 10**18}, {},
+         "scalesim.filter_words_per_cycle: 1000000000000000000 words per cycle, more than the "
+         "65536 words filter_sram holds; allowed: at most 65536"),
+    ],
+)  # fmt: skip
+def test_scalesim_buffers_that_cannot_work_are_refused(tmp_path, capsys, scalesim, srams, needle):
+    hw = _systolic(tmp_path, scalesim, **srams)
+    err = _refused(capsys, ["run", str(hw), str(_gemm(tmp_path, 64, 64, 64)), "-q",
+                            "-o", str(tmp_path / "o")])  # fmt: skip
+    assert f"{hw}: {needle}" in err
+    # two words and a line as long as the buffer still run
+    ok = _systolic(tmp_path, {"word_bytes": 1, "ifmap_words_per_cycle": 2}, ifmap_sram=2)
+    argv = ["run", str(ok), str(_gemm(tmp_path, 8, 8, 8)), "-q", "-o", str(tmp_path / "p")]
+    assert main(argv) == 0
+
+
+def test_a_trace_fold_too_large_to_write_is_refused_first(tmp_path, capsys):
+    # one fold of 9.7e8 values (under ARCHSIM_MAX_TRACE_VALUES) needed about 25 GB
+    wl = _gemm(tmp_path, 1, 1, 10_000_000)
+    err = _refused(capsys, ["run", "systolic_32x32_os", str(wl), "--trace", "-q",
+                            "-o", str(tmp_path / "o")])  # fmt: skip
+    assert f"{wl}: layers.0: layer 'g' needs about 4.37e+10 bytes of memory for one fold's " \
+           "trace; allowed: up to 8.59e+09" in err  # fmt: skip
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_systolic_depthwise_layer_is_estimated_per_group():
+    from archsim.config.workload import ConvLayer
+    from archsim.limits import layer_memory_bytes
+
+    dw = ConvLayer(kind="conv", name="dw", c=100_000, k=100_000, groups=100_000, h=7, w=7,
+                   r=3, s=3, pad=1)  # fmt: skip
+    one = ConvLayer(kind="conv", name="one", c=1, k=1, h=7, w=7, r=3, s=3, pad=1)
+    # the model runs one group's 49 x 9 x 1 GEMM and repeats it: it was 2.16e12 bytes
+    assert layer_memory_bytes("systolic", dw) == layer_memory_bytes("systolic", one)
+
+
+def test_a_long_derive_text_is_refused_before_it_is_parsed(tmp_path, capsys, monkeypatch):
+    sweep = importlib.import_module("archsim.config.sweep")
+    parsed: list[int] = []
+    real = sweep.ast.parse
+    monkeypatch.setattr(sweep.ast, "parse", lambda text, *a, **k: parsed.append(len(text))
+                        or real(text, *a, **k))  # fmt: skip
+    spec = tmp_path / "s.yaml"
+    text = "a + " * 1000 + "a"
+    spec.write_text(
+        "schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+        f"axes: {{pe_array.num_pes: [4]}}\nderive: {{clock.frequency_hz: '{text}'}}\n"
+    )
+    err = _refused(capsys, ["sweep", str(spec), "-o", str(tmp_path / "o"), "-q", "-j", "1"])
+    assert "4001 characters; allowed: at most 2000" in err
+    assert all(n <= 2000 for n in parsed), parsed  # a 12 MB text took 1.5 GB to parse
+
+
+def test_a_value_of_2_to_the_63_is_shown(tmp_path, capsys):
+    doc = yaml.safe_load((PRESETS / "dcnn.yaml").read_text())
+    doc["technology"]["node_nm"] = 2**63
+    hw = tmp_path / "d.yaml"
+    hw.write_text(yaml.safe_dump(doc))
+    err = _refused(capsys, ["run", str(hw), "alexnet", "-q", "-o", str(tmp_path / "o")])
+    assert "technology.node_nm: 9223372036854775808; allowed: at most" in err  # was "None"
+
+
+def test_a_long_list_of_column_bits_is_not_printed_whole(tmp_path, capsys):
+    doc = yaml.safe_load((PRESETS / "v100.yaml").read_text())
+    if "dram_pages" not in doc:
+        pytest.skip("the v100 preset has no dram_pages block")
+    doc["dram_pages"]["column_address_bits"] = [0] * 100_000
+    hw = tmp_path / "v.yaml"
+    hw.write_text(yaml.safe_dump(doc))
+    err = _refused(capsys, ["run", str(hw), "deepbench_gemm", "-q", "-o", str(tmp_path / "o")])
+    assert "column_address_bits (a list of 100000) must be" in err and len(err) < 1000
