@@ -313,11 +313,12 @@ def _run(argv: Sequence[str] | None, interrupted: Callable[[], bool] | None) -> 
         message = one_line(exc)  # always one line
         print(f"archsim: error: {message}", file=sys.stderr)
         return 2
-    except MemoryError:  # past the checks' estimates (ARCHSIM_MAX_MEMORY_BYTES), or a busy machine
+    except MemoryError as exc:  # past the checks' estimates, or a busy machine
+        what = one_line(exc, 160)  # NumPy's names the size: an estimate's bug shows in it
         print(
-            f"archsim: error: {args.command}: out of memory; allowed: a smaller workload or "
-            "hardware, or a machine with more free memory (ARCHSIM_MAX_MEMORY_BYTES sets what "
-            "the checks before a run allow)",
+            f"archsim: error: {args.command}: out of memory{f' ({what})' if what else ''}; "
+            "allowed: a smaller workload or hardware, or a machine with more free memory "
+            "(ARCHSIM_MAX_MEMORY_BYTES sets what the checks before a run allow)",
             file=sys.stderr,
         )
         return 2

@@ -113,7 +113,8 @@ def cmd(args: argparse.Namespace) -> int:
     check_out_file(args.out, "-o", inputs=[Path(args.model)])
     if Path(args.out).suffix.lower() not in (".yaml", ".yml"):  # `-o model.onnx` became YAML
         where = "the workload; its tensors go to a .data folder beside it"
-        problem = f"{args.out}: not a YAML file name; allowed: a path ending in .yaml ({where})"
+        problem = f"{args.out}: not a YAML file name; allowed: a path ending in .yaml or .yml "
+        problem += f"({where})"
         raise ConfigError("-o", "", problem)
     check_data_folder(args.out)
     if args.no_measure and args.inputs is not None:

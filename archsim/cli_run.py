@@ -105,7 +105,7 @@ def _write_outputs(
     report: bool = True,
 ) -> None:
     """Write results.csv, results.json, report.html (and SCALE-Sim's reports) all or nothing."""
-    from archsim.output import write_outputs_atomically
+    from archsim.output import RESULT_FILES, write_outputs_atomically
 
     def write(tmp: Path) -> list[str]:
         # written here, not by to_csv / to_json: a full disk is then an OSError that names
@@ -128,14 +128,7 @@ def _write_outputs(
             names += write_layer_traces(trace[0], trace[1], tmp, *trace[2:])  # (offsets)
         return names
 
-    write_outputs_atomically(out_dir, write, stale=_RUN_OUTPUTS)
-
-
-#: every file `archsim run` may write: a re-run into the folder leaves only its own
-_RUN_OUTPUTS = (
-    "results.csv", "results.json", "report.html", "COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv",
-    "DETAILED_ACCESS_REPORT.csv", "SRAM_TRACE_layer*.csv.gz",
-)  # fmt: skip
+    write_outputs_atomically(out_dir, write, stale=RESULT_FILES)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -146,8 +139,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from archsim.simulate import simulate
     from archsim.workload.matvec import LayerDataError
 
-    # a run's report.html would replace a sweep's page, its results.json another command's
-    out_dir = check_out_dir(args.out, command="run", probe=True)
+    # not a sweep's folder (its page would be replaced); another result folder is replaced
+    out_dir = check_out_dir(args.out, results=True, probe=True)
     if args.batch is not None and args.batch < 1:  # before an ONNX model is imported at it
         problem = f"must be >= 1 (got {args.batch}); allowed: an integer >= 1"
         raise ConfigError("--batch", "", problem)

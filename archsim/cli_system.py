@@ -106,9 +106,10 @@ def _write_outputs(
 ) -> Path:
     """Write ``texts`` (file name -> text) and ``page(folder)``'s report.html into the folder
     ``arg``, all or nothing (a full disk, a file limit or a folder in a file's place leaves
-    neither a half-written folder nor some of the files); without ``page`` an earlier
-    report.html is removed (it would describe other results)."""
-    from archsim.output import write_outputs_atomically
+    neither a half-written folder nor some of the files); the folder's other result files (an
+    earlier report.html without ``page``, a run's traces) are removed: they would describe
+    other results."""
+    from archsim.output import RESULT_FILES, write_outputs_atomically
 
     def write(tmp: Path) -> list[str]:
         for name, text in texts.items():
@@ -118,7 +119,7 @@ def _write_outputs(
         return [*texts, *(["report.html"] if page is not None else [])]
 
     out = Path(arg)
-    write_outputs_atomically(out, write, "-o", stale=("report.html",))
+    write_outputs_atomically(out, write, "-o", stale=RESULT_FILES)
     return out
 
 
@@ -156,7 +157,7 @@ def cmd_collective(args: argparse.Namespace) -> int:
     from archsim.report.system_report import write_collective_report
     from archsim.system.api import collective
 
-    check_out_dir(args.out, "-o", command="collective", probe=True)  # before the simulation
+    check_out_dir(args.out, "-o", results=True, probe=True)  # before the simulation
     cfg = _system(args)
     if args.gpus is not None and args.gpus < 2:
         raise ArchsimError(f"--gpus {args.gpus}: a collective needs 2 GPUs or more; allowed: "
@@ -347,7 +348,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from archsim.report.system_report import write_training_report
     from archsim.system.training import StepOptions, run_step
 
-    check_out_dir(args.out, "-o", command="train", probe=True)  # before the simulation
+    check_out_dir(args.out, "-o", results=True, probe=True)  # before the simulation
     for flag in ("tensor", "pipeline", "micro_batches"):
         if getattr(args, flag) < 1:
             raise ArchsimError(

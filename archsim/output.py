@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "RESULT_FILES",
     "check_out_dir",
     "check_out_file",
     "results_owner",
@@ -34,27 +35,35 @@ __all__ = [
 
 _TMP_PREFIX = ".archsim-tmp-"
 
+#: every file `archsim run`, `collective` and `train` may write into their folder: each removes
+#: the ones it did not write (a re-run without --report or --trace, or another of the three
+#: writing into the shared default folder, left the earlier results' page or traces behind)
+RESULT_FILES = (
+    "results.csv", "results.json", "report.html", "COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv",
+    "DETAILED_ACCESS_REPORT.csv", "SRAM_TRACE_layer*.csv.gz",
+)  # fmt: skip
+
 
 def check_out_dir(
-    text: str, option: str = "--out", command: str | None = None, *, probe: bool = False
+    text: str, option: str = "--out", *, results: bool = False, probe: bool = False
 ) -> Path:
     """The output folder named by ``text``; refuses an empty name or an existing non-folder.
 
-    ``command`` (run, collective, train): also refuses a folder that holds another command's
-    results (:func:`results_owner`), which these would replace or mix with. ``probe``: also
-    refuses when nothing can be made where the folder is (a read-only mount, /sys), tried by
-    making and removing an empty folder, so that a command refuses before it simulates."""
+    ``results`` (run, collective, train): also refuses a sweep's folder, whose page and
+    tables the command's results.json and report.html would leave behind and replace (these
+    three replace one another's results whole: they share the default ``archsim-out``).
+    ``probe``: also refuses when nothing can be made where the folder is (a read-only mount,
+    /sys), tried by making and removing an empty folder, so that a command refuses before it
+    simulates."""
     if not text.strip():
         raise ConfigError(option, "", "empty folder name; allowed: a folder path, e.g. out")
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise ConfigError(option, "", f"{path} exists and is not a folder; allowed: a folder")
     near = path if path.is_dir() else _nearest_folder(path, option, "a folder path")
-    owner = results_owner(path) if command is not None and path.is_dir() else None
-    if owner is not None and owner != command:
-        held = "sweep.json" if owner == "sweep" else "results.json"
-        allowed = f"allowed: a new folder, or a folder `archsim {command}` wrote"
-        problem = f"{path} holds an `archsim {owner}` result ({held}); {allowed}"
+    if results and (path / "sweep.json").is_file():
+        allowed = "allowed: a new folder, or one that `archsim run`, `collective` or `train` wrote"
+        problem = f"{path} holds an `archsim sweep` result (sweep.json); {allowed}"
         raise ConfigError(option, "", problem)
     if probe and near is not None:
         _probe_writable(near, option)
@@ -69,7 +78,8 @@ _OWNER_KEYS = (("format_version", "run"), ("op", "collective"), ("rows", "collec
 def results_owner(folder: Path) -> str | None:
     """Which archsim command's results ``folder`` holds: ``sweep`` (a sweep.json), else
     ``run``, ``collective`` or ``train`` as its results.json's keys say; None when it holds
-    neither file, or a results.json none of them wrote (unreadable, another tool's)."""
+    neither file, or a results.json whose writer is unknown (unreadable, over 64 MiB, or
+    another tool's)."""
     import json
 
     if (folder / "sweep.json").is_file():

@@ -85,7 +85,6 @@ def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
     pixel_in = int(nz.max(initial=0)) * word_bits / 8 > cfg.iaram.size_bytes
     if pixel_in or kg * density * word_bits / 8 > cfg.oaram.size_bytes:
         tx, ty = max(conv.w, 1), max(conv.h, 1)
-    _check_window_fits(cfg, conv)
     while True:
         rw, rh = -(-conv.w // tx), -(-conv.h // ty)
         window = tile_w = tile_h = 1
@@ -122,20 +121,34 @@ def _plan(cfg: ScnnConfig, conv: SparseConv, act_q: np.ndarray, density: float):
             ty += 1
 
 
+def _one_pixel_window(cfg: ScnnConfig, conv: SparseConv) -> int:
+    """Most output positions one input pixel reaches: the window of a 1x1 tile, the least any
+    super-tiling gives (``_plan`` takes the largest over its regions). Interior pixels of one
+    stride period cover every phase (at stride s a pixel reaches floor or ceil(r / s) rows)."""
+    w0, h0 = conv.w // 2, conv.h // 2
+    xs = range(w0, min(conv.w, w0 + conv.stride))
+    ys = range(h0, min(conv.h, h0 + conv.stride))
+    most = 1
+    shape = (conv.w, conv.h, conv.r, conv.s, conv.stride, conv.pad, cfg.pe_grid.cols)
+    for y in ys:
+        for x in xs:
+            tl = scnn_tiling(*shape, cfg.pe_grid.rows, region=(x, x + 1, y, y + 1))
+            most = max(most, tl.win_w * tl.win_h)
+    return most
+
+
 def _check_window_fits(cfg: ScnnConfig, conv: SparseConv) -> None:
     """Refuse a layer one input pixel of which reaches more output positions than the
-    accumulator holds (its window at a 1x1 tile, the least any super-tiling gives): no split
-    fits, and trying them all took hours on a 500 x 500 plane with a 50 x 50 filter."""
-    x, y = conv.w // 2, conv.h // 2  # an interior pixel: its window is not clipped
-    tl = scnn_tiling(conv.w, conv.h, conv.r, conv.s, conv.stride, conv.pad, cfg.pe_grid.cols,
-                     cfg.pe_grid.rows, region=(x, x + 1, y, y + 1))  # fmt: skip
-    window = tl.win_w * tl.win_h
+    accumulator holds: no super-tiling fits, and trying them all took hours on a 500 x 500
+    plane with a 50 x 50 filter."""
+    window = _one_pixel_window(cfg, conv)
     if window > cfg.accumulator.entries:
         raise SimulationError(
             f"layer {conv.name!r}: one input pixel of its {conv.r}x{conv.s} filter at stride "
             f"{conv.stride} reaches {window} output positions, more than the accumulator's "
-            f"{cfg.accumulator.entries} entries (accumulator.banks x entries_per_bank), so no "
-            "tiling fits; allowed: a filter window within the accumulator, or a larger one"
+            f"{cfg.accumulator.entries} entries, so no tiling fits; allowed: a filter window "
+            "within the accumulator, or a larger accumulator (accumulator.banks x "
+            "entries_per_bank)"
         )
 
 
@@ -267,6 +280,7 @@ def run_scnn_conv(cfg: ScnnConfig, conv: SparseConv, density: float) -> ScnnConv
     busy = idle_total = 0
     drained = iaram_reads = fifo_push = refills = 0
     kc_used, supertiles = [], 0
+    _check_window_fits(cfg, conv)  # once per layer, before any plane is planned
     for img in range(conv.n):
         for j in range(conv.groups):
             wq = wq_all[j * kg : (j + 1) * kg]

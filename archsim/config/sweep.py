@@ -143,7 +143,10 @@ def _names_read(text: str) -> set[str]:
 
 
 def _hashable(value: Any) -> Any:
-    """``value`` with its lists and mappings made tuples, for comparing axis values."""
+    """``value`` with its lists and mappings made tuples, for comparing axis values; a boolean
+    kept apart from the number it equals in Python (``[0, false]`` is two values)."""
+    if isinstance(value, bool):
+        return ("bool", value)
     if isinstance(value, list | tuple):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, dict):
@@ -151,18 +154,20 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _repeated(values: list[Any]) -> tuple[Any, int, int] | None:
-    """The first value of ``values`` equal to an earlier one (``4`` and ``4.0`` are equal, as
-    a validated field makes them), with both positions counted from 1; None if all differ."""
+def _repeated(values: list[Any]) -> tuple[int, int] | None:
+    """The positions (from 1) of the first value of ``values`` equal to an earlier one and of
+    that one (``4`` and ``4.0`` are equal, as a validated field makes them); None if all
+    differ."""
     seen: dict[Any, int] = {}
     for i, value in enumerate(values, start=1):
         key = _hashable(value)
         try:
             first = seen.setdefault(key, i)
         except TypeError:  # unhashable leaf: compare with the values before it
-            first = next((j for j, v in enumerate(values[: i - 1], 1) if v == value), i)
+            earlier = enumerate(values[: i - 1], 1)
+            first = next((j for j, v in earlier if _hashable(v) == key), i)
         if first != i:
-            return value, first, i
+            return first, i
     return None
 
 
@@ -285,10 +290,11 @@ class SweepSpec(ArchsimModel):
             for where, values in lists.items():
                 twice = _repeated(values)
                 if twice is not None:
+                    (i, a), (j, b) = ((k, values[k - 1]) for k in twice)
                     raise ValueError(
-                        f"{where}: {twice[0]!r} is listed twice (entries {twice[1]} and "
-                        f"{twice[2]}); allowed: distinct values in grid mode, where each would "
-                        "run the same points again"
+                        f"{where}: entry {i} ({a!r}) and entry {j} ({b!r}) are the same value; "
+                        "allowed: distinct values in grid mode, where each would run the same "
+                        "points again"
                     )
         if "accuracy" in self.metrics and self.evaluation is None:
             raise ValueError(

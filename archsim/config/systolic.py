@@ -102,10 +102,12 @@ class SystolicConfig(ArchsimModel):
             size = getattr(self, f"{name}_sram").size_bytes
             words = size // sc.word_bytes
             if words < 2:
-                raise ValueError(
-                    f"{name}_sram.size_bytes: {size} bytes hold {words} word(s) of "
-                    f"scalesim.word_bytes = {sc.word_bytes}; allowed: at least 2 words"
-                )
+                held = f"{name}_sram's {size} bytes hold {words} word(s) of {sc.word_bytes} bytes"
+                if sc.word_bytes > size:  # the word is what changed
+                    message = f"scalesim.word_bytes: {held}; allowed: at most {size // 2} bytes"
+                else:
+                    message = f"{name}_sram.size_bytes: {held}; allowed: at least 2 words"
+                raise ValueError(f"{message} (SCALE-Sim's buffers hold 2 words or more)")
             bw = getattr(sc, f"{name}_words_per_cycle")
             if sc.interface_bandwidth == "user" and bw > words:
                 raise ValueError(

@@ -45,10 +45,11 @@ def _refused(capsys, argv: list[str]) -> str:
     ("scalesim", "srams", "needle"),
     [
         ({"word_bytes": 1}, {"ifmap_sram": 1},
-         "ifmap_sram.size_bytes: 1 bytes hold 1 word(s) of scalesim.word_bytes = 1; allowed: "
-         "at least 2 words"),
+         "ifmap_sram.size_bytes: ifmap_sram's 1 bytes hold 1 word(s) of 1 bytes; allowed: at "
+         "least 2 words"),
         ({"word_bytes": 65537}, {},
-         "ifmap_sram.size_bytes: 65536 bytes hold 0 word(s) of scalesim.word_bytes = 65537"),
+         "scalesim.word_bytes: ifmap_sram's 65536 bytes hold 0 word(s) of 65537 bytes; "
+         "allowed: at most 32768 bytes"),
         ({"word_bytes": 1, "filter_words_per_cycle": 10**18}, {},
          "scalesim.filter_words_per_cycle: 1000000000000000000 words per cycle, more than the "
          "65536 words filter_sram holds; allowed: at most 65536"),

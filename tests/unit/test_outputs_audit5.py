@@ -26,22 +26,32 @@ def _refused(capsys: Any, argv: list[str], needle: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("first", "then", "owner"),
-    [(COLLECTIVE, TRAIN, "collective"), (TRAIN, COLLECTIVE, "train"), (COLLECTIVE, RUN,
-     "collective"), (RUN, TRAIN, "run")],
-)  # fmt: skip
-def test_a_command_refuses_the_folder_of_another(tmp_path, capsys, first, then, owner):
-    # `train -o <collective folder>` replaced its results.json, and in a sweep's folder the
-    # sweep's page, with no word
+    ("first", "then"), [(COLLECTIVE, TRAIN), (TRAIN, COLLECTIVE), (COLLECTIVE, RUN), (RUN, TRAIN)]
+)
+def test_commands_sharing_the_default_folder_replace_its_results(
+    tmp_path, monkeypatch, first, then
+):
+    # run, collective and train all write to archsim-out unless told otherwise (the README
+    # runs them one after the other): the later one's results replace the earlier's whole
+    from archsim.output import results_owner
+
+    monkeypatch.chdir(tmp_path)
+    assert main(first) == 0 and main(then) == 0
+    out = tmp_path / "archsim-out"
+    assert results_owner(out) == then[0]
+    assert main(["report", str(out)]) == 0
+
+
+def test_a_run_s_traces_do_not_outlive_its_results(tmp_path):
+    wl = tmp_path / "g.yaml"
+    wl.write_text("schema_version: 1\nname: g\nsource: t\nlayers:\n"
+                  "  - {name: g, kind: gemm, m: 64, n: 64, k: 64}\n")  # fmt: skip
     out = tmp_path / "o"
-    assert main([*first, "-o", str(out)]) == 0
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
-    command = then[0]
-    allowed = f"allowed: a new folder, or a folder `archsim {command}` wrote"
-    _refused(capsys, [*then, "-o", str(out)],
-             f"{out} holds an `archsim {owner}` result (results.json); {allowed}")  # fmt: skip
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    assert main([*first, "-o", str(out)]) == 0  # its own folder: written again
+    assert main(["run", "systolic_32x32_os", str(wl), "--trace", "-q", "-o", str(out)]) == 0
+    assert (out / "SRAM_TRACE_layer0.csv.gz").is_file()
+    assert main([*TRAIN, "-o", str(out)]) == 0  # they described the run's layers
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.csv",
+                                                      "results.json"]  # fmt: skip
 
 
 @pytest.mark.parametrize("argv", [COLLECTIVE, TRAIN])

@@ -94,26 +94,34 @@ def test_a_negative_exponent_past_the_bound_says_magnitude():
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
-        ("axes: {pe_array.num_pes: [4, 8, 4]}", "axes: pe_array.num_pes: 4 is listed twice "
-         "(entries 1 and 3)"),
-        ("axes: {pe_array.num_pes: [4, 4.0]}", "axes: pe_array.num_pes: 4.0 is listed twice"),
-        ("seeds: [1, 2, 1]\naxes: {pe_array.num_pes: [4]}", "seeds: 1 is listed twice"),
+        ("axes: {pe_array.num_pes: [4, 8, 4]}",
+         "axes: pe_array.num_pes: entry 1 (4) and entry 3 (4) are the same value"),
+        ("axes: {pe_array.num_pes: [4, 4.0]}",
+         "axes: pe_array.num_pes: entry 1 (4) and entry 2 (4.0) are the same value"),
+        ("seeds: [1, 2, 1]\naxes: {pe_array.num_pes: [4]}",
+         "seeds: entry 1 (1) and entry 3 (1) are the same value"),
         ("axes: {pe_array.num_pes: [4]}\nworkload: [eie_benchmarks, eie_benchmarks]",
-         "workload: 'eie_benchmarks' is listed twice"),
+         "workload: entry 1 ('eie_benchmarks') and entry 2 ('eie_benchmarks') are the same"),
     ],
 )  # fmt: skip
 def test_a_grid_axis_listing_a_value_twice_is_refused(tmp_path: Path, capsys, lines, message):
     # each repeat ran the same points again (27 rows for 3 listed PE counts, two of them equal)
+    body = lines if "workload:" in lines else f"{lines}\nworkload: eie_benchmarks"
     spec = tmp_path / "dup.yaml"
-    text = f"schema_version: 1\nname: dup\nhardware: tiny_eie\n{lines}\n"
-    if "workload:" not in lines:
-        text += "workload: eie_benchmarks\n"
-    spec.write_text(text)
+    spec.write_text(f"schema_version: 1\nname: dup\nhardware: tiny_eie\n{body}\n")
     out = tmp_path / "out"
-    assert main(["sweep", str(spec), "-o", str(out), "-j", "1", "-q"]) == 2
+    assert _sweep(spec, out) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"dup.yaml: {message}" in err, err
     assert "allowed: distinct values in grid mode" in err and not out.exists()
+
+
+def test_a_boolean_and_the_number_it_equals_are_not_a_repeat():
+    from archsim.config.sweep import _repeated
+
+    # 0 == False in Python: "False is listed twice" hid that a boolean is no PE count
+    assert _repeated([0, False]) is None and _repeated([1, True, 1.0]) == (1, 3)
+    assert _repeated([[1, 2], (1, 2)]) == (1, 2) and _repeated([{"a": 1}, {"a": 1}]) == (1, 2)
 
 
 def test_a_zip_axis_may_repeat_a_value(tmp_path: Path):
