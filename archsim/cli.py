@@ -322,6 +322,13 @@ def _run(argv: Sequence[str] | None, interrupted: Callable[[], bool] | None) -> 
             file=sys.stderr,
         )
         return 2
+    except OverflowError as exc:  # a field's value past the model's arithmetic, unchecked
+        print(
+            f"archsim: error: {args.command}: a number overflowed ({one_line(exc, 160)}); "
+            "allowed: hardware and workload values of realistic magnitude",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:  # `archsim run | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

@@ -18,6 +18,7 @@ from archsim.config.components import ClockConfig, DramConfig, TechnologyConfig
 from archsim.config.gpu_conv import ConvLibraryConfig
 from archsim.config.gpu_family import (
     MAX_MENU_ITEMS,
+    MIN_FRACTION,
     KernelFamily,
     KernelRate,
     KernelSeconds,
@@ -88,7 +89,7 @@ class TensorCoreConfig(ArchsimModel):
     )
     sustained_fraction: float = Field(
         default=1.0,
-        gt=0.0,
+        ge=MIN_FRACTION,
         le=1.0,
         description="Measured sustained MMA throughput / peak (issue bubbles); 1.0 = none.",
     )
@@ -165,7 +166,10 @@ class L2Config(ArchsimModel):
         "blend in hbm.latency_s by the miss ratio).",
     )
     achievable_fraction: float = Field(
-        default=1.0, gt=0.0, le=1.0, description="Measured achievable / theoretical bandwidth."
+        default=1.0,
+        ge=MIN_FRACTION,
+        le=1.0,
+        description="Measured achievable / theoretical bandwidth.",
     )
     resident_across_calls: bool = Field(
         default=False,
@@ -241,7 +245,7 @@ class CudaCoreConfig(ArchsimModel):
     fma_latency_cycles: PositiveInt = Field(default=4, description="Dependent FFMA latency.")
     sustained_fraction: float = Field(
         default=1.0,
-        gt=0.0,
+        ge=MIN_FRACTION,
         le=1.0,
         description="Measured sustained FMA issue / peak in library SGEMM kernels; 1.0 = none.",
     )
@@ -382,7 +386,10 @@ class GpuConfig(ArchsimModel):
     l2: L2Config
     hbm: DramConfig
     hbm_achievable_fraction: float = Field(
-        default=1.0, gt=0.0, le=1.0, description="Achievable / peak HBM bandwidth (measured)."
+        default=1.0,
+        ge=MIN_FRACTION,
+        le=1.0,
+        description="Achievable / peak HBM bandwidth (measured).",
     )
     hbm_capacity_bytes: PositiveInt | None = Field(
         default=None,

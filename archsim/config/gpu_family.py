@@ -9,6 +9,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 from archsim.config.base import ArchsimModel
 
 __all__ = [
+    "MIN_FRACTION",
     "KernelFamily",
     "KernelRate",
     "KernelSeconds",
@@ -22,6 +23,9 @@ __all__ = [
 KernelRate = Annotated[float, Field(gt=0.0, le=1e15)]
 #: a fixed time of a library kernel, s: microseconds; a millisecond is already a typing mistake
 KernelSeconds = Annotated[float, Field(ge=0.0, le=1e-3)]
+#: least measured efficiency (sustained / peak rate, achievable / peak bandwidth): under 1 % is
+#: a typing mistake, and 1e-300 made cycle counts of 10^300 that no integer holds (a traceback)
+MIN_FRACTION = 0.01
 
 #: tensor-core rate classes; ``fp8`` covers both FP8 formats (e4m3, e5m2 run at one rate)
 Precision = Literal["fp16", "bf16", "tf32", "fp32", "fp8", "int8"]
@@ -163,7 +167,10 @@ class KernelFamily(ArchsimModel):
         "the next eligible family.",
     )
     mma_rate_fraction: float = Field(
-        default=1.0, gt=0.0, le=1.0, description="Its MMA throughput / the part's tensor rate."
+        default=1.0,
+        ge=MIN_FRACTION,
+        le=1.0,
+        description="Its MMA throughput / the part's tensor rate.",
     )
     fragments_from_shared: bool = Field(
         default=False,

@@ -35,9 +35,11 @@ class GpuPowerConfig(ArchsimModel):
 
     power_limit_w: PositiveFloat = Field(description="Board power limit (TDP), W.")
     max_clock_hz: PositiveFloat = Field(description="Maximum boost SM clock, Hz.")
-    clock_step_hz: PositiveFloat = Field(
+    clock_step_hz: float = Field(
+        ge=1.0e3,  # 1e-300 Hz made infinitely many clocks (an OverflowError traceback)
+        le=1.0e10,
         description="Spacing of the SM clocks the GPU can run at, Hz (clocks are max_clock_hz "
-        "minus whole steps)."
+        "minus whole steps), 1 kHz to 10 GHz.",
     )
     static_power_w: PositiveFloat = Field(
         description="Board power with the GPU warm and no kernel running (leakage, memory "

@@ -122,3 +122,38 @@ def test_a_long_list_of_column_bits_is_not_printed_whole(tmp_path, capsys):
     hw.write_text(yaml.safe_dump(doc))
     err = _refused(capsys, ["run", str(hw), "deepbench_gemm", "-q", "-o", str(tmp_path / "o")])
     assert "column_address_bits (a list of 100000) must be" in err and len(err) < 1000
+
+
+@pytest.mark.parametrize(
+    ("path", "needle"),
+    [
+        (("hbm_achievable_fraction",), "hbm_achievable_fraction: Input should be greater than or "
+         "equal to 0.01"),
+        (("cuda_cores", "sustained_fraction"), "cuda_cores.sustained_fraction: Input should be "
+         "greater than or equal to 0.01"),
+        (("power", "clock_step_hz"), "power.clock_step_hz: Input should be greater than or "
+         "equal to 1000"),
+    ],
+)  # fmt: skip
+def test_a_vanishing_gpu_fraction_or_clock_step_is_refused(tmp_path, capsys, path, needle):
+    # 1e-300 made cycle counts past any integer: tracebacks ("Int value is too large",
+    # "cannot convert float infinity to integer")
+    doc = yaml.safe_load((PRESETS / "h100.yaml").read_text())
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = 1e-300
+    hw = tmp_path / "h.yaml"
+    hw.write_text(yaml.safe_dump(doc))
+    err = _refused(capsys, ["run", str(hw), "deepbench_gemm", "-q", "-o", str(tmp_path / "o")])
+    assert f"{hw}: {needle}" in err
+
+
+def test_an_overflow_the_checks_missed_is_one_line(tmp_path, capsys, monkeypatch):
+    def overflow(*args, **kwargs):
+        raise OverflowError("cannot convert float infinity to integer")
+
+    monkeypatch.setattr(importlib.import_module("archsim.simulate"), "simulate", overflow)
+    err = _refused(capsys, ["run", "tiny_eie", "-q", "-o", str(tmp_path / "o")])
+    assert err.startswith("archsim: error: run: a number overflowed (cannot convert float "
+                          "infinity to integer); allowed:")  # fmt: skip
