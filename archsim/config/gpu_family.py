@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, model_validator
 
 from archsim.config.base import ArchsimModel
 
@@ -19,8 +19,9 @@ __all__ = [
     "rate_key",
 ]
 
-#: a library kernel's own rate, bytes per s: a petabyte per second is already a typing mistake
-KernelRate = Annotated[float, Field(gt=0.0, le=1e15)]
+#: a library kernel's own rate, bytes per s: a megabyte to a petabyte per second (outside, a
+#: typing mistake; 1e-300 B/s overflowed the model's cycle counts, blamed on the workload)
+KernelRate = Annotated[float, Field(ge=1e6, le=1e15)]  # under a MB/s: 1e-300 overflowed
 #: a fixed time of a library kernel, s: microseconds; a millisecond is already a typing mistake
 KernelSeconds = Annotated[float, Field(ge=0.0, le=1e-3)]
 #: least measured efficiency (sustained / peak rate, achievable / peak bandwidth): under 1 % is
@@ -48,7 +49,9 @@ class ThreadBlockTile(ArchsimModel):
 
     m: PositiveInt = Field(description="Output rows (of M) per CTA tile.")
     n: PositiveInt = Field(description="Output columns (of N) per CTA tile.")
-    k: PositiveInt = Field(description="K elements per main-loop step at 16-bit operands.")
+    k: PositiveInt = Field(
+        le=4096, description="K elements per main-loop step at 16-bit operands, at most 4,096."
+    )
     warps: PositiveInt = Field(
         default=8,
         le=32,
@@ -90,10 +93,12 @@ class KernelFamily(ArchsimModel):
         description="Leading dimensions of A, B and D must be multiples of this many bytes.",
     )
     tensor_ops: bool = Field(default=True, description="False: FP32/FP16 CUDA-core kernels.")
-    fill_bytes_per_clock: PositiveFloat | None = Field(
+    fill_bytes_per_clock: float | None = Field(
         default=None,
-        description="Global->shared fill rate of one SM, bytes per SM clock (None: "
-        "sm_memory.shared_bandwidth_bytes_per_clock).",
+        ge=0.001,  # as cta_fill_bytes_per_clock: 1e-300 overflowed the cycle counts
+        le=10_000,
+        description="Global->shared fill rate of one SM, bytes per SM clock, 0.001 to 10,000 "
+        "(None: sm_memory.shared_bandwidth_bytes_per_clock).",
     )
     fill_access_bytes: Literal[1, 2, 4, 8, 16] | None = Field(
         default=None,

@@ -66,7 +66,11 @@ class LinkSpec(ArchsimModel):
     a: str = Field(description="Endpoint: gpuN or a name from topology.switches.")
     b: str = Field(description="Endpoint: gpuN or a name from topology.switches.")
     kind: LinkKind = Field(description="Link kind; its bandwidth is in topology.link_kinds.")
-    count: PositiveInt = Field(default=1, description="Parallel links (e.g. NV2 = 2).")
+    count: PositiveInt = Field(
+        default=1,
+        le=1024,  # the ring search builds tuples as long as it: 1e18 ran out of memory
+        description="Parallel links (e.g. NV2 = 2), at most 1,024.",
+    )
 
 
 class TopologyConfig(ArchsimModel):
@@ -148,7 +152,10 @@ class NcclConfig(ArchsimModel):
         "(tuning.cc). Null: the tree's Simple cap.",
     )
     nvls_efficiency: float = Field(
-        default=0.0, ge=0.0, le=1.0, description="nvlsEfficiency (Hopper 0.85; 0 disables NVLS)."
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="nvlsEfficiency (Hopper 0.85; 0 disables NVLS; otherwise at least 0.01).",
     )
     nvls_channels: PositiveInt = Field(
         default=16, description="NVLS channels (NCCL_NVLS_NCHANNELS default on Hopper: 16)."
@@ -160,6 +167,7 @@ class NcclConfig(ArchsimModel):
     )
     nvls_pipeline_stages: PositiveInt = Field(
         default=3,
+        le=64,  # 1e18 stages gave a 64 MB all-reduce of 3.2e19 us
         description="Stages an NVLS all-reduce chunk passes on one node (src/device/all_reduce.h: "
         "scatter warps, reduce+multicast warps, gather warps); the pipeline fills and drains "
         "over stages - 1 loops of heads x channels x chunk bytes.",
@@ -194,6 +202,16 @@ class NcclConfig(ArchsimModel):
     sm_per_channel: PositiveInt = Field(
         default=1, description="SMs one NCCL channel occupies (one CTA per channel)."
     )
+
+    @model_validator(mode="after")
+    def _nvls_efficiency(self) -> NcclConfig:
+        """NVLS off (0) or an efficiency of 1 % or more: 1e-300 ran a forced NVLS all-reduce at
+        a bus bandwidth of 4e-298 GB/s."""
+        if 0.0 < self.nvls_efficiency < 0.01:
+            raise ValueError(
+                f"nvls_efficiency: {self.nvls_efficiency!r}; allowed: 0 (no NVLS) or 0.01 to 1"
+            )
+        return self
 
     @model_validator(mode="after")
     def _latency_tables(self) -> NcclConfig:

@@ -127,6 +127,13 @@ def configured_step(system: SystemConfig, workload: WorkloadSpec | str) -> RunRe
 
 def run_step(system: SystemConfig, workload: WorkloadSpec | str, opts: StepOptions) -> RunResult:
     """:func:`train_step` with its options as one :class:`StepOptions`."""
+    try:
+        return _run_step(system, workload, opts)
+    except _BeyondCycles as exc:  # a system field's time: named as the system's (its file)
+        raise SimulationError(f"{system.name}: {exc}") from None
+
+
+def _run_step(system: SystemConfig, workload: WorkloadSpec | str, opts: StepOptions) -> RunResult:
     opts.check(system)
     sysn = subsystem(system, opts.gpus)
     work = gpu_work(sysn, load_workload(workload), opts)
@@ -484,10 +491,15 @@ _ROW_WHAT = {
 }
 
 
+class _BeyondCycles(SimulationError):
+    """A row of the step longer than a 64-bit cycle count: a system field's value (a launch
+    time, a pass count, a per-core rate), which ``run_step`` names as the system's."""
+
+
 def _check_cycles(what: str, t: float, clock: float) -> None:
     """A step's row or the whole step, ``t`` s at ``clock`` Hz, must fit a 64-bit cycle count."""
     if not math.isfinite(t * clock) or t * clock >= 2**63:
-        raise SimulationError(
+        raise _BeyondCycles(
             f"{_ROW_WHAT.get(what, what)}: {t:.3g} s, beyond what a 64-bit cycle count holds; "
             "allowed: times and rates of the system's fields (training.*, host.*, nccl.*) that "
             "give a step under 2**63 cycles"

@@ -157,3 +157,52 @@ def test_an_overflow_the_checks_missed_is_one_line(tmp_path, capsys, monkeypatch
     err = _refused(capsys, ["run", "tiny_eie", "-q", "-o", str(tmp_path / "o")])
     assert err.startswith("archsim: error: run: a number overflowed (cannot convert float "
                           "infinity to integer); allowed:")  # fmt: skip
+
+
+def _edited(tmp_path: Path, preset: str, edit) -> Path:
+    doc = yaml.safe_load((PRESETS / f"{preset}.yaml").read_text())
+    edit(doc)
+    path = tmp_path / f"{preset}_x.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _family(doc: dict, name: str) -> dict:
+    return next(f for f in doc["library"]["families"] if f["name"] == name)
+
+
+def test_a_vanishing_fill_rate_names_the_hardware_field(tmp_path, capsys):
+    # 1e-300 B/clk overflowed the cycle counts and the error blamed the workload's layer 40
+    hw = _edited(tmp_path, "h100", lambda d: _family(d, "sm80_unaligned").update(
+        fill_bytes_per_clock=1e-300))  # fmt: skip
+    err = _refused(capsys, ["run", str(hw), "deepbench_gemm", "-q", "-o", str(tmp_path / "o")])
+    assert f"{hw}: library.families.4.fill_bytes_per_clock: Input should be greater than or " \
+           "equal to 0.001" in err  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda d: [link.update(count=10**18) for link in d["topology"]["links"]],
+         "topology.links.0.count: Input should be less than or equal to 1024"),
+        (lambda d: d.setdefault("nccl", {}).update(nvls_efficiency=1e-300),
+         "nccl.nvls_efficiency: 1e-300; allowed: 0 (no NVLS) or 0.01 to 1"),
+        (lambda d: d.setdefault("nccl", {}).update(nvls_pipeline_stages=10**18),
+         "nccl.nvls_pipeline_stages: Input should be less than or equal to 64"),
+    ],
+)  # fmt: skip
+def test_system_fields_that_ran_out_of_memory_or_gave_nonsense(tmp_path, capsys, edit, needle):
+    # links x 1e18 ran out of memory; NVLS at 1e-300 efficiency or 1e18 stages: rc 0 with a
+    # bus bandwidth of 4e-298 GB/s
+    sys_yaml = _edited(tmp_path, "dgx_h100", edit)
+    argv = ["collective", "all_reduce", "--system", str(sys_yaml), "--sizes", "1M:4M"]
+    err = _refused(capsys, [*argv, "--algo", "nvls", "-q", "-o", str(tmp_path / "o")])
+    assert needle in err and str(sys_yaml) in err
+
+
+def test_a_training_field_past_64_bit_cycles_names_the_system_file(tmp_path, capsys):
+    sys_yaml = _edited(tmp_path, "dgx_h100", lambda d: d.setdefault("training", {}).update(
+        elementwise_launch_s=1e18))  # fmt: skip
+    err = _refused(capsys, ["train", str(sys_yaml), "resnet50", "--gpus", "8", "-q",
+                            "-o", str(tmp_path / "o")])  # fmt: skip
+    assert err.startswith(f"archsim: error: {sys_yaml}: conv1: 6e+18 s, beyond what a 64-bit")
