@@ -98,19 +98,27 @@ def _number_shape(tp: Any) -> str | None:
         return _shape_of(tp)
 
 
-def _text_for_number(tp: Any, value: Any) -> Any:
-    """The first bool or text where ``tp`` wants numbers (the value itself, or an element of
-    a list/tuple/dict of numbers), else None."""
+def _text_for_number(tp: Any, value: Any) -> tuple[str, Any] | None:
+    """``(where, value)`` of the first bool or text where ``tp`` wants numbers: the value
+    itself (``where`` ""), or an element of a list/tuple of numbers (``where`` ".3", the
+    field path of the item) or of a dict of numbers (``where`` " under key 'fp16'"); else
+    None."""
     if not isinstance(value, str | bool | list | tuple | dict):
         return None  # the common case: a number
     shape = _number_shape(tp)
     if shape == "number":
-        return value if _not_a_number(value) else None
+        return ("", value) if _not_a_number(value) else None
     if shape == "items" and isinstance(value, list | tuple):
-        return next((v for v in value if _not_a_number(v)), None)
+        return next(((f".{i}", v) for i, v in enumerate(value) if _not_a_number(v)), None)
     if shape == "values" and isinstance(value, dict):
-        return next((v for v in value.values() if _not_a_number(v)), None)
+        return next(((f" under key {k!r}", v) for k, v in value.items() if _not_a_number(v)), None)
     return None
+
+
+def _wants_integers(tp: Any) -> bool:
+    """Whether annotation ``tp`` holds integers (its Literal choices aside: the precision
+    names of ``dict[Literal['fp16', ..., 'int8'], float]`` made a float field an 'integer')."""
+    return re.search(r"\bint\b", re.sub(r"Literal\[[^\]]*\]", "", str(tp))) is not None
 
 
 #: Meaning of field names shared by many configs (a field's own ``description`` wins).
@@ -235,10 +243,11 @@ class ArchsimModel(BaseModel):
                 _check_magnitude(name, value, bounded)
                 bad = _text_for_number(ann, value)
                 if bad is not None:
-                    what = "integer" if "int" in str(ann) else "number"
+                    what = "integer" if _wants_integers(ann) else "number"
+                    path, under = (bad[0], "") if bad[0].startswith(".") else ("", bad[0])
                     raise ValueError(
-                        f"{name}: {_short(bad)} is not a number; allowed: a valid {what} written "
-                        "without quotes"
+                        f"{name}{path}: {_short(bad[1])}{under} is not a number; allowed: a "
+                        f"valid {what} written without quotes"
                     )
         return data
 

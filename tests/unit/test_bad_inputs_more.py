@@ -166,7 +166,7 @@ def test_true_is_not_the_choice_1(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "h.yaml"
     path.write_text(yaml.safe_dump(hw))
     _refused(capsys, ["run", str(path), "deepbench_gemm"], f"h.yaml: library.families.{index}."
-             "fill_access_widths: True is not a number", tmp_path / "out")  # fmt: skip
+             "fill_access_widths.0: True is not a number", tmp_path / "out")  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -206,3 +206,23 @@ def test_a_training_field_past_64_bit_cycles_names_the_system_file(tmp_path, cap
     err = _refused(capsys, ["train", str(sys_yaml), "resnet50", "--gpus", "8", "-q",
                             "-o", str(tmp_path / "o")])  # fmt: skip
     assert err.startswith(f"archsim: error: {sys_yaml}: conv1: 6e+18 s, beyond what a 64-bit")
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"tensor_cores.precision_rate": {"fp16": "abc"}},
+         "tensor_cores.precision_rate: 'abc' under key 'fp16' is not a number; allowed: a valid "
+         "number written without quotes"),
+        ({"tensor_cores.instruction_mnk": [64, "a", 16]},
+         "tensor_cores.instruction_mnk.1: 'a' is not a number; allowed: a valid integer"),
+    ],
+)  # fmt: skip
+def test_text_in_a_dict_or_list_of_numbers_names_where_it_is(override, message):
+    # "precision_rate: 'abc' is not a number; allowed: a valid integer" (its keys' Literal
+    # held 'int8', so a float dict asked for integers, and the key was not named)
+    import archsim
+
+    with pytest.raises(archsim.ArchsimError) as err:
+        archsim.load_hardware("h100").with_overrides(override)
+    assert message in str(err.value)
