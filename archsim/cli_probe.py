@@ -9,7 +9,6 @@ leaves nothing behind.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,18 +45,16 @@ def add_parser(sub: Any) -> None:
 def _check_writable(out: Path) -> None:
     """Refuse ``out`` when its nearest existing folder cannot take a new folder (tried with a
     temporary one, removed at once: nothing is left)."""
-    import tempfile
-
     from archsim.measure.folder import MeasurementError
+    from archsim.output import write_error
 
     base = out.absolute().parent
     while not base.exists():
         base = base.parent
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".archsim-probe-", dir=base))
-    except OSError as exc:
+    exc = write_error(base)
+    if exc is not None:
         raise MeasurementError(out, "", f"cannot create it in {base}: {exc.strerror}; allowed: "
-                               "a folder this user can create") from None  # fmt: skip
+                               "a folder this user can create")  # fmt: skip
 
 
 def cmd(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ __all__ = [
     "check_out_dir",
     "check_out_file",
     "results_owner",
+    "write_error",
     "first_missing_folder",
     "frame_to_parquet",
     "replace_after_writing",
@@ -96,14 +97,23 @@ def results_owner(folder: Path) -> str | None:
     return next((cmd for key, cmd in _OWNER_KEYS if key in data), None)
 
 
-def _probe_writable(folder: Path, option: str) -> None:
-    """Refuse ``folder`` when an empty folder cannot be made (and removed) in it."""
+def write_error(folder: Path) -> OSError | None:
+    """Why nothing can be made in ``folder`` (tried with an empty folder, removed at once, so
+    nothing is left), or None when it can."""
     try:
         os.rmdir(tempfile.mkdtemp(dir=folder, prefix=".archsim-check-"))
     except OSError as exc:
+        return exc
+    return None
+
+
+def _probe_writable(folder: Path, option: str) -> None:
+    """Refuse ``folder`` when an empty folder cannot be made (and removed) in it."""
+    exc = write_error(folder)
+    if exc is not None:
         raise ConfigError(
             option, "", f"cannot write in {folder} ({os_reason(exc)}); allowed: a writable folder"
-        ) from None
+        )
 
 
 def _nearest_folder(path: Path, option: str, allowed: str) -> Path | None:

@@ -134,6 +134,7 @@ def run_step(system: SystemConfig, workload: WorkloadSpec | str, opts: StepOptio
 
 
 def _run_step(system: SystemConfig, workload: WorkloadSpec | str, opts: StepOptions) -> RunResult:
+    """:func:`run_step` without naming the system in a step too long to count."""
     opts.check(system)
     sysn = subsystem(system, opts.gpus)
     work = gpu_work(sysn, load_workload(workload), opts)

@@ -76,7 +76,6 @@ def test_a_sweep_names_the_command_whose_folder_it_refuses(tmp_path, capsys):
              "holds an `archsim collective` result (results.json)")  # fmt: skip
 
 
-@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("argv", [RUN, COLLECTIVE, TRAIN])
 def test_an_unwritable_place_is_refused_before_simulating(capsys, monkeypatch, argv):
     # `run scnn vgg16 -o /sys/x` simulated for 17 s before it found it could not write
