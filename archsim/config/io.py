@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, Union
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from archsim.config.base import ArchsimModel, validation_to_config_error
+from archsim.config.base import ArchsimModel
+from archsim.config.messages import validation_to_config_error
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError, UnknownNameError, shown_name
 

@@ -398,8 +398,8 @@ def load_scalesim(cfg: str | Path, topology: str | Path) -> tuple[Any, Any]:
     """(SystolicConfig, WorkloadSpec) from a SCALE-Sim ``.cfg`` and topology CSV."""
     from pydantic import ValidationError
 
-    from archsim.config.base import validation_to_config_error
     from archsim.config.io import hardware_from_dict
+    from archsim.config.messages import validation_to_config_error
     from archsim.config.workload import WorkloadSpec
 
     hw = hardware_from_dict(read_scalesim_config(cfg), str(cfg))

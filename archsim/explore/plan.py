@@ -24,14 +24,9 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from archsim.config.base import (
-    ArchsimModel,
-    _unwrap,
-    number_type,
-    set_dotted,
-    validation_to_config_error,
-)
+from archsim.config.base import ArchsimModel, number_type, set_dotted
 from archsim.config.io import load_hardware, load_workload
+from archsim.config.messages import unwrap_type, validation_to_config_error
 from archsim.config.sweep import SUMMARY_METRICS, SYSTEM_METRICS, AxisRange, SweepSpec
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError, is_count, shown_name
@@ -148,7 +143,7 @@ def _field_info(model: type[ArchsimModel], path: str) -> tuple[Any, Any]:
     tp: Any = model
     info = None
     for key in path.split("."):
-        tp = _unwrap(tp)
+        tp = unwrap_type(tp)
         if typing.get_origin(tp) is dict:  # the key names an entry: its value's type
             tp, info = typing.get_args(tp)[1], None
             continue
@@ -237,7 +232,7 @@ def _check_axis(base: ArchsimModel, source: str, path: str, values: list) -> lis
         set_dotted(base.model_dump(), path, values[0], source)
     except ConfigError as exc:
         raise ConfigError(source, f"axes.{exc.field}", exc.problem) from None
-    leaf = _unwrap(_field_type(type(base), path))
+    leaf = unwrap_type(_field_type(type(base), path))
     if (isinstance(leaf, type) and issubclass(leaf, BaseModel)) or typing.get_origin(leaf) is dict:
         raise ConfigError(
             source, field_name, "names a whole section, whose values a results column cannot "

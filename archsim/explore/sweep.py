@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pydantic import ValidationError
 
-from archsim.config.base import ArchsimModel, validation_to_config_error
+from archsim.config.base import ArchsimModel
 from archsim.config.io import load_hardware, load_sweep, load_workload
+from archsim.config.messages import validation_to_config_error
 from archsim.config.sweep import DEFAULT_METRICS, SweepSpec
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError

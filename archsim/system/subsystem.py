@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from archsim.config.base import validation_to_config_error
 from archsim.config.gpu import GpuConfig
 from archsim.config.io import load_hardware
+from archsim.config.messages import validation_to_config_error
 from archsim.config.system import SystemConfig
 from archsim.errors import ConfigError, SimulationError, integral
 

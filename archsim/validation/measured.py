@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from archsim.config.base import validation_to_config_error
 from archsim.config.io import load_hardware
+from archsim.config.messages import validation_to_config_error
 from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
 from archsim.errors import ArchsimError, one_line
 from archsim.measure.folder import MeasuredFolder

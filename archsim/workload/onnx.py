@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from archsim.config.base import validation_to_config_error
+from archsim.config.messages import validation_to_config_error
 from archsim.config.workload import LINE_BREAKING_CATEGORIES, WorkloadSpec
 from archsim.errors import WorkloadError
 from archsim.workload.onnx_activations import load_input, measure_activations
