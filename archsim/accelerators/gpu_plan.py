@@ -198,7 +198,10 @@ def eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
         return False
     if fam.max_macs is not None and prob.m * prob.n * prob.k * prob.batch > fam.max_macs:
         return False
-    return all(ld % fam.min_alignment_bytes == 0 for ld in leading_dimensions_bytes(prob))
+    lda, ldb, ldd = leading_dimensions_bytes(prob)
+    if fam.alignment_in_elements:  # D counted in elements of A's type (widest_load_bytes)
+        ldd = ldd // prob.out_bytes * prob.in_bytes
+    return all(ld % fam.min_alignment_bytes == 0 for ld in (lda, ldb, ldd))
 
 
 def _eligible_families(cfg: GpuConfig, prob: GemmProblem) -> list[KernelFamily]:

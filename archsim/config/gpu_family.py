@@ -92,6 +92,14 @@ class KernelFamily(ArchsimModel):
         default=1,
         description="Leading dimensions of A, B and D must be multiples of this many bytes.",
     )
+    alignment_in_elements: bool = Field(
+        default=False,
+        description="The family's kernels have ONE alignment, in elements, for A, B and D "
+        "(CUTLASS 2.x kernels, which cuBLAS names once: ..._align16): D's leading dimension "
+        "must then hold a multiple of the elements that min_alignment_bytes makes of A's "
+        "type, not of the bytes (an int32 D of an int8 GEMM needs 16 elements, not 16 B). "
+        "False: each leading dimension in bytes (TMA descriptors: 16-byte strides).",
+    )
     tensor_ops: bool = Field(default=True, description="False: FP32/FP16 CUDA-core kernels.")
     fill_bytes_per_clock: float | None = Field(
         default=None,

@@ -367,6 +367,33 @@ def test_h100_fallback_kernel_alignment_counts_the_output_rows() -> None:
     assert abs(t / 19.2528e-6 - 1) <= 0.20, f"704x141x2392 NT: {t * 1e6:.2f} us vs 19.25 us"
 
 
+def test_h100_int8_kernels_count_the_int32_output_rows_in_elements() -> None:
+    """cuBLAS's int8 IMMA kernels (CUTLASS 2.x, one alignment for A, B and D in elements:
+    ..._tn_align16) need D rows of 16 int32 elements, not 16 bytes: 4160 x 7928 x 384 (A and
+    B rows of 384 B, D rows of 7928 = 8 x 991 elements) ran an ..._align4 kernel in 114.8 us
+    (random_gemms_2031 in benchmarks/measured/h100_2026-11-27, the model 65.3 us in the
+    align16 family). Taken by the fallback family at 4-byte loads, it comes within 5 % at
+    the measured 1980 MHz; with n = 7936 it stays in the int8 family. The TMA family keeps
+    bytes: an FP8 GEMM with bf16 D rows of 7928 elements (15,856 B) stays on wgmma."""
+    from archsim.accelerators.gpu_plan import widest_load_bytes
+
+    h100 = _at(archsim.load_hardware("h100").model_copy(update={"power": None}), 1.98e9)
+    int8 = {"precision": "int8", "acc": "int32", "transpose_b": True, "output": "int32"}
+    odd, even = _prob(4160, 7928, 384, **int8), _prob(4160, 7936, 384, **int8)
+    fam = {f.name: f for f in h100.library.families}
+    assert fam["sm80_imma_int8"].alignment_in_elements
+    assert not fam["sm90_tma_wgmma"].alignment_in_elements
+    assert family_for(h100, odd).name == "sm80_unaligned" and widest_load_bytes(odd) == 8
+    assert family_for(h100, even).name == "sm80_imma_int8"
+    assert plans_for(h100, odd)[0].fill_bytes_per_clock == pytest.approx(15.56)  # 4-byte loads
+    measured = pd.read_csv(MEASURED / "random_gemms_2031" / "gemm_random.csv")
+    row = measured[(measured.m == 4160) & (measured.n == 7928) & (measured.precision == "int8")]
+    t = _seconds(h100, odd)
+    assert abs(t / row.time_s.iloc[0] - 1) <= 0.05, f"{t * 1e6:.1f} us vs {row.time_s.iloc[0]}"
+    fp8 = _prob(4160, 7928, 384, "fp8_e4m3", transpose_b=True, output="bf16")
+    assert family_for(h100, fp8).name == "sm90_tma_wgmma"
+
+
 def test_h100_small_unaligned_gemms_take_small_fallback_tiles() -> None:
     """64 x 756 x 64 fp16 (1512-byte B and D rows: 4-byte loads) fills 12 SMs with 64x64 tiles
     where one 128x128 tile row would leave 126 idle; measured 2.84 us (random_gemms_2031/
