@@ -408,3 +408,25 @@ def test_gemm_script_times_the_gemms_of_a_folders_1x1_convs(tmp_path: Path) -> N
                    "--gemms-of-1x1", str(src.parent / "random_gemms_2031"))  # fmt: skip
     assert done.returncode == 2 and "has no plain 1x1 convs" in done.stderr
     assert not (tmp_path / "none").exists()
+
+
+def test_cupti_gap_script_times_the_same_gemms_twice(tmp_path: Path) -> None:
+    """`benchmarks/gpu_cupti_gap.py`: the two reference rows of the shared folder and the first
+    small rows of random_gemms_2031, timed before and after a profiler session, as two
+    measurement folders and a per-shape table (the fake backend times them alike: no change)."""
+    root = Path(__file__).parents[2]
+    out = tmp_path / "gap"
+    done = _script("gpu_cupti_gap.py", "-o", str(out), "--backend", "fake", "--count", "10")
+    assert done.returncode == 0, done.stderr[-2000:]
+    src = pd.read_csv(
+        root / "benchmarks/measured/h100_2026-11-27/random_gemms_2031/gemm_random.csv"
+    )
+    want = src[src.time_s < 20e-6].head(10)
+    table = pd.read_csv(out / "gap.csv")
+    assert len(table) == 12
+    assert list(table.m[2:]) == list(want.m) and list(table.precision[:2]) == ["fp8", "fp16"]
+    assert (table.change_us == table.after_us - table.before_us).all()
+    assert (table.change_us == 0).all() and (table.before_us > 0).all()
+    for name in ("before", "after"):
+        assert len(read_folder(out / name).gemm["gemm_random.csv"]) == 12
+    assert "median +0.000 us" in done.stdout
