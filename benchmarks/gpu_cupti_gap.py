@@ -57,11 +57,20 @@ def _folder(out: Path, name: str, frame: pd.DataFrame, device: dict) -> None:
     (out / name / "device_memory_energy.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
+KEY = ["m", "n", "k", "a_stored", "b_stored", "precision"]
+
+
 def gaps(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """Per shape: per-call time before and after the profiler session, us, and the change."""
-    key = ["m", "n", "k", "a_stored", "b_stored", "precision"]
-    both = before.merge(after, on=key, suffixes=("_before", "_after"))
-    out = both[key].copy()
+    """Per shape: per-call time before and after the profiler session, us, and the change
+    (empty where a shape was timed only once: it ran out of memory or was skipped)."""
+    cols = [*KEY, "time_s"]
+    before = before.reindex(columns=cols)  # a pass that timed nothing has no columns
+    before["order"] = range(len(before))
+    after = after.reindex(columns=cols)
+    both = before.merge(after, on=KEY, how="outer", suffixes=("_before", "_after"))
+    both = both.sort_values("order", kind="stable", na_position="last")  # the shapes' order
+    out = both[KEY].reset_index(drop=True)
+    both = both.reset_index(drop=True)
     out["before_us"] = both["time_s_before"] * 1e6
     out["after_us"] = both["time_s_after"] * 1e6
     out["change_us"] = out["after_us"] - out["before_us"]
@@ -86,7 +95,7 @@ def main() -> int:
         from gpu_kernel_names import kernels_of
 
         g = shapes[-1][1]
-        kernels_of(torch, lambda: b.gemm(g), reps=3)  # as gpu_gemm_random.py does per shape
+        kernels_of(torch, b.gemm(g), reps=3)  # b.gemm returns the call, as gpu_common's op
     log("the same GEMMs after one profiler session")
     after = gemm_rows(b, shapes, log)
     device = b.device_info()
@@ -95,10 +104,11 @@ def main() -> int:
     table = gaps(before, after)
     table.to_csv(out / "gap.csv", index=False)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    if len(table):
-        change = table["change_us"]
-        print(f"per-call change after the profiler: median {statistics.median(change):+.3f} us, "
-              f"min {change.min():+.3f}, max {change.max():+.3f} ({len(table)} GEMMs)")  # fmt: skip
+    change = table["change_us"].dropna()
+    if len(change):
+        med, lo, hi, n = statistics.median(change), change.min(), change.max(), len(change)
+        print(f"per-call change after the profiler: median {med:+.3f} us, "
+              f"min {lo:+.3f}, max {hi:+.3f} ({n} GEMMs)")  # fmt: skip
     return 0
 
 

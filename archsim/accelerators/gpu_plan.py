@@ -342,18 +342,28 @@ def _build_plans(cfg: GpuConfig, prob: GemmProblem) -> list[KernelPlan]:
     return out
 
 
+def _fill_rate(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -> float:
+    """Global->shared fill rate of one SM, bytes per SM clock: the family's measured rate, or
+    (``fill_access_bytes``) the one measured at the largest width up to the GEMM's widest
+    load, scaled to that load (load-count bound: wider loads fill faster), at most the port."""
+    port = cfg.sm_memory.shared_bandwidth_bytes_per_clock
+    if fam is None or fam.fill_bytes_per_clock is None:
+        return port
+    if fam.fill_access_bytes is None:
+        return fam.fill_bytes_per_clock
+    widest = widest_load_bytes(prob)
+    if fam.fill_access_widths:  # the widest width a kernel exists for, at most that
+        widest = max((w for w in fam.fill_access_widths if w <= widest), default=1)
+    measured = {fam.fill_access_bytes: fam.fill_bytes_per_clock,
+                **(fam.fill_bytes_per_clock_by_width or {})}  # fmt: skip
+    base = max((w for w in measured if w <= widest), default=min(measured))
+    return min(measured[base] * widest / base, port)
+
+
 def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -> list[KernelPlan]:
     """Every feasible (tile, split-K[, Stream-K]) plan of one family (None: CUDA cores)."""
     tensor_ops = fam is not None and fam.tensor_ops
-    fill = cfg.sm_memory.shared_bandwidth_bytes_per_clock
-    if fam is not None and fam.fill_bytes_per_clock is not None:
-        fill = fam.fill_bytes_per_clock
-        if fam.fill_access_bytes is not None:  # load-count bound: wider loads fill faster
-            widest = widest_load_bytes(prob)
-            if fam.fill_access_widths:  # the widest width a kernel exists for, at most that
-                widest = max((w for w in fam.fill_access_widths if w <= widest), default=1)
-            scaled = fill * widest / fam.fill_access_bytes
-            fill = min(scaled, cfg.sm_memory.shared_bandwidth_bytes_per_clock)
+    fill = _fill_rate(cfg, prob, fam)
     tiles = fam.tiles if fam is not None and fam.tiles else cfg.tiles
     if fam is None:  # skinny SIMT tiles, for GEMMs whose short side fits in one of them
         short = min(prob.m, prob.n)

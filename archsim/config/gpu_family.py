@@ -126,6 +126,17 @@ class KernelFamily(ArchsimModel):
         "pre-Hopper fallbacks come in 1-, 2- and 8-element alignments of 16-bit types, none of "
         "4); None: any power of two up to 16.",
     )
+    fill_bytes_per_clock_by_width: (
+        dict[Literal[1, 2, 4, 8, 16], Annotated[float, Field(ge=0.001, le=10_000)]] | None
+    ) = Field(
+        default=None,
+        description="More measured fill rates, bytes per SM clock (0.001 to 10,000), keyed by "
+        "the global load width in bytes they were measured at, beside fill_bytes_per_clock at "
+        "fill_access_bytes: a family whose kernels of one width are another generation "
+        "(cuBLAS's 4-byte fallbacks copy with cp.async, its 2-byte ones load through "
+        "registers) fills at its own measured rate. A width between measured ones scales "
+        "from the largest measured width below it. Needs fill_access_bytes.",
+    )
     registers_per_thread: PositiveInt | None = Field(
         default=None,
         le=255,
@@ -224,6 +235,17 @@ class KernelFamily(ArchsimModel):
         max_length=MAX_MENU_ITEMS,
         description="Its CTA tile menu (None: the preset's tiles).",
     )
+
+    @model_validator(mode="after")
+    def _widths_need_a_base(self) -> KernelFamily:
+        if self.fill_bytes_per_clock_by_width and (
+            self.fill_access_bytes is None or self.fill_bytes_per_clock is None
+        ):
+            raise ValueError(
+                "fill_bytes_per_clock_by_width needs fill_bytes_per_clock and fill_access_bytes "
+                "(the rate it adds to); allowed: set both, or leave it out"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_mn_major_is_k_major(self) -> KernelFamily:

@@ -430,3 +430,13 @@ def test_cupti_gap_script_times_the_same_gemms_twice(tmp_path: Path) -> None:
     for name in ("before", "after"):
         assert len(read_folder(out / name).gemm["gemm_random.csv"]) == 12
     assert "median +0.000 us" in done.stdout
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import gpu_cupti_gap
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    one = table.head(2).rename(columns={"before_us": "time_s"})[[*gpu_cupti_gap.KEY, "time_s"]]
+    none = gpu_cupti_gap.gaps(pd.DataFrame([]), pd.DataFrame([]))
+    assert none.empty and "change_us" in none.columns  # nothing timed: an empty table
+    half = gpu_cupti_gap.gaps(one, one.head(1))  # the second shape timed only before
+    assert len(half) == 2 and half.change_us.isna().tolist() == [False, True]
