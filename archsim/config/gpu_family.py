@@ -90,7 +90,8 @@ class KernelFamily(ArchsimModel):
     )
     min_alignment_bytes: PositiveInt = Field(
         default=1,
-        description="Leading dimensions of A, B and D must be multiples of this many bytes.",
+        description="Leading dimensions of A, B and D must be multiples of this many bytes "
+        "(D's counted in elements of A's type when alignment_in_elements).",
     )
     alignment_in_elements: bool = Field(
         default=False,
