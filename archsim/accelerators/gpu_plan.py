@@ -360,6 +360,20 @@ def _fill_rate(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -> f
     return min(measured[base] * widest / base, port)
 
 
+def _splits(
+    cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None, tiles: int, room: bool, ks: int
+) -> list[int]:
+    """Split-K factors to time for a grid of ``tiles`` output tiles (``room``: under one wave)
+    and k-step ``ks``: 1, and each factor that gives every slice K; only the splits where the
+    family's ``split_k_max_tiles`` says the library always splits (and K allows one)."""
+    factors = cfg.library.split_k_factors if fam is None or fam.split_k else [1]
+    ok = [s for s in sorted(set(factors))
+          if s == 1 or (room and _cdiv(prob.k, _cdiv(_cdiv(prob.k, s), ks) * ks) >= s)]  # fmt: skip
+    if fam is not None and fam.split_k_max_tiles and tiles <= fam.split_k_max_tiles:
+        return [s for s in ok if s > 1] or ok
+    return ok
+
+
 def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -> list[KernelPlan]:
     """Every feasible (tile, split-K[, Stream-K]) plan of one family (None: CUDA cores)."""
     tensor_ops = fam is not None and fam.tensor_ops
@@ -388,11 +402,8 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
             cfg, prob, tile, ks, tensor_ops, fraction
         )
         first = len(out)
-        splits = cfg.library.split_k_factors if fam is None or fam.split_k else [1]
-        for split in sorted(set(splits)):
+        for split in _splits(cfg, prob, fam, base, base < cfg.sms * per_sm, ks):
             k_slice = _cdiv(_cdiv(prob.k, split), ks) * ks
-            if split > 1 and (base >= cfg.sms * per_sm or _cdiv(prob.k, k_slice) < split):
-                continue
             out_bytes = 4 if split > 1 else prob.c_d_bytes  # fp32 partials / C read + D
             out.append(
                 KernelPlan(

@@ -166,6 +166,13 @@ class KernelFamily(ArchsimModel):
         "cluster's CTAs lie along M); larger, the larger of the CTA tile's A and B tiles (the "
         "cluster lies along the tile's shorter side; equal sides share B).",
     )
+    split_k_max_tiles: PositiveInt | None = Field(
+        default=None,
+        description="GEMMs of at most this many output tiles (grid_m x grid_n x batch) run the "
+        "library's split-K algorithm whatever their K, its reduction kernel following even one "
+        "slice: only split plans are timed for them where K allows a split. None: the fastest "
+        "plan, split or not. Needs split_k.",
+    )
     split_k: bool = Field(
         default=True,
         description="Also try the library's split-K factors (library.split_k_factors); False: "
@@ -236,6 +243,15 @@ class KernelFamily(ArchsimModel):
         max_length=MAX_MENU_ITEMS,
         description="Its CTA tile menu (None: the preset's tiles).",
     )
+
+    @model_validator(mode="after")
+    def _always_split_needs_split(self) -> KernelFamily:
+        if self.split_k_max_tiles is not None and not self.split_k:
+            raise ValueError(
+                "split_k_max_tiles needs split_k: true (it keeps only split plans); allowed: "
+                "split_k: true, or no split_k_max_tiles"
+            )
+        return self
 
     @model_validator(mode="after")
     def _widths_need_a_base(self) -> KernelFamily:

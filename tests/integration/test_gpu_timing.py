@@ -503,6 +503,30 @@ def test_h100_small_tf32_runs_the_ampere_kernels_cublas_picks() -> None:
     assert (best.plan.tile.m, best.plan.tile.n, best.plan.ctas) == (64, 64, 4), best.plan.kernel
 
 
+def test_h100_tf32_grids_of_three_tiles_take_the_split_k_algorithm() -> None:
+    """cuBLAS ran every TF32 GEMM of at most three output tiles with a GEMM kernel and a
+    splitKreduce kernel (192 x 64 x 44: grid [3, 1, 11]; 64^3: [1, 1, 2]), 128^3 (four tiles)
+    with one (``split_k_max_tiles: 3``). The model then times only split plans for those
+    grids, whose reduction kernel it charges: 192 x 64 x 44 and 64^3 come within 20 % of the
+    random_gemms_2033 rows at 1980 MHz (they were 49 and 43 % fast); a K too short to split
+    keeps its one plan; the rule needs split-K."""
+    h100 = _at(archsim.load_hardware("h100").model_copy(update={"power": None}), 1.98e9)
+    fam = next(f for f in h100.library.families if f.name == "sm80_tf32_small")
+    assert fam.split_k_max_tiles == 3
+    measured = pd.read_csv(MEASURED / "random_gemms_2033" / "gemm_random.csv")
+    for m, n, k, ta in ((192, 64, 44, True), (64, 64, 64, False)):
+        prob = _prob(m, n, k, "tf32", transpose_a=ta, transpose_b=True)
+        assert all(p.split_k > 1 for p in plans_for(h100, prob)), (m, n, k)
+        row = measured[(measured.m == m) & (measured.n == n) & (measured.k == k)]
+        t = _seconds(h100, prob)
+        assert abs(t / row.time_s.iloc[0] - 1) <= 0.20, (m, n, k, t, row.time_s.iloc[0])
+    assert any(p.split_k == 1 for p in plans_for(h100, _prob(128, 128, 128, "tf32")))
+    short = _prob(64, 64, 16, "tf32")  # one k-step: nothing to split
+    assert {p.split_k for p in plans_for(h100, short)} == {1}
+    with pytest.raises(ValueError, match="split_k_max_tiles needs split_k"):
+        fam.model_validate({**fam.model_dump(), "split_k": False})
+
+
 def test_mma_sync_fragment_reads_share_the_shared_memory_port() -> None:
     """A warp-level mma.sync family reads every warp's A and B fragments from shared memory
     each k-step through the 128 B/clock port its fills write through: 512^3 tf32 on 64x64x16
