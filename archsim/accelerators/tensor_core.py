@@ -46,12 +46,12 @@ from typing import Any
 import numpy as np
 
 from archsim.accelerators.base import FUNCTIONAL_MAX_MACS, LayerOutcome, functional_fits
+from archsim.accelerators.gpu_l2 import l2_traffic
 from archsim.accelerators.gpu_plan import (
     KernelPlan,
     accumulation_chunk_k,
     activation_limited_load_bandwidth,
     clockless_key,
-    l2_traffic,
     plans_for,
     shared_read_bytes,
 )

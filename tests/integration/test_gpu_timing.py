@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 import archsim
-from archsim.accelerators.gpu_plan import family_for, l2_traffic, plans_for, stream_k_cut_tiles
+from archsim.accelerators.gpu_l2 import l2_traffic
+from archsim.accelerators.gpu_plan import family_for, plans_for, stream_k_cut_tiles
 from archsim.accelerators.tensor_core import _functional, run_gemm
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import SimulationError
