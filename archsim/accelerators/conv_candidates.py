@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from archsim.accelerators.gpu_plan import eligible
+from archsim.accelerators.gpu_plan import cdiv, eligible
 from archsim.config.gpu import GpuConfig, KernelFamily
 from archsim.config.workload import ConvLayer
 from archsim.errors import SimulationError
@@ -40,7 +40,6 @@ __all__ = [
     "GemmStep",
     "MemoryStep",
     "Step",
-    "cdiv",
     "conv_candidates",
     "step_families",
     "tile_ks",
@@ -106,10 +105,6 @@ class ConvChoice:
     def cycles(self) -> int:
         """SM cycles of the whole algorithm."""
         return sum(self.step_cycles)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _problem(

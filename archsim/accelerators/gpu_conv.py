@@ -27,10 +27,10 @@ from archsim.accelerators.conv_candidates import (
     GemmStep,
     MemoryStep,
     Step,
-    cdiv,
     conv_candidates,
     step_families,
 )
+from archsim.accelerators.gpu_plan import cdiv
 from archsim.config.gpu import GpuConfig, KernelFamily, ThreadBlockTile
 from archsim.config.workload import ConvLayer
 from archsim.datapath.conv_algorithms import implicit_gemm_conv, winograd_conv

@@ -12,16 +12,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archsim.accelerators.gpu_plan import cdiv
+
 if TYPE_CHECKING:
     from archsim.accelerators.gpu_plan import KernelPlan
     from archsim.config.gpu import GpuConfig
     from archsim.workload.gemm import GemmProblem
 
 __all__ = ["l2_traffic"]
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int, int]:
@@ -47,7 +45,7 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
         flipped = replace(plan, tile=tile, grid_m=plan.grid_n, grid_n=plan.grid_m, n_fastest=False)
         return l2_traffic(cfg, swapped, flipped)[0], l2_bytes
     if plan.stream_k:  # HBM sees what the data-parallel order of the same tiles loads
-        steps = _cdiv(prob.k, plan.k_step)
+        steps = cdiv(prob.k, plan.k_step)
         tiles = plan.grid_m * plan.grid_n * prob.batch
         dp = replace(plan, stream_k=False, ctas=tiles, steps=steps, k_slice=steps * plan.k_step)
         return l2_traffic(cfg, prob, dp)[0], l2_bytes
@@ -58,7 +56,7 @@ def l2_traffic(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> tuple[int
         return (0 if resident and cfg.l2.resident_across_calls else compulsory), l2_bytes
     slots = cfg.sms * plan.ctas_per_sm
     block = plan.grid_m * plan.grid_n
-    waves = _cdiv(plan.ctas, slots)
+    waves = cdiv(plan.ctas, slots)
     n_cuts = waves - 1
     cuts = np.arange(1, min(n_cuts, _MAX_CUTS) + 1, dtype=np.int64) * slots
     cuts = cuts[cuts % block != 0]

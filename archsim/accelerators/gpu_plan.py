@@ -26,6 +26,7 @@ from archsim.workload.gemm import GemmProblem
 __all__ = [
     "KernelPlan",
     "accumulation_chunk_k",
+    "cdiv",
     "activation_limited_load_bandwidth",
     "check_supported",
     "clockless_key",
@@ -99,7 +100,8 @@ class KernelPlan:
         )
 
 
-def _cdiv(a: int, b: int) -> int:
+def cdiv(a: int, b: int) -> int:
+    """Ceiling of a / b for positive integers."""
     return -(-a // b)
 
 
@@ -133,8 +135,14 @@ def widest_load_bytes(prob: GemmProblem) -> int:
     704 x 141 x 2392 fp16 NT GEMM, whose A and B rows are 16-byte multiples but whose 141-
     element D rows are not, with ``cutlass_75_tensorop_s1688gemm_f16_128x128_tn_align1``
     (``random_gemms_2031/kernels_gemm_random.csv`` in benchmarks/measured/h100_2026-11-27)."""
+    return math.gcd(*_one_alignment_leading(prob), 16)
+
+
+def _one_alignment_leading(prob: GemmProblem) -> tuple[int, int, int]:
+    """Leading dimensions of A, B and D in bytes of A's element type: D counted in elements,
+    as a kernel with one alignment for all three counts it."""
     lda, ldb, ldd = leading_dimensions_bytes(prob)
-    return math.gcd(lda, ldb, ldd // prob.out_bytes * prob.in_bytes, 16)
+    return lda, ldb, ldd // prob.out_bytes * prob.in_bytes
 
 
 def _bytes_per_activation(pages: DramPageConfig, pitch: int, rows: int, piece: int) -> float:
@@ -197,10 +205,11 @@ def eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
         return False
     if fam.max_macs is not None and prob.m * prob.n * prob.k * prob.batch > fam.max_macs:
         return False
-    lda, ldb, ldd = leading_dimensions_bytes(prob)
-    if fam.alignment_in_elements:  # D counted in elements of A's type (widest_load_bytes)
-        ldd = ldd // prob.out_bytes * prob.in_bytes
-    return all(ld % fam.min_alignment_bytes == 0 for ld in (lda, ldb, ldd))
+    if fam.alignment_in_elements:
+        leading = _one_alignment_leading(prob)
+    else:
+        leading = leading_dimensions_bytes(prob)
+    return all(ld % fam.min_alignment_bytes == 0 for ld in leading)
 
 
 def _eligible_families(cfg: GpuConfig, prob: GemmProblem) -> list[KernelFamily]:
@@ -238,7 +247,7 @@ def _instruction(
         im, inn, ik16 = tc.instruction_mnk
         ik = max(1, ik16 * 2 // prob.in_bytes)  # the instruction's k is 32 bytes of operand
         instr_fma = im * inn * ik / tc.instruction_warps
-        groups = _cdiv(k_step, ik)
+        groups = cdiv(k_step, ik)
         latency = tc.instruction_latency_cycles
         sustained = tc.sustained_fraction * rate_fraction
     else:  # one FMA per thread of the warp, a dependent chain per k
@@ -361,15 +370,19 @@ def _fill_rate(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -> f
 
 def _splits(
     cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None, tiles: int, room: bool, ks: int
-) -> list[int]:
-    """Split-K factors to time for a grid of ``tiles`` output tiles (``room``: under one wave)
-    and k-step ``ks``: 1, and each factor that gives every slice K; only the splits where the
-    family's ``split_k_max_tiles`` says the library always splits (and K allows one)."""
+) -> list[tuple[int, int]]:
+    """(split-K factor, K elements per slice) to time for a grid of ``tiles`` output tiles
+    (``room``: under one wave) and k-step ``ks``: no split, and each factor that gives every
+    slice K; only the splits where the family's ``split_k_max_tiles`` says the library always
+    splits (and K allows one)."""
     factors = cfg.library.split_k_factors if fam is None or fam.split_k else [1]
-    ok = [s for s in sorted(set(factors))
-          if s == 1 or (room and _cdiv(prob.k, _cdiv(_cdiv(prob.k, s), ks) * ks) >= s)]  # fmt: skip
+    ok = []
+    for s in sorted(set(factors)):
+        k_slice = cdiv(cdiv(prob.k, s), ks) * ks
+        if s == 1 or (room and cdiv(prob.k, k_slice) >= s):
+            ok.append((s, k_slice))
     if fam is not None and fam.split_k_max_tiles and tiles <= fam.split_k_max_tiles:
-        return [s for s in ok if s > 1] or ok
+        return [sk for sk in ok if sk[0] > 1] or ok
     return ok
 
 
@@ -395,14 +408,13 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
         ks = k_step_elements(tile, prob)
         kept, shared = _multicast_rows(fam, tile)
         n_fastest = multicast > 1 and shared == tile.m != tile.n  # A shared: along N
-        gm, gn = _cdiv(prob.m, tile.m), _cdiv(prob.n, tile.n)
+        gm, gn = cdiv(prob.m, tile.m), cdiv(prob.n, tile.n)
         base = gm * gn * prob.batch
         groups, frags, issue, latency, bubble = _instruction(
             cfg, prob, tile, ks, tensor_ops, fraction
         )
         first = len(out)
-        for split in _splits(cfg, prob, fam, base, base < cfg.sms * per_sm, ks):
-            k_slice = _cdiv(_cdiv(prob.k, split), ks) * ks
+        for split, k_slice in _splits(cfg, prob, fam, base, base < cfg.sms * per_sm, ks):
             out_bytes = 4 if split > 1 else prob.c_d_bytes  # fp32 partials / C read + D
             out.append(
                 KernelPlan(
@@ -417,14 +429,14 @@ def _family_plans(cfg: GpuConfig, prob: GemmProblem, fam: KernelFamily | None) -
                     grid_n=gn,
                     ctas=base * split,
                     k_slice=k_slice,
-                    steps=_cdiv(k_slice, ks),
+                    steps=cdiv(k_slice, ks),
                     groups=groups,
                     frags=frags,
                     issue_cycles=issue,
                     mma_latency=latency,
                     bubble_cycles=bubble,
                     stage_bytes=(tile.m + tile.n) * ks * prob.in_bytes,
-                    l2_stage_bytes=_cdiv(
+                    l2_stage_bytes=cdiv(
                         (kept * multicast + shared) * ks * prob.in_bytes, multicast
                     ),  # fmt: skip
                     epilogue_bytes=tile.m * tile.n * out_bytes,
@@ -481,11 +493,11 @@ def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[
     slots = cfg.sms * plan.ctas_per_sm
     if plan.split_k != 1 or tiles % slots == 0 or not slots <= tiles < 4 * slots:
         return []
-    steps = _cdiv(prob.k, plan.k_step)
+    steps = cdiv(prob.k, plan.k_step)
     ctas = min(slots, tiles * steps // STREAM_K_MIN_ITERS)
     if ctas < 1:
         return []
-    share = _cdiv(tiles * steps, ctas)
+    share = cdiv(tiles * steps, ctas)
     cut = stream_k_cut_tiles(tiles * steps, steps, share)
     out = plan.tile.m * plan.tile.n * (tiles * prob.c_d_bytes + cut * 2 * 4)
     return [
@@ -495,7 +507,7 @@ def _stream_k_plan(cfg: GpuConfig, prob: GemmProblem, plan: KernelPlan) -> list[
             ctas=ctas,
             steps=share,
             k_slice=min(share, steps) * plan.k_step,
-            epilogue_bytes=_cdiv(out, ctas),
+            epilogue_bytes=cdiv(out, ctas),
         )
     ]
 

@@ -21,7 +21,10 @@ __all__ = [
 
 #: a library kernel's own rate, bytes per s: a megabyte to a petabyte per second (outside, a
 #: typing mistake; 1e-300 B/s overflowed the model's cycle counts, blamed on the workload)
-KernelRate = Annotated[float, Field(ge=1e6, le=1e15)]  # under a MB/s: 1e-300 overflowed
+KernelRate = Annotated[float, Field(ge=1e6, le=1e15)]
+#: a fill rate of one SM or CTA, bytes per SM clock, 0.001 to 10,000 (1e-300 overflowed the
+#: model's cycle counts)
+FillRate = Annotated[float, Field(ge=0.001, le=10_000)]
 #: a fixed time of a library kernel, s: microseconds; a millisecond is already a typing mistake
 KernelSeconds = Annotated[float, Field(ge=0.0, le=1e-3)]
 #: least measured efficiency (sustained / peak rate, achievable / peak bandwidth): under 1 % is
@@ -102,10 +105,8 @@ class KernelFamily(ArchsimModel):
         "False: each leading dimension in bytes (TMA descriptors: 16-byte strides).",
     )
     tensor_ops: bool = Field(default=True, description="False: FP32/FP16 CUDA-core kernels.")
-    fill_bytes_per_clock: float | None = Field(
+    fill_bytes_per_clock: FillRate | None = Field(
         default=None,
-        ge=0.001,  # as cta_fill_bytes_per_clock: 1e-300 overflowed the cycle counts
-        le=10_000,
         description="Global->shared fill rate of one SM, bytes per SM clock, 0.001 to 10,000 "
         "(None: sm_memory.shared_bandwidth_bytes_per_clock).",
     )
@@ -127,9 +128,7 @@ class KernelFamily(ArchsimModel):
         "pre-Hopper fallbacks come in 1-, 2- and 8-element alignments of 16-bit types, none of "
         "4); None: any power of two up to 16.",
     )
-    fill_bytes_per_clock_by_width: (
-        dict[Literal[1, 2, 4, 8, 16], Annotated[float, Field(ge=0.001, le=10_000)]] | None
-    ) = Field(
+    fill_bytes_per_clock_by_width: dict[Literal[1, 2, 4, 8, 16], FillRate] | None = Field(
         default=None,
         description="More measured fill rates, bytes per SM clock (0.001 to 10,000), keyed by "
         "the global load width in bytes they were measured at, beside fill_bytes_per_clock at "
@@ -146,10 +145,8 @@ class KernelFamily(ArchsimModel):
         "None: estimated from the tile (FP32 accumulators, register-held stages and "
         "sm_memory.overhead_registers_per_thread).",
     )
-    cta_fill_bytes_per_clock: float | None = Field(
+    cta_fill_bytes_per_clock: FillRate | None = Field(
         default=None,
-        ge=0.001,
-        le=10_000,
         description="Global->register rate of ONE CTA, bytes per SM clock, for kernels whose "
         "threads issue their loads one by one (element-wide gathers): a k-step's data is in "
         "place no sooner than its bytes at this rate, however idle the SM's port "
