@@ -15,8 +15,11 @@ does):
 * ``winograd_2x2`` / ``winograd_4x4`` -- non-fused Winograd F(m x m, 3x3) for 3x3 stride-1
   ungrouped convs: filter and input transforms (memory kernels), ``(m+2)^2`` batched GEMMs of
   ``tiles x K x C`` (FP32 results), output transform (memory kernel).
-* ``depthwise_direct`` -- one input channel per group: a direct CUDA-core kernel, bound by its
-  bytes or by its FMAs.
+* ``depthwise_direct`` -- one input channel per group, in more than one group: a direct
+  CUDA-core kernel, bound by its bytes or by its FMAs. A one-channel *ungrouped* conv is not
+  depthwise (PyTorch's ``is_depthwise`` needs ``groups > 1``; cuDNN has no depthwise algorithm):
+  it runs an implicit GEMM of ``K = R * S`` (DeepBench's V100 C = 1 convs, FP16 and FP32: all
+  ``IMPLICIT_PRECOMP_GEMM`` or ``IMPLICIT_GEMM``).
 * ``image_first_layer`` -- the library's dedicated image-input kernel, after padding kernels.
 
 The tap-by-tap families pad each filter tap's channels to whole k-steps; a family that indexes
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field, replace
 
 from archsim.accelerators.gpu_plan import cdiv, eligible
 from archsim.config.gpu import GpuConfig, KernelFamily
+from archsim.config.gpu_family import rate_key
 from archsim.config.workload import ConvLayer
 from archsim.errors import SimulationError
 from archsim.workload.gemm import ELEMENT_BYTES, GemmProblem, lower_to_gemm
@@ -126,6 +130,11 @@ def _aligned(cfg: GpuConfig, layer: ConvLayer) -> bool:
     return (layer.c // layer.groups) % a == 0 and (layer.k // layer.groups) % a == 0
 
 
+def _tensor_op_precision(cfg: GpuConfig, layer: ConvLayer) -> bool:
+    """Whether the part's tensor cores take the layer's precision."""
+    return rate_key(layer.precision) in cfg.tensor_cores.precision_rate
+
+
 def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     """Implicit GEMM (and its per-group launches), one candidate per tile k of the menu.
 
@@ -136,11 +145,19 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     and the CUDA-core kernel, which steps through K element by element, keep
     ``K = R * S * C_g``). Where a family walks the reduction as one run
     (``conv_reduction: flattened``), one more candidate has ``K = R * S * C_g``.
+
+    A precision the part's tensor cores do not take (FP32 on every preset) runs in the GEMM
+    library's CUDA-core kernels with their tile menu, ``K = R * S * C_g``, whatever its channel
+    count: the tensor-op channel rule, and the conv library's one-tile SIMT kernel that stands
+    for cuDNN's FP16 fallback beside it, are not for it (DeepBench's V100 FP32 convs with one or
+    three input channels ran the same ``IMPLICIT_GEMM`` algorithm as the others, at 32-64
+    filters where that kernel's 128-wide tile was half to three quarters padding).
     """
     lib = cfg.conv_library
     m, n, _ = layer.gemm_view
     cg = layer.c // layer.groups
-    simt = not _aligned(cfg, layer)
+    cuda = not _tensor_op_precision(cfg, layer)
+    simt = not cuda and not _aligned(cfg, layer)
     plain = layer.r == layer.s == 1 and layer.stride == 1 and layer.pad == 0
     name = "gemm_1x1" if plain else "implicit_gemm"
     batched = layer.groups == 1 or simt or lib.grouped_batched_tensor_op
@@ -149,7 +166,7 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     out = []
     if batched and "implicit_gemm" in lib.algorithms:
         for tk in tile_ks(cfg, grouped, large):
-            k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
+            k = layer.r * layer.s * (cg if simt or plain or cuda else _padded(cg, tk, layer))
             prob = _problem(layer, name, m, n, k, layer.groups, True)
             out.append(ConvCandidate(name, (GemmStep(name, prob, simt, tk, grouped, large),)))
         if not (simt or plain) and _has_flattened(cfg, grouped, large):
@@ -163,7 +180,7 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
                 out.append(ConvCandidate(name, (step,)))
     if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
         for tk in tile_ks(cfg, False):
-            k = layer.r * layer.s * (cg if simt or plain else _padded(cg, tk, layer))
+            k = layer.r * layer.s * (cg if simt or plain or cuda else _padded(cg, tk, layer))
             one = GemmStep("group", _problem(layer, "group", m, n, k, 1, True), simt, tk)
             out.append(ConvCandidate("grouped_per_launch", (one,) * layer.groups))
     return out
@@ -219,11 +236,21 @@ def _conv_families(cfg: GpuConfig, grouped: bool, large: bool) -> list[KernelFam
 
 
 def step_families(cfg: GpuConfig, step: GemmStep) -> list[KernelFamily] | None:
-    """The conv library's kernel families for ``step`` (:func:`_conv_families`); a narrow
-    step's are those that can run it (:func:`_narrow_families`)."""
+    """The conv library's kernel families for ``step`` (:func:`_conv_families`) that take its
+    precision; None when none does (an FP32 conv beside FP16-only conv kernels runs in the GEMM
+    library's families, as the preset has none of its own); a narrow step's are those that can
+    run it (:func:`_narrow_families`)."""
     if step.narrow:
         return _narrow_families(cfg, step.problem)
-    return _conv_families(cfg, step.grouped, step.large_filter)
+    fams = _conv_families(cfg, step.grouped, step.large_filter)
+    key = rate_key(step.problem.precision)
+    took = [
+        f
+        for f in fams or []
+        if (f.precisions is None or key in f.precisions)
+        and (not f.tensor_ops or key in cfg.tensor_cores.precision_rate)
+    ]
+    return took or None
 
 
 def tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False) -> list[int]:
@@ -320,7 +347,7 @@ def conv_candidates(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     for tile in (2, 4):
         if winograd_ok and f"winograd_{tile}x{tile}" in algos and _aligned(cfg, layer):
             out.append(_winograd(layer, tile))
-    if "depthwise_direct" in algos and layer.c == layer.groups:
+    if "depthwise_direct" in algos and layer.c == layer.groups > 1:
         out.append(_depthwise(layer))
     first = _first_layer(cfg, layer) if "image_first_layer" in algos else None
     if first is not None:

@@ -104,9 +104,10 @@ _GEMM_CONFIGS: dict[tuple[Any, ...], tuple[GpuConfig, GpuConfig]] = {}
 
 def _build_gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None) -> GpuConfig:
     over: dict[str, Any] = {}
-    if not cfg.conv_library.split_k:
-        over["library.split_k_factors"] = [1]
-    families = step_families(cfg, step) or cfg.library.families
+    own = step_families(cfg, step)
+    if not cfg.conv_library.split_k or own is None:  # the GEMM library's kernels run a conv
+        over["library.split_k_factors"] = [1]  # unsplit: the split rule is the conv library's
+    families = own or cfg.library.families
     if family is not None:  # a name none of them has: the GEMM model's CUDA-core fallback
         families = [f for f in families if f.name == family] or families  # (fp32 on h100)
     if step.simt:

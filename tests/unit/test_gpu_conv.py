@@ -54,6 +54,9 @@ def test_candidates_follow_the_layer_shape() -> None:
     assert _algos(_conv(groups=2)) == ["implicit_gemm"]  # one launch, cuDNN's group count
     # depthwise: 1 channel per group breaks the tensor-op rule -> CUDA-core kernels only
     assert _algos(_conv(groups=64)) == ["implicit_gemm", "depthwise_direct"]
+    # one input channel and one group (a spectrogram or a grey image) is not depthwise: cuDNN
+    # ran DeepBench's V100 C = 1 convs as implicit GEMMs (the depthwise kernel was 20x fast)
+    assert _algos(_conv(c=1, k=32, r=5, s=20, h=161, w=700, pad=0, stride=2)) == ["implicit_gemm"]
     lib = {
         "conv_library.grouped_batched_tensor_op": False,
         "conv_library.algorithms": ["implicit_gemm", "grouped_per_launch"],
