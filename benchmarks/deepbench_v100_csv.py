@@ -1,4 +1,5 @@
-"""Extract DeepBench's published V100 training GEMMs into the CSVs ``gpu_vs_measured.py`` reads.
+"""Extract DeepBench's published V100 training GEMMs and convs into the CSVs that
+``gpu_vs_measured.py`` and ``deepbench_conv.py`` read.
 
     python benchmarks/deepbench_v100_csv.py DeepBench_NV_V100.xlsx -o DIR
 
@@ -6,7 +7,11 @@ reads ``results/train/DeepBench_NV_V100.xlsx`` of baidu-research/DeepBench (shee
 FP32" and "Results - FP16 ip, Mixed math", section "Dense Matrix Multiplication") with the
 standard library only and writes ``DIR/deepbench_v100_fp32.csv`` and
 ``DIR/deepbench_v100_fp16.csv`` (columns row, app, m, n, k, a_t, b_t, ms; ``row`` is the sheet
-row, so a CSV row can be traced back to the workbook). 160 rows each.
+row, so a CSV row can be traced back to the workbook). 160 rows each. The same sheets'
+"Convolution" section goes to ``DIR/deepbench_v100_conv_fp32.csv`` and
+``DIR/deepbench_v100_conv_fp16.csv`` (columns row, app, w, h, c, n, k, s, r, pad_w, pad_h,
+stride_w, stride_h, fwd_ms, algo: the forward time and the forward algorithm cuDNN ran), 94
+rows each.
 
 Reading the numbers: DeepBench's ``code/nvidia/gemm_bench.cu`` (``time_gemm``) times 400
 back-to-back ``cublasGemmEx`` calls and returns ``static_cast<int>`` microseconds per call, so
@@ -29,6 +34,8 @@ _NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
 _REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 SHEETS = {"fp32": "Results FP32", "fp16": "Results - FP16 ip, Mixed math"}
 COLUMNS = ["row", "app", "m", "n", "k", "a_t", "b_t", "ms"]
+CONV_COLUMNS = ["row", "app", "w", "h", "c", "n", "k", "s", "r", "pad_w", "pad_h", "stride_w",
+                "stride_h", "fwd_ms", "algo"]  # fmt: skip
 
 
 def _column(ref: str) -> int:
@@ -86,6 +93,27 @@ def gemm_rows(rows: list[tuple[int, dict[int, str]]]) -> list[list[object]]:
     return out
 
 
+def conv_rows(rows: list[tuple[int, dict[int, str]]]) -> list[list[object]]:
+    """The "Convolution" section: one list per conv in ``CONV_COLUMNS`` order (the sheet's
+    columns B-M, then the forward time N and the forward algorithm X)."""
+    out: list[list[object]] = []
+    started = False
+    for number, cells in rows:
+        if cells.get(0, "").strip() == "Convolution":
+            started = True
+            continue
+        if not started or not cells:
+            continue
+        if not cells.get(2, "").strip() or not cells[2].strip().isdigit():
+            if out:
+                break
+            continue  # the header row
+        shape = [int(float(cells[i])) for i in range(2, 13)]
+        fwd = float(cells[13])
+        out.append([number, cells.get(1, ""), *shape, fwd, cells.get(23, "").strip()])
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("xlsx", type=Path, help="results/train/DeepBench_NV_V100.xlsx")
@@ -94,13 +122,16 @@ def main() -> int:
     sheets = read_sheets(args.xlsx)
     args.out.mkdir(parents=True, exist_ok=True)
     for prec, name in SHEETS.items():
-        rows = gemm_rows(sheets[name])
-        path = args.out / f"deepbench_v100_{prec}.csv"
-        with path.open("w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(COLUMNS)
-            w.writerows(rows)
-        print(f"{path}: {len(rows)} GEMMs")
+        for stem, header, rows, what in (
+            (f"deepbench_v100_{prec}", COLUMNS, gemm_rows(sheets[name]), "GEMMs"),
+            (f"deepbench_v100_conv_{prec}", CONV_COLUMNS, conv_rows(sheets[name]), "convs"),
+        ):
+            path = args.out / f"{stem}.csv"
+            with path.open("w", newline="") as fh:
+                w = csv.writer(fh)
+                w.writerow(header)
+                w.writerows(rows)
+            print(f"{path}: {len(rows)} {what}")
     return 0
 
 

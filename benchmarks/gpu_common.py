@@ -143,3 +143,26 @@ def script_parser(doc: str) -> argparse.ArgumentParser:
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--backend", default="torch", choices=["torch", "fake"])
     return ap
+
+
+def add_v100_set(ap: argparse.ArgumentParser) -> None:
+    """The repeatable ``--v100-set PATH=YAML`` option (read by :func:`v100_preset`)."""
+    ap.add_argument(
+        "--v100-set", action="append", default=[], metavar="PATH=YAML",
+        help="override a V100 preset field (repeatable)",
+    )  # fmt: skip
+
+
+def v100_preset(items: list[str]) -> tuple[Any, dict[str, Any]]:
+    """The ``v100`` preset with each ``--v100-set PATH=YAML`` of ``items`` applied, and those
+    overrides (empty: the preset as shipped)."""
+    import yaml
+
+    import archsim
+
+    hw = archsim.load_hardware("v100")
+    over: dict[str, Any] = {}
+    for item in items:
+        path, _, value = item.partition("=")
+        over[path.strip()] = yaml.safe_load(value)
+    return (hw.with_overrides(over, "--v100-set") if over else hw), over

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
+from gpu_common import add_v100_set, v100_preset
 
 import archsim
 from archsim.accelerators.tensor_core import run_gemm
@@ -120,13 +120,7 @@ def h100(args: argparse.Namespace) -> None:
 
 def v100(args: argparse.Namespace) -> None:
     """DeepBench's published V100 training GEMMs (fp16 in / fp32 math, and fp32)."""
-    hw = archsim.load_hardware("v100")
-    over = {}
-    for item in args.v100_set:
-        path, _, value = item.partition("=")
-        over[path.strip()] = yaml.safe_load(value)
-    if over:
-        hw = hw.with_overrides(over, "--v100-set")
+    hw, over = v100_preset(args.v100_set)
     print(f"V100 DeepBench ({args.deepbench}), preset clock" + (f", set {over}" if over else ""))
     for prec in ("fp16", "fp32"):
         path = args.deepbench / f"deepbench_v100_{prec}.csv"
@@ -167,10 +161,7 @@ def main() -> None:
     ap.add_argument("--blank-mhz", type=float, default=1980.0)
     ap.add_argument("--preset-clock", action="store_true")
     ap.add_argument("-v", "--verbose", type=int, default=0, help="print the N worst rows")
-    ap.add_argument(
-        "--v100-set", action="append", default=[], metavar="PATH=YAML",
-        help="override a V100 preset field (repeatable)",
-    )  # fmt: skip
+    add_v100_set(ap)
     args = ap.parse_args()
     t = time.perf_counter()
     if args.h100.exists():

@@ -1,0 +1,86 @@
+"""V100 convs as cuDNN runs them: its Volta kernels' tiles and split-K kernel for FP16, the GEMM
+library's CUDA-core kernels for FP32 whatever the channel count (benchmarks/deepbench_conv.py
+holds the model against DeepBench's published V100 conv times)."""
+
+from __future__ import annotations
+
+import archsim
+from archsim.accelerators.gpu_conv import (
+    GemmStep,
+    best_conv,
+    candidate_runs,
+    conv_candidates,
+    gemm_config,
+    timed_families,
+)
+from archsim.config.workload import ConvLayer
+
+V100 = archsim.load_hardware("v100")
+
+
+#: a 3x3 conv of 256 channels on 14 x 14 at batch 8, channels-last (as DeepBench's FP16 runs)
+BASE = dict(kind="conv", name="c", n=8, c=256, k=256, h=14, w=14, r=3, s=3, pad=1,
+            memory_format="nhwc")  # fmt: skip
+
+
+def _conv(**over: object) -> ConvLayer:
+    return ConvLayer.model_validate(BASE | over)
+
+
+def _run(layer: ConvLayer):  # type: ignore[no-untyped-def]
+    """The chosen algorithm's GEMM kernel run (the layer's single implicit GEMM here)."""
+    choice = best_conv(V100, layer)
+    ((_, _, run),) = candidate_runs(V100, choice.candidate)
+    return run
+
+
+def test_fp16_convs_run_cudnns_volta_tiles_only() -> None:
+    """cuDNN's volta_s884cudnn kernels come in 256x128, 256x64 and 128x128 tiles (and a
+    128x128 split-K one): a conv never gets the GEMM library's 64x64 or 64x32 tiles."""
+    (step,) = conv_candidates(V100, _conv())[0].steps
+    assert isinstance(step, GemmStep) and not step.simt
+    assert timed_families(V100, step) == ["volta_cudnn_s884", "volta_cudnn_s884_splitk"]
+    for fam in ("volta_cudnn_s884", "volta_cudnn_s884_splitk"):
+        tiles = {(t.m, t.n) for f in gemm_config(V100, step, fam).library.families for t in f.tiles}
+        assert tiles <= {(256, 128), (256, 64), (128, 128)}
+    # a large layer fills the SMs with the unsplit kernel
+    big = _run(_conv(n=64, c=128, k=128, h=56, w=56))
+    assert big.plan.family == "volta_cudnn_s884" and big.plan.split_k == 1
+
+
+def test_a_small_grid_with_a_long_reduction_takes_the_split_k_kernel() -> None:
+    """7 x 7 x 512 -> 512 at batch 8: M = 392 outputs rows, K = 4608; unsplit, four 128-wide
+    column tiles of four 128-row tiles are 16 CTAs on 80 SMs."""
+    run = _run(_conv(c=512, k=512, h=7, w=7))
+    assert run.plan.family == "volta_cudnn_s884_splitk"
+    assert (run.plan.tile.m, run.plan.tile.n) == (128, 128) and run.plan.split_k > 1
+    unsplit = gemm_config(V100, conv_candidates(V100, _conv(c=512, k=512, h=7, w=7))[0].steps[0],  # type: ignore[arg-type]
+                          "volta_cudnn_s884")  # fmt: skip
+    assert all(not f.split_k for f in unsplit.library.families)
+
+
+def test_fp32_convs_run_the_gemm_librarys_cuda_core_kernels_unpadded() -> None:
+    """FP32 is not a V100 tensor-core precision: every FP32 conv, three input channels or
+    256, runs the GEMM library's volta_sgemm kernels with K = R * S * C (no tap padding, no
+    tensor-op channel rule, not the one-tile FP16 fallback kernel), and is not split."""
+    for c in (1, 3, 256):
+        layer = _conv(c=c, k=32 if c == 1 else 64, precision="fp32", memory_format="nchw",
+                      n=4, h=56, w=56)  # fmt: skip
+        cand = next(x for x in conv_candidates(V100, layer) if x.algorithm == "implicit_gemm")
+        (step,) = cand.steps
+        assert isinstance(step, GemmStep) and not step.simt
+        assert step.problem.k == 9 * c
+        assert timed_families(V100, step) == [None]
+        ((_, _, run),) = candidate_runs(V100, cand)
+        assert run.plan.family == "volta_sgemm" and run.plan.split_k == 1
+
+
+def test_a_one_channel_fp32_conv_is_not_padded_to_a_128_wide_tile() -> None:
+    """DeepBench's V100 FP32 row 176 (DeepSpeech, N4 C1 K32 161x700, 5x20 stride 2): 0.078 ms
+    published, 0.067 ms here (32x32 tiles); the one-tile fallback kernel (128 filters wide for
+    32) had it at 0.242 ms."""
+    layer = _conv(n=4, c=1, k=32, h=161, w=700, r=5, s=20, stride=2, pad=0, precision="fp32",
+                  memory_format="nchw")  # fmt: skip
+    wl = {"schema_version": 1, "name": "w", "source": "t", "layers": [layer.model_dump()]}
+    t = archsim.simulate(V100, archsim.WorkloadSpec.model_validate(wl)).layers[0].time_s
+    assert 0.05e-3 < t < 0.12e-3, f"{t * 1e3:.3f} ms against DeepBench's 0.078 ms"
