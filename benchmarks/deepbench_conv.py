@@ -1,7 +1,7 @@
 """Conv layers on V100 against DeepBench's published forward times and algorithms.
 
     python benchmarks/deepbench_v100_csv.py DeepBench_NV_V100.xlsx -o DIR   # once
-    python benchmarks/deepbench_conv.py --deepbench DIR [-v N] [--v100-set PATH=YAML ...]
+    python benchmarks/deepbench_conv.py --deepbench DIR [-v N] [--training] [--v100-set P=YAML]
 
 reads ``DIR/deepbench_v100_conv_{fp16,fp32}.csv`` (94 convs each: DeepBench's
 ``results/train/DeepBench_NV_V100.xlsx``, section "Convolution") and simulates every conv on
@@ -24,6 +24,11 @@ row's layout and precision, the preset clock and its launch cost.
 
 Prints median / p90 |error|, the signed median and Spearman's rank correlation per precision
 and per algorithm, and how often the model's own pick is the workbook's (FP32).
+
+``--training`` also holds the training step's lowering (``archsim.system.workload``: a conv's
+forward, data-gradient and weight-gradient passes as plain GEMMs of the GEMM library, which
+``archsim train`` times) against the workbook's forward, "wrt Inputs" and "wrt Parameters"
+times (FP16: cuDNN's tensor-op backward algorithms 1; FP32: its own picks).
 """
 
 from __future__ import annotations
@@ -67,6 +72,8 @@ def read_convs(path: Path) -> list[dict[str, object]]:
             algo = "IMPLICIT_PRECOMP_GEMM" if row["algo"] == "LICIT_PRECOMP_GEMM" else row["algo"]
             conv.update(row=int(row["row"]), app=row["app"], algo=algo)
             conv["time_s"] = float(row["fwd_ms"]) * 1e-3
+            for phase, col in (("dgrad", "bwd_data_ms"), ("wgrad", "bwd_filter_ms")):
+                conv[f"{phase}_s"] = float(row[col]) * 1e-3 if row.get(col) else None
             out.append(conv)
     return out
 
@@ -152,10 +159,37 @@ def run(hw0, precision: str, convs: list[dict[str, object]], verbose: int) -> No
         )
 
 
+def training(precision: str, convs: list[dict[str, object]]) -> None:
+    """The training lowering's three GEMMs of each conv against the workbook's three times."""
+    from archsim.system.workload import gemm_workload, training_layers
+
+    pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    step = "amp_fp16" if precision == "fp16" else "fp32"
+    for conv in convs:
+        layer = conv_layer(conv, precision)
+        if layer is None:
+            continue
+        # two of the layer: the second is no first layer, so it has a data gradient
+        wl = WorkloadSpec.model_validate({"schema_version": 1, "name": "deepbench",
+                                          "source": "DeepBench", "layers": [layer, layer | {
+                                              "name": f"{layer['name']}b"}]})  # fmt: skip
+        gemms = gemm_workload(training_layers(wl, int(conv["n"]))[1:], step, "deepbench")  # type: ignore[arg-type]
+        run = archsim.simulate("v100", gemms)
+        for spec, res in zip(gemms.layers, run.layers, strict=True):
+            phase = spec.name.split("/")[1]
+            meas = conv["time_s"] if phase == "fwd" else conv[f"{phase}_s"]
+            if meas is not None:
+                pairs[phase].append((res.time_s, float(meas)))  # type: ignore[arg-type]
+    print(f"  {precision}, the training step's GEMMs:")
+    for phase in ("fwd", "dgrad", "wgrad"):
+        print(f"    {phase:<24} {stats(pairs[phase])}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--deepbench", type=Path, required=True, help="folder of the conv CSVs")
     ap.add_argument("-v", "--verbose", type=int, default=0, help="print the N worst rows")
+    ap.add_argument("--training", action="store_true", help="also the training step's GEMMs")
     add_v100_set(ap)
     args = ap.parse_args()
     t = time.perf_counter()
@@ -166,6 +200,8 @@ def main() -> None:
         path = args.deepbench / f"deepbench_v100_conv_{precision}.csv"
         if path.exists():
             run(hw, precision, read_convs(path), args.verbose)
+            if args.training:
+                training(precision, read_convs(path))
     print(f"wall {time.perf_counter() - t:.1f} s")
 
 

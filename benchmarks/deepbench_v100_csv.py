@@ -10,8 +10,9 @@ standard library only and writes ``DIR/deepbench_v100_fp32.csv`` and
 row, so a CSV row can be traced back to the workbook). 160 rows each. The same sheets'
 "Convolution" section goes to ``DIR/deepbench_v100_conv_fp32.csv`` and
 ``DIR/deepbench_v100_conv_fp16.csv`` (columns row, app, w, h, c, n, k, s, r, pad_w, pad_h,
-stride_w, stride_h, fwd_ms, algo: the forward time and the forward algorithm cuDNN ran), 94
-rows each.
+stride_w, stride_h, fwd_ms, algo, bwd_data_ms, bwd_filter_ms: the forward time and the
+forward algorithm cuDNN ran, then the backward passes' times, empty where the workbook has
+none: a first layer's input gradient), 94 rows each.
 
 Reading the numbers: DeepBench's ``code/nvidia/gemm_bench.cu`` (``time_gemm``) times 400
 back-to-back ``cublasGemmEx`` calls and returns ``static_cast<int>`` microseconds per call, so
@@ -35,7 +36,7 @@ _REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 SHEETS = {"fp32": "Results FP32", "fp16": "Results - FP16 ip, Mixed math"}
 COLUMNS = ["row", "app", "m", "n", "k", "a_t", "b_t", "ms"]
 CONV_COLUMNS = ["row", "app", "w", "h", "c", "n", "k", "s", "r", "pad_w", "pad_h", "stride_w",
-                "stride_h", "fwd_ms", "algo"]  # fmt: skip
+                "stride_h", "fwd_ms", "algo", "bwd_data_ms", "bwd_filter_ms"]  # fmt: skip
 
 
 def _column(ref: str) -> int:
@@ -93,9 +94,17 @@ def gemm_rows(rows: list[tuple[int, dict[int, str]]]) -> list[list[object]]:
     return out
 
 
+def _ms(text: str) -> float | str:
+    """A time cell as a number, or "" for the workbook's N/A."""
+    try:
+        return float(text)
+    except ValueError:
+        return ""
+
+
 def conv_rows(rows: list[tuple[int, dict[int, str]]]) -> list[list[object]]:
     """The "Convolution" section: one list per conv in ``CONV_COLUMNS`` order (the sheet's
-    columns B-M, then the forward time N and the forward algorithm X)."""
+    columns B-M, the forward time N, the forward algorithm X, the backward times O and P)."""
     out: list[list[object]] = []
     started = False
     for number, cells in rows:
@@ -110,7 +119,8 @@ def conv_rows(rows: list[tuple[int, dict[int, str]]]) -> list[list[object]]:
             continue  # the header row
         shape = [int(float(cells[i])) for i in range(2, 13)]
         fwd = float(cells[13])
-        out.append([number, cells.get(1, ""), *shape, fwd, cells.get(23, "").strip()])
+        bwd = [_ms(cells.get(i, "")) for i in (14, 15)]
+        out.append([number, cells.get(1, ""), *shape, fwd, cells.get(23, "").strip(), *bwd])
     return out
 
 
