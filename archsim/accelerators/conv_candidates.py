@@ -160,9 +160,10 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     simt = not cuda and not _aligned(cfg, layer)
     plain = layer.r == layer.s == 1 and layer.stride == 1 and layer.pad == 0
     name = "gemm_1x1" if plain else "implicit_gemm"
-    batched = layer.groups == 1 or simt or lib.grouped_batched_tensor_op
-    grouped = layer.groups > 1 and not simt
-    large = _large_filter(cfg, layer) and not simt and not grouped
+    cores = simt or cuda  # a CUDA-core kernel: the groups are its batch, no tensor-op family
+    batched = layer.groups == 1 or cores or lib.grouped_batched_tensor_op
+    grouped = layer.groups > 1 and not cores
+    large = _large_filter(cfg, layer) and not cores and not grouped
     out = []
     if batched and "implicit_gemm" in lib.algorithms:
         for tk in tile_ks(cfg, grouped, large):

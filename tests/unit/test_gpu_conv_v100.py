@@ -97,3 +97,14 @@ def test_the_cudnn_rate_predicts_convs_it_was_not_calibrated_on() -> None:
         wl = {"schema_version": 1, "name": "w", "source": "t", "layers": [layer.model_dump()]}
         t = archsim.simulate(V100, archsim.WorkloadSpec.model_validate(wl)).layers[0].time_s
         assert abs(t * 1e3 / published_ms - 1) < 0.15, f"{t * 1e3:.3f} ms vs {published_ms} ms"
+
+
+def test_an_fp32_grouped_conv_is_one_batched_cuda_core_kernel_too() -> None:
+    """On the CUDA cores the groups are the GEMM's batch: one launch is a candidate beside
+    the per-group launches, as for the FP16 fallback kernel."""
+    layer = _conv(c=64, k=64, h=28, w=28, groups=2, precision="fp32", memory_format="nchw")
+    cands = conv_candidates(V100, layer)
+    assert [c.algorithm for c in cands] == ["implicit_gemm", "grouped_per_launch"]
+    (step,) = cands[0].steps
+    assert isinstance(step, GemmStep) and step.problem.batch == 2 and not step.grouped
+    assert best_conv(V100, layer).candidate.algorithm == "implicit_gemm"
