@@ -199,9 +199,10 @@ def main() -> None:
     for precision in ("fp16", "fp32"):
         path = args.deepbench / f"deepbench_v100_conv_{precision}.csv"
         if path.exists():
-            run(hw, precision, read_convs(path), args.verbose)
+            convs = read_convs(path)
+            run(hw, precision, convs, args.verbose)
             if args.training:
-                training(precision, read_convs(path))
+                training(precision, convs)
     print(f"wall {time.perf_counter() - t:.1f} s")
 
 

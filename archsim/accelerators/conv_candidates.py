@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from archsim.accelerators.gpu_plan import cdiv, eligible
+from archsim.accelerators.gpu_plan import cdiv, eligible, takes_precision
 from archsim.config.gpu import GpuConfig, KernelFamily
 from archsim.config.gpu_family import rate_key
 from archsim.config.workload import ConvLayer
@@ -243,15 +243,8 @@ def step_families(cfg: GpuConfig, step: GemmStep) -> list[KernelFamily] | None:
     run it (:func:`_narrow_families`)."""
     if step.narrow:
         return _narrow_families(cfg, step.problem)
-    fams = _conv_families(cfg, step.grouped, step.large_filter)
-    key = rate_key(step.problem.precision)
-    took = [
-        f
-        for f in fams or []
-        if (f.precisions is None or key in f.precisions)
-        and (not f.tensor_ops or key in cfg.tensor_cores.precision_rate)
-    ]
-    return took or None
+    fams = _conv_families(cfg, step.grouped, step.large_filter) or []
+    return [f for f in fams if takes_precision(cfg, f, step.problem.precision)] or None
 
 
 def tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False) -> list[int]:

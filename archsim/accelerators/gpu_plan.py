@@ -26,8 +26,8 @@ from archsim.workload.gemm import GemmProblem
 __all__ = [
     "KernelPlan",
     "accumulation_chunk_k",
-    "cdiv",
     "activation_limited_load_bandwidth",
+    "cdiv",
     "check_supported",
     "clockless_key",
     "eligible",
@@ -38,6 +38,7 @@ __all__ = [
     "plans_for",
     "shared_read_bytes",
     "stream_k_cut_tiles",
+    "takes_precision",
     "widest_load_bytes",
 ]
 
@@ -193,14 +194,21 @@ def mn_major_operands(prob: GemmProblem) -> int:
     return int(prob.transpose_a) + int(not prob.transpose_b)
 
 
+def takes_precision(cfg: GpuConfig, fam: KernelFamily, precision: str) -> bool:
+    """Whether ``fam`` runs ``precision``: among its precisions, and on a tensor-op family one
+    the part's tensor cores take."""
+    key = rate_key(precision)
+    if fam.precisions is not None and key not in fam.precisions:
+        return False
+    return not fam.tensor_ops or key in cfg.tensor_cores.precision_rate
+
+
 def eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
     """Whether ``fam`` can run ``prob``: its precisions, the part's tensor-core precisions,
     its operand-layout and size rules and its leading-dimension alignment."""
+    if not takes_precision(cfg, fam, prob.precision):
+        return False
     key = rate_key(prob.precision)
-    if fam.precisions is not None and key not in fam.precisions:
-        return False
-    if fam.tensor_ops and key not in cfg.tensor_cores.precision_rate:
-        return False
     if key in fam.one_mn_major_precisions and mn_major_operands(prob) == 2:
         return False
     if fam.max_macs is not None and prob.m * prob.n * prob.k * prob.batch > fam.max_macs:
