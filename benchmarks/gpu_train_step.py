@@ -7,9 +7,16 @@ synthetic inputs on the GPU (no data loader), ``cudnn.benchmark`` on, steps laun
 as the usual training loop does. Per (precision, batch): 5 warm-up steps, then the median of
 5 timed runs of 10 steps each. Writes ``train_step.csv``.
 
+``--trace``: then one more step under the PyTorch profiler (CUPTI) with a
+``torch.cuda.synchronize()`` after each phase -- forward (the loss included), backward, optimizer
+(``GradScaler.step`` and ``update``) -- so every kernel falls in its phase's window: each kernel's
+name, grid, block, duration and gap to the next in ``kernels_train_step.csv``, and per phase the
+kernels, their busy time and the phase's span in ``train_phases.csv``. Which kernels hold a
+step's time beyond the model's (data and weight gradients, batch-norm backward) is read there.
+
 Usage (on the GPU machine)::
 
-    python benchmarks/gpu_train_step.py -o DIR [--batches 64,128,256]
+    python benchmarks/gpu_train_step.py -o DIR [--batches 64,128,256] [--trace]
 """
 
 from __future__ import annotations
@@ -23,9 +30,12 @@ from pathlib import Path
 import pandas as pd
 from gpu_common import log
 
+PHASES = ("forward", "backward", "optimizer")
 
-def step_seconds(torch, batch: int, precision: str) -> float:
-    """Median seconds per training step of ResNet-50 at ``batch`` in ``precision``."""
+
+def step_phases(torch, batch: int, precision: str) -> tuple:
+    """ResNet-50's training step at ``batch`` in ``precision`` as its three phases (callables
+    run in order: forward with the loss, backward, the optimizer's update)."""
     import torchvision
 
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
@@ -38,13 +48,31 @@ def step_seconds(torch, batch: int, precision: str) -> float:
     y = torch.randint(0, 1000, (batch,), device="cuda")
     loss_fn = torch.nn.CrossEntropyLoss()
 
-    def step() -> None:
+    held: dict = {}
+
+    def forward() -> None:
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
-            loss = loss_fn(model(x), y)
-        scaler.scale(loss).backward()
+            held["loss"] = loss_fn(model(x), y)
+
+    def backward() -> None:
+        scaler.scale(held.pop("loss")).backward()
+
+    def update() -> None:
         scaler.step(opt)
         scaler.update()
+
+    return forward, backward, update
+
+
+def step_seconds(torch, batch: int, precision: str, trace: list | None = None) -> float:
+    """Median seconds per training step of ResNet-50 at ``batch`` in ``precision``; ``trace``:
+    a list that receives one more step's profiler events (:func:`traced_step`)."""
+    phases = step_phases(torch, batch, precision)
+
+    def step() -> None:
+        for phase in phases:
+            phase()
 
     for _ in range(5):
         step()
@@ -56,7 +84,57 @@ def step_seconds(torch, batch: int, precision: str) -> float:
             step()
         torch.cuda.synchronize()
         runs.append((time.perf_counter() - t0) / 10)
+    if trace is not None:
+        trace.extend(traced_step(torch, phases))
     return statistics.median(runs)
+
+
+def traced_step(torch, phases: tuple) -> list[dict]:
+    """The profiler's events of one step, each phase in a ``phase:<name>`` range that ends
+    with a synchronize (so its kernels run inside it)."""
+    from gpu_kernel_trace import profiled_events
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for name, phase in zip(PHASES, phases, strict=True):
+            with record_function(f"phase:{name}"):
+                phase()
+                torch.cuda.synchronize()
+    return profiled_events(prof)
+
+
+def phase_kernels(events: list[dict]) -> pd.DataFrame:
+    """One row per kernel of ``events`` (a profiler trace) inside a ``phase:<name>`` range, in
+    start order: phase, index in the phase, name, grid, block, duration and the gap to the
+    phase's next kernel (us). Kernels outside every range are left out."""
+    ranges = sorted(
+        (e["ts"], e["ts"] + e["dur"], e["name"].split(":", 1)[1])
+        for e in events
+        if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("phase:")
+    )
+    kernels = sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    rows: list[dict] = []
+    for start, end, name in ranges:
+        inside = [k for k in kernels if start <= k["ts"] < end]
+        for i, k in enumerate(inside):
+            a = k.get("args", {})
+            gap = inside[i + 1]["ts"] - (k["ts"] + k["dur"]) if i + 1 < len(inside) else None
+            rows.append({"phase": name, "index": i, "kernel": k["name"].split("(")[0][:120],
+                         "grid": str(a.get("grid")), "block": str(a.get("block")),
+                         "dur_us": k["dur"], "gap_to_next_us": gap})  # fmt: skip
+    return pd.DataFrame(rows, columns=["phase", "index", "kernel", "grid", "block", "dur_us",
+                                       "gap_to_next_us"])  # fmt: skip
+
+
+def phase_summary(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Per phase of :func:`phase_kernels`: kernels, their summed duration and the phase's span
+    from its first kernel's start to its last one's end (us)."""
+    out = []
+    for name, g in kernels.groupby("phase", sort=False):
+        busy = float(g.dur_us.sum())
+        span = busy + float(g.gap_to_next_us.fillna(0).sum())
+        out.append({"phase": name, "kernels": len(g), "busy_us": busy, "span_us": span})
+    return pd.DataFrame(out, columns=["phase", "kernels", "busy_us", "span_us"])
 
 
 def main() -> int:
@@ -64,6 +142,7 @@ def main() -> int:
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--batches", default="64,128,256")
     ap.add_argument("--precisions", default="amp_fp16,tf32")
+    ap.add_argument("--trace", action="store_true", help="also every kernel of one step, by phase")
     args = ap.parse_args()
     import torch
 
@@ -73,8 +152,9 @@ def main() -> int:
     rows = []
     for precision in args.precisions.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
+            events: list | None = [] if args.trace else None
             try:
-                s = step_seconds(torch, batch, precision)
+                s = step_seconds(torch, batch, precision, events)
             except Exception as exc:  # noqa: BLE001 - keep the other rows
                 log(f"{precision} batch {batch} failed: {exc!r}")
                 continue
@@ -85,7 +165,25 @@ def main() -> int:
                          "device": torch.cuda.get_device_name()})  # fmt: skip
             log(f"{precision} batch {batch}: {s * 1e3:.2f} ms per step, {batch / s:.0f} img/s")
             pd.DataFrame(rows).to_csv(out / "train_step.csv", index=False)
+            if events:
+                write_trace(out, precision, batch, events)
     return 0
+
+
+def write_trace(out: Path, precision: str, batch: int, events: list[dict]) -> None:
+    """Append one step's kernels and phase summary to ``kernels_train_step.csv`` and
+    ``train_phases.csv`` under ``out``."""
+    kernels = phase_kernels(events)
+    for name, table in (("kernels_train_step", kernels), ("train_phases", phase_summary(kernels))):
+        table.insert(0, "batch", batch)
+        table.insert(0, "precision", precision)
+        path = out / f"{name}.csv"
+        table.to_csv(path, mode="a", header=not path.exists(), index=False)
+    for row in phase_summary(kernels).itertuples():
+        log(
+            f"{precision} batch {batch} {row.phase}: {row.kernels} kernels, "
+            f"{row.busy_us / 1e3:.2f} ms busy, {row.span_us / 1e3:.2f} ms span"
+        )
 
 
 if __name__ == "__main__":

@@ -440,3 +440,43 @@ def test_cupti_gap_script_times_the_same_gemms_twice(tmp_path: Path) -> None:
     assert none.empty and "change_us" in none.columns  # nothing timed: an empty table
     half = gpu_cupti_gap.gaps(one, one.head(1))  # the second shape timed only before
     assert len(half) == 2 and half.change_us.isna().tolist() == [False, True]
+
+
+def test_train_step_trace_puts_each_kernel_in_its_phase() -> None:
+    """`benchmarks/gpu_train_step.py --trace`: kernels are assigned to the phase range that
+    holds their start (ranges end with a synchronize), in start order, with the gap to the
+    phase's next kernel; kernels outside every range and other annotations are left out."""
+    root = Path(__file__).parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import gpu_train_step as gts
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+
+    def kernel(ts: float, dur: float, name: str) -> dict:
+        return {"cat": "kernel", "ts": ts, "dur": dur, "name": f"{name}(int)",
+                "args": {"grid": [2, 1, 1], "block": [128, 1, 1]}}  # fmt: skip
+
+    events = [
+        {"cat": "user_annotation", "name": "phase:backward", "ts": 100.0, "dur": 50.0},
+        {"cat": "user_annotation", "name": "phase:forward", "ts": 0.0, "dur": 100.0},
+        {"cat": "user_annotation", "name": "aten::conv2d", "ts": 1.0, "dur": 5.0},
+        kernel(30.0, 10.0, "fprop_b"),
+        kernel(10.0, 15.0, "fprop_a"),
+        kernel(120.0, 20.0, "wgrad"),
+        kernel(160.0, 5.0, "stray"),
+    ]
+    table = gts.phase_kernels(events)
+    assert table.phase.tolist() == ["forward", "forward", "backward"]
+    assert table.kernel.tolist() == ["fprop_a", "fprop_b", "wgrad"]
+    assert table["index"].tolist() == [0, 1, 0]
+    assert table.gap_to_next_us.iloc[0] == 5.0 and pd.isna(table.gap_to_next_us.iloc[1])
+    assert table.grid.iloc[0] == "[2, 1, 1]"
+    summary = gts.phase_summary(table)
+    assert summary.to_dict("records") == [
+        {"phase": "forward", "kernels": 2, "busy_us": 25.0, "span_us": 30.0},
+        {"phase": "backward", "kernels": 1, "busy_us": 20.0, "span_us": 20.0},
+    ]
+    assert gts.phase_kernels([]).empty and list(gts.phase_summary(gts.phase_kernels([]))) == [
+        "phase", "kernels", "busy_us", "span_us"
+    ]  # fmt: skip
