@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from archsim import cli_onnx, compile_helper
 from archsim.cli_doctor import announce_compile
-from archsim.errors import ArchsimError, ConfigError, WorkloadError, shown_name, shown_value
+from archsim.errors import ArchsimError, ConfigError, WorkloadError, shown_name
 from archsim.units import INT64_MAX
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def _write_outputs(
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the ``run`` subcommand; returns the exit code."""
-    from archsim.config.io import load_hardware, parse_overrides
+    from archsim.config.io import apply_set, load_hardware
     from archsim.output import check_out_dir
     from archsim.progress import layer_progress, progress_bar, progress_enabled
     from archsim.simulate import simulate
@@ -169,11 +169,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             accelerators,
         )  # fmt: skip
     if args.overrides:
-        overrides = parse_overrides(args.overrides)
-        if "name" not in overrides:  # results must not call the changed design by its old name
-            changes = ", ".join(f"{k}={shown_value(v) or v}" for k, v in overrides.items())
-            overrides["name"] = f"{hw.name} ({changes})"  # type: ignore[attr-defined]
-        hw = hw.with_overrides(overrides, source="--set")
+        hw = apply_set(hw, args.overrides)
     if args.batch is not None and not _is_onnx(args.workload):  # ONNX: imported at it
         wl = wl.with_batch(args.batch)
         if all(lay.kind == "gemm" for lay in wl.layers):  # nothing follows it: say so

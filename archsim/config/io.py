@@ -15,12 +15,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from archsim.config.base import ArchsimModel
 from archsim.config.messages import validation_to_config_error
 from archsim.config.workload import WorkloadSpec
-from archsim.errors import ConfigError, UnknownNameError, shown_name
+from archsim.errors import ConfigError, UnknownNameError, shown_name, shown_value
 
 if TYPE_CHECKING:  # the accelerator models load when a config names them
     from archsim.config.sweep import SweepSpec
 
 __all__ = [
+    "apply_set",
     "parse_overrides",
     "HARDWARE_MODELS",
     "load_hardware",
@@ -528,3 +529,14 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
         except ConfigError:
             out[path] = raw
     return out
+
+
+def apply_set(hw: Any, items: Sequence[str]) -> Any:
+    """``hw`` with ``--set PATH=VALUE`` items applied (one-line errors naming ``--set``); unless
+    the items set ``name``, the result is named after the base and its changes, so results and
+    reports never call the changed design by the preset's name."""
+    overrides = parse_overrides(items)
+    if "name" not in overrides:
+        changes = ", ".join(f"{k}={shown_value(v) or v}" for k, v in overrides.items())
+        overrides["name"] = f"{hw.name} ({changes})"
+    return hw.with_overrides(overrides, source="--set")

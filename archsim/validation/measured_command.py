@@ -37,6 +37,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="with --measured: the GPU preset or YAML to simulate (default h100)",
     )
     p.add_argument(
+        "--set",
+        dest="hw_overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="with --measured: override a field of the GPU config by dotted path, e.g. --set "
+        "hbm.bandwidth_bytes_per_s=4.8e12 to hold an H200's measurements against the h100 "
+        "preset with the H200's memory (repeatable)",
+    )
+    p.add_argument(
         "--clock",
         choices=["model", "measured"],
         default=None,
@@ -188,8 +198,10 @@ def _write_html(cmp: Comparison, args: argparse.Namespace, hw_name: str, goals: 
 
 
 def check_unused(args: argparse.Namespace) -> None:
-    """``--hardware`` / ``--clock`` mean something only with ``--measured``."""
-    for flag, value in (("--hardware", args.hardware), ("--clock", args.clock)):
+    """``--hardware`` / ``--set`` / ``--clock`` mean something only with ``--measured``."""
+    given = (("--hardware", args.hardware), ("--set", args.hw_overrides or None),
+             ("--clock", args.clock))  # fmt: skip
+    for flag, value in given:
         if value is not None:
             raise ArchsimError(
                 f"{flag}: only used with --measured DIR; allowed: "
@@ -239,6 +251,10 @@ def run_measured(args: argparse.Namespace) -> int:
 
         check_out_file(args.html, "--html")
     hw = load_gpu(args.hardware)
+    if args.hw_overrides:
+        from archsim.config.io import apply_set
+
+        hw = apply_set(hw, args.hw_overrides)
     folder = read_folder(args.measured)
 
     def progress(message: str) -> None:

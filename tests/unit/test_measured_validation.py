@@ -285,6 +285,27 @@ def test_cli_validate_measured_prints_table_and_writes_html(folder: Path, tmp_pa
     assert "<svg" in page and "alexnet conv3 n=1" in page and 'id="networks"' in page
 
 
+def _sim_us(out: str, shape: str) -> float:
+    """The simulated microseconds of ``shape``'s row in the printed per-shape table."""
+    line = next(x for x in out.splitlines() if f" {shape} " in f" {x} ")
+    return float(line.split()[-2])
+
+
+def test_cli_validate_measured_set_overrides_the_gpu(folder: Path, capsys) -> None:
+    """`--set PATH=VALUE` holds the folder against the preset with a field changed (an H200's
+    memory on the h100 preset, say), and names the changed config in the header."""
+    base = ["validate", "tensor_core", "--measured", str(folder), "-q"]
+    assert main(base) in (0, 1)
+    before = capsys.readouterr().out
+    assert main([*base, "--set", "launch.graph_s=8e-6"]) in (0, 1)
+    after = capsys.readouterr().out
+    assert "vs archsim h100, clock: model" in before
+    assert "vs archsim h100 (launch.graph_s=8e-06), clock: model" in after
+    # a 512^3 GEMM is launch-bound: 6.01 us more of launch, the kernel unchanged
+    grown = _sim_us(after, "512x512x512") - _sim_us(before, "512x512x512")
+    assert grown == pytest.approx(8.0 - 1.99, abs=0.02)
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
@@ -293,6 +314,11 @@ def test_cli_validate_measured_prints_table_and_writes_html(folder: Path, tmp_pa
         (["validate", "tensor_core", "--measured", "{folder}", "--hardware", "eie"],
          "allowed: a tensor_core"),
         (["validate", "eie", "--measured", "{folder}"], "compares tensor_core only"),
+        (["validate", "tensor_core", "--measured", "{folder}", "--set", "hbm.nope=1"],
+         "--set: hbm.nope: unknown field"),
+        (["validate", "tensor_core", "--measured", "{folder}", "--set", "launch.graph_s"],
+         "--set: launch.graph_s: malformed"),
+        (["validate", "tensor_core", "--set", "launch.graph_s=1e-6"], "only used with --measured"),
         (["validate", "tensor_core", "--measured", "{missing}"], "folder not found"),
         (["calibrate", "tensor_core", "--measured", "{folder}", "-o", "{tmp}/x.txt"],
          "allowed: a path ending in .yaml"),
