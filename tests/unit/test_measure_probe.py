@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -480,3 +482,37 @@ def test_train_step_trace_puts_each_kernel_in_its_phase() -> None:
     assert gts.phase_kernels([]).empty and list(gts.phase_summary(gts.phase_kernels([]))) == [
         "phase", "kernels", "busy_us", "span_us"
     ]  # fmt: skip
+
+
+def test_gpu_session_runs_each_step_and_archives_them(tmp_path: Path) -> None:
+    """`benchmarks/gpu_session.sh` with stand-ins for python3 and nvidia-smi: every step runs
+    in order under its timeout, their logs and the session log land in one archive under $OUT,
+    and a step the budget cannot hold is skipped, not started."""
+    root = Path(__file__).parents[2]
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name in ("python3", "nvidia-smi"):
+        (stubs / name).write_text(f'#!/bin/sh\necho "{name} $*"\nsleep "${{STUB_S:-0}}"\n')
+        (stubs / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "OUT": str(tmp_path / "out")}
+    done = subprocess.run(["bash", str(root / "benchmarks/gpu_session.sh")], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    log = (tmp_path / "out" / "session.log").read_text()
+    steps = ["gap", "train", "beta", "probe", "convs"]
+    assert [line.split()[2].rstrip(":") for line in log.splitlines() if " end " in line] == steps
+    assert all(f"end {s}: exit 0" in log for s in steps)
+    assert "benchmarks/gpu_train_step.py -o" in log and "--trace" in log
+    with tarfile.open(tmp_path / "out" / "session.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert {f"./{s}.log" for s in steps} <= names and "./session.log" in names
+    for script in ("gpu_cupti_gap", "gpu_train_step", "gpu_beta_epilogue", "gpu_conv_random"):
+        assert (root / "benchmarks" / f"{script}.py").exists()
+    env.update(BUDGET_S="24", STUB_S="1")  # each stand-in takes 1 s: the last steps do not fit
+    done = subprocess.run(["bash", str(root / "benchmarks/gpu_session.sh")], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    log = (tmp_path / "out" / "session.log").read_text()
+    started = [line for line in log.splitlines() if " start " in line]
+    assert started and started[0].split()[2] == "gap" and "skip convs: " in log
+    assert int(started[0].split("at most ")[1].split()[0]) <= 24 and len(started) < 5
