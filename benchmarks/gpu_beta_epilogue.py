@@ -36,23 +36,15 @@ from archsim.measure.probe import gemm_rows, time_in_graph
 #: (m, n, k, precision): small-K GEMMs the model was 12-47 % fast on (random_gemms_2031/2033,
 #: fp8 rows run here in fp16), unaligned ones it is slow on, then long-K controls
 SHAPES = [
-    (448, 13440, 16, "fp16"),
-    (2816, 4776, 24, "fp16"),
-    (10944, 832, 96, "fp16"),
-    (11776, 1664, 64, "bf16"),
-    (6368, 5776, 64, "fp16"),
-    (5536, 2880, 128, "fp16"),
-    (4686, 10752, 64, "bf16"),
-    (15291, 7296, 64, "fp16"),
+    (448, 13440, 16, "fp16"), (2816, 4776, 24, "fp16"), (10944, 832, 96, "fp16"),
+    (11776, 1664, 64, "bf16"), (6368, 5776, 64, "fp16"), (5536, 2880, 128, "fp16"),
+    (4686, 10752, 64, "bf16"), (15291, 7296, 64, "fp16"),
     # unaligned (K or N off a multiple of 8): cuBLAS's cutlass_75 align1 fallback kernels, where
     # the model's C read doubles the epilogue at the family's 2-byte fill rate (+72-91 % on
     # unaligned_gemms_2032's 15176 x 1192 x 19 and 15488 x 936 x 21)
-    (15176, 1192, 19, "fp16"),
-    (9022, 1057, 31, "fp16"),
-    (1024, 1024, 1024, "fp16"),
-    (4096, 4096, 4096, "fp16"),
-    (8192, 1024, 8192, "bf16"),
-]
+    (15176, 1192, 19, "fp16"), (9022, 1057, 31, "fp16"),
+    (1024, 1024, 1024, "fp16"), (4096, 4096, 4096, "fp16"), (8192, 1024, 8192, "bf16"),
+]  # fmt: skip
 OUT_BYTES = {"fp16": 2, "bf16": 2}
 
 
