@@ -12,6 +12,7 @@
 #   3. beta   gpu_beta_epilogue.py: what reading C costs, and output-bound GEMMs' store rate
 #   4. probe  archsim probe gpu --quick: a held-out check of the model on this part; on an H200
 #             hold it against h100 with the H200's memory (README, `validate --measured --set`)
+#             and against benchmarks/predictions/h200_probe_quick.csv, written before it ran
 #   5. convs  gpu_conv_random.py --benchmark-limit 0: the random convs with every cuDNN engine
 #             timed, to tell which of the model's misses are cuDNN's heuristics
 #
