@@ -32,6 +32,7 @@ from archsim.config.workload import ConvLayer, GemmLayer, WorkloadSpec
 from archsim.errors import ArchsimError, one_line
 from archsim.measure.folder import MeasuredFolder
 from archsim.simulate import simulate
+from archsim.validation.measured_device import device_notes
 from archsim.validation.measured_memory import copy_energy, memory_rows
 
 __all__ = [
@@ -487,7 +488,7 @@ def compare(
     rows = simulate_rows(hw, measured_rows(folder), clock, progress)
     require_simulated(rows, hw, folder.path)
     done = rows[rows["sim_time_s"].notna()]
-    notes = skipped_notes(rows)
+    notes = device_notes(hw, folder.device) + skipped_notes(rows)
     if not rows[list(_MODEL_COLUMNS.values())].notna().any().any():
         at = (
             "rows with an sm_mhz reading ran at it, the others"
