@@ -39,9 +39,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-from gpu_common import add_v100_set, v100_preset
-from scipy.stats import spearmanr
+from gpu_common import add_v100_set, pair_errors, v100_preset
 
 import archsim
 from archsim.config.workload import WorkloadSpec
@@ -102,13 +100,10 @@ def simulate(hw, layer: dict[str, object]):  # type: ignore[no-untyped-def]
 
 def stats(pairs: list[tuple[float, float]]) -> str:
     """median / p90 |error|, signed median and Spearman of (simulated, measured) pairs."""
-    sim, meas = np.array(pairs).T
-    err = sim / meas - 1
-    sp = spearmanr(sim, meas).statistic if len(pairs) > 2 else float("nan")
-    p90 = np.percentile(abs(err), 90)
+    s = pair_errors(pairs)
     return (
-        f"n={len(pairs):3d}  median {np.median(abs(err)):6.1%}  p90 {p90:6.1%}  "
-        f"signed {np.median(err):+6.1%}  Spearman {sp:.4f}"
+        f"n={s['n']:3d}  median {s['median_abs_error']:6.1%}  p90 {s['p90_abs_error']:6.1%}  "
+        f"signed {s['signed_median']:+6.1%}  Spearman {s['spearman']:.4f}"
     )
 
 
@@ -159,12 +154,13 @@ def run(hw0, precision: str, convs: list[dict[str, object]], verbose: int) -> No
         )
 
 
-def training(precision: str, convs: list[dict[str, object]]) -> None:
+def training(hw, precision: str, convs: list[dict[str, object]]) -> None:  # type: ignore[no-untyped-def]
     """The training lowering's three GEMMs of each conv against the workbook's three times."""
     from archsim.system.workload import gemm_workload, training_layers
 
     pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
     step = "amp_fp16" if precision == "fp16" else "fp32"
+    lowered, rows = [], {}
     for conv in convs:
         layer = conv_layer(conv, precision)
         if layer is None:
@@ -173,13 +169,16 @@ def training(precision: str, convs: list[dict[str, object]]) -> None:
         wl = WorkloadSpec.model_validate({"schema_version": 1, "name": "deepbench",
                                           "source": "DeepBench", "layers": [layer, layer | {
                                               "name": f"{layer['name']}b"}]})  # fmt: skip
-        gemms = gemm_workload(training_layers(wl, int(conv["n"]))[1:], step, "deepbench")  # type: ignore[arg-type]
-        run = archsim.simulate("v100", gemms)
-        for spec, res in zip(gemms.layers, run.layers, strict=True):
-            phase = spec.name.split("/")[1]
-            meas = conv["time_s"] if phase == "fwd" else conv[f"{phase}_s"]
-            if meas is not None:
-                pairs[phase].append((res.time_s, float(meas)))  # type: ignore[arg-type]
+        lowered += training_layers(wl, int(conv["n"]))[1:]  # type: ignore[arg-type]
+        rows[f"{layer['name']}b"] = conv
+    gemms = gemm_workload(lowered, step, "deepbench")
+    run = archsim.simulate(hw, gemms)
+    for spec, res in zip(gemms.layers, run.layers, strict=True):
+        name, phase = spec.name.split("/")
+        conv = rows[name]
+        meas = conv["time_s"] if phase == "fwd" else conv[f"{phase}_s"]
+        if meas is not None:
+            pairs[phase].append((res.time_s, float(meas)))  # type: ignore[arg-type]
     print(f"  {precision}, the training step's GEMMs:")
     for phase in ("fwd", "dgrad", "wgrad"):
         print(f"    {phase:<24} {stats(pairs[phase])}")
@@ -202,7 +201,7 @@ def main() -> None:
             convs = read_convs(path)
             run(hw, precision, convs, args.verbose)
             if args.training:
-                training(precision, convs)
+                training(hw, precision, convs)
     print(f"wall {time.perf_counter() - t:.1f} s")
 
 

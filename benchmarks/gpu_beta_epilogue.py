@@ -23,7 +23,6 @@ tensor_core --measured DIR/beta0``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import pandas as pd
 from gpu_common import log
 
 from archsim.measure.backend import GemmShape
+from archsim.measure.folder import write_folder
 from archsim.measure.probe import gemm_rows, time_in_graph
 
 #: (m, n, k, precision): small-K GEMMs the model was 12-47 % fast on (random_gemms_2031/2033,
@@ -111,10 +111,8 @@ def main() -> int:
     result = table(rows0, beta1, names)
     out.mkdir(parents=True, exist_ok=True)
     result.to_csv(out / "beta.csv", index=False)
-    (out / "beta0").mkdir(exist_ok=True)
-    rows0.to_csv(out / "beta0" / "gemm_beta0.csv", index=False)
     doc = {"device": b.device_info(), "memory_eager": {}, "energy": {}}
-    (out / "beta0" / "device_memory_energy.json").write_text(json.dumps(doc, indent=1) + "\n")
+    write_folder(out / "beta0", {"gemm_beta0.csv": rows0}, doc)
     cols = ["m", "n", "k", "precision", "beta0_us", "beta1_us", "c_read_us", "c_mb"]
     print(result[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0

@@ -154,15 +154,25 @@ def add_v100_set(ap: argparse.ArgumentParser) -> None:
 
 
 def v100_preset(items: list[str]) -> tuple[Any, dict[str, Any]]:
-    """The ``v100`` preset with each ``--v100-set PATH=YAML`` of ``items`` applied, and those
-    overrides (empty: the preset as shipped)."""
-    import yaml
-
+    """The ``v100`` preset with each ``--v100-set PATH=YAML`` of ``items`` applied (parsed as
+    ``archsim run --set`` parses its items), and those overrides (empty: the preset as shipped)."""
     import archsim
+    from archsim.config.io import parse_overrides
 
     hw = archsim.load_hardware("v100")
-    over: dict[str, Any] = {}
-    for item in items:
-        path, _, value = item.partition("=")
-        over[path.strip()] = yaml.safe_load(value)
+    over = parse_overrides(items)
     return (hw.with_overrides(over, "--v100-set") if over else hw), over
+
+
+def pair_errors(pairs: list[tuple[float, float]]) -> dict[str, float]:
+    """Statistics of (simulated, measured) pairs: ``archsim.validation.measured.error_stats``
+    (n, median and p90 |relative error|, Spearman) with the largest |error| and the signed
+    median beside them."""
+    from archsim.validation.measured import error_stats
+
+    sim = pd.Series([s for s, _ in pairs], dtype=float)
+    meas = pd.Series([m for _, m in pairs], dtype=float)
+    out = error_stats(meas, sim)
+    err = sim / meas - 1
+    out.update(max_abs_error=float(err.abs().max()), signed_median=float(err.median()))
+    return out

@@ -174,16 +174,17 @@ def write_trace(out: Path, precision: str, batch: int, events: list[dict]) -> No
     """Append one step's kernels and phase summary to ``kernels_train_step.csv`` and
     ``train_phases.csv`` under ``out``."""
     kernels = phase_kernels(events)
-    for name, table in (("kernels_train_step", kernels), ("train_phases", phase_summary(kernels))):
-        table.insert(0, "batch", batch)
-        table.insert(0, "precision", precision)
-        path = out / f"{name}.csv"
-        table.to_csv(path, mode="a", header=not path.exists(), index=False)
-    for row in phase_summary(kernels).itertuples():
+    summary = phase_summary(kernels)
+    for row in summary.itertuples():
         log(
             f"{precision} batch {batch} {row.phase}: {row.kernels} kernels, "
             f"{row.busy_us / 1e3:.2f} ms busy, {row.span_us / 1e3:.2f} ms span"
         )
+    for name, table in (("kernels_train_step", kernels), ("train_phases", summary)):
+        table.insert(0, "batch", batch)
+        table.insert(0, "precision", precision)
+        path = out / f"{name}.csv"
+        table.to_csv(path, mode="a", header=not path.exists(), index=False)
 
 
 if __name__ == "__main__":

@@ -31,9 +31,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-from gpu_common import add_v100_set, v100_preset
+from gpu_common import add_v100_set, pair_errors, v100_preset
 
 import archsim
 from archsim.accelerators.tensor_core import run_gemm
@@ -65,14 +63,11 @@ def _time_s(hw, prob: GemmProblem, mhz: float | None) -> float:
 
 
 def _stats(pairs: list[tuple[float, float]]) -> str:
-    sim = np.array([s for s, _ in pairs])
-    meas = np.array([m for _, m in pairs])
-    err = np.abs(sim / meas - 1.0) * 100
-    rho = pd.Series(sim).rank().corr(pd.Series(meas).rank()) if len(pairs) > 2 else math.nan
-    bias = np.median(sim / meas - 1.0) * 100
+    s = pair_errors(pairs)
     return (
-        f"n={len(pairs):>4}  median {np.median(err):6.1f} %  p90 {np.percentile(err, 90):6.1f} %"
-        f"  max {err.max():7.1f} %  signed median {bias:+6.1f} %  Spearman {rho:.4f}"
+        f"n={s['n']:>4}  median {100 * s['median_abs_error']:6.1f} %  p90 "
+        f"{100 * s['p90_abs_error']:6.1f} %  max {100 * s['max_abs_error']:7.1f} %  signed median "
+        f"{100 * s['signed_median']:+6.1f} %  Spearman {s['spearman']:.4f}"
     )
 
 

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from archsim.accelerators.gpu_plan import cdiv, eligible, takes_precision
+from archsim.accelerators.gpu_plan import cdiv, eligible, takes_precision, tensor_cores_take
 from archsim.config.gpu import GpuConfig, KernelFamily
-from archsim.config.gpu_family import rate_key
 from archsim.config.workload import ConvLayer
 from archsim.errors import SimulationError
 from archsim.workload.gemm import ELEMENT_BYTES, GemmProblem, lower_to_gemm
@@ -130,11 +129,6 @@ def _aligned(cfg: GpuConfig, layer: ConvLayer) -> bool:
     return (layer.c // layer.groups) % a == 0 and (layer.k // layer.groups) % a == 0
 
 
-def _tensor_op_precision(cfg: GpuConfig, layer: ConvLayer) -> bool:
-    """Whether the part's tensor cores take the layer's precision."""
-    return rate_key(layer.precision) in cfg.tensor_cores.precision_rate
-
-
 def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     """Implicit GEMM (and its per-group launches), one candidate per tile k of the menu.
 
@@ -156,7 +150,7 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     lib = cfg.conv_library
     m, n, _ = layer.gemm_view
     cg = layer.c // layer.groups
-    cuda = not _tensor_op_precision(cfg, layer)
+    cuda = not tensor_cores_take(cfg, layer.precision)
     simt = not cuda and not _aligned(cfg, layer)
     plain = layer.r == layer.s == 1 and layer.stride == 1 and layer.pad == 0
     name = "gemm_1x1" if plain else "implicit_gemm"
@@ -167,10 +161,10 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     out = []
     if batched and "implicit_gemm" in lib.algorithms:
         for tk in tile_ks(cfg, grouped, large):
-            k = layer.r * layer.s * (cg if simt or plain or cuda else _padded(cg, tk, layer))
+            k = layer.r * layer.s * (cg if cores or plain else _padded(cg, tk, layer))
             prob = _problem(layer, name, m, n, k, layer.groups, True)
             out.append(ConvCandidate(name, (GemmStep(name, prob, simt, tk, grouped, large),)))
-        if not (simt or plain) and _has_flattened(cfg, grouped, large):
+        if not (cores or plain) and _has_flattened(cfg, grouped, large):
             prob = _problem(layer, name, m, n, layer.r * layer.s * cg, layer.groups, True)
             step = GemmStep(name, prob, simt, None, grouped, large, flattened=True)
             out.append(ConvCandidate(name, (step,)))
@@ -181,7 +175,7 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
                 out.append(ConvCandidate(name, (step,)))
     if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
         for tk in tile_ks(cfg, False):
-            k = layer.r * layer.s * (cg if simt or plain or cuda else _padded(cg, tk, layer))
+            k = layer.r * layer.s * (cg if cores or plain else _padded(cg, tk, layer))
             one = GemmStep("group", _problem(layer, "group", m, n, k, 1, True), simt, tk)
             out.append(ConvCandidate("grouped_per_launch", (one,) * layer.groups))
     return out

@@ -39,6 +39,7 @@ __all__ = [
     "shared_read_bytes",
     "stream_k_cut_tiles",
     "takes_precision",
+    "tensor_cores_take",
     "widest_load_bytes",
 ]
 
@@ -194,13 +195,17 @@ def mn_major_operands(prob: GemmProblem) -> int:
     return int(prob.transpose_a) + int(not prob.transpose_b)
 
 
+def tensor_cores_take(cfg: GpuConfig, precision: str) -> bool:
+    """Whether the part's tensor cores take ``precision``."""
+    return rate_key(precision) in cfg.tensor_cores.precision_rate
+
+
 def takes_precision(cfg: GpuConfig, fam: KernelFamily, precision: str) -> bool:
     """Whether ``fam`` runs ``precision``: among its precisions, and on a tensor-op family one
     the part's tensor cores take."""
-    key = rate_key(precision)
-    if fam.precisions is not None and key not in fam.precisions:
+    if fam.precisions is not None and rate_key(precision) not in fam.precisions:
         return False
-    return not fam.tensor_ops or key in cfg.tensor_cores.precision_rate
+    return not fam.tensor_ops or tensor_cores_take(cfg, precision)
 
 
 def eligible(cfg: GpuConfig, fam: KernelFamily, prob: GemmProblem) -> bool:
