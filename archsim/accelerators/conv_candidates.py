@@ -61,6 +61,7 @@ class GemmStep:
     large_filter: bool = False  # runs in conv_library.large_filter_families
     flattened: bool = False  # K = C*R*S in one run: the families of conv_reduction "flattened"
     narrow: bool = False  # channels off the tensor-op rule: conv_library.narrow_channel_families
+    strided: bool = False  # a conv of stride > 1: not in the unit_stride_convs_only families
 
     @property
     def memo_key(self) -> GemmStep:
@@ -140,12 +141,14 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     ``K = R * S * C_g``). Where a family walks the reduction as one run
     (``conv_reduction: flattened``), one more candidate has ``K = R * S * C_g``.
 
-    A precision the part's tensor cores do not take (FP32 on every preset) runs in the GEMM
-    library's CUDA-core kernels with their tile menu, ``K = R * S * C_g``, whatever its channel
-    count: the tensor-op channel rule, and the conv library's one-tile SIMT kernel that stands
-    for cuDNN's FP16 fallback beside it, are not for it (DeepBench's V100 FP32 convs with one or
-    three input channels ran the same ``IMPLICIT_GEMM`` algorithm as the others, at 32-64
-    filters where that kernel's 128-wide tile was half to three quarters padding).
+    A precision the part's tensor cores do not take (FP32 on every preset) runs in the conv
+    library's CUDA-core families that take it (V100: cuDNN's 128-pixel tiles), else in the
+    GEMM library's CUDA-core kernels with their tile menu, ``K = R * S * C_g``, whatever its
+    channel count: the tensor-op channel rule, and the conv library's one-tile SIMT kernel that
+    stands for cuDNN's FP16 fallback beside it, are not for it (DeepBench's V100 FP32 convs
+    with one or three input channels ran the same ``IMPLICIT_GEMM`` algorithm as the others,
+    at 32-64 filters where that kernel's 128-wide tile was half to three quarters padding). A
+    strided conv's GEMM steps leave out the families that run unit-stride convs only.
     """
     lib = cfg.conv_library
     m, n, _ = layer.gemm_view
@@ -158,25 +161,28 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     batched = layer.groups == 1 or cores or lib.grouped_batched_tensor_op
     grouped = layer.groups > 1 and not cores
     large = _large_filter(cfg, layer) and not cores and not grouped
+    strided = layer.stride > 1
     out = []
     if batched and "implicit_gemm" in lib.algorithms:
         for tk in tile_ks(cfg, grouped, large):
             k = layer.r * layer.s * (cg if cores or plain else _padded(cg, tk, layer))
             prob = _problem(layer, name, m, n, k, layer.groups, True)
-            out.append(ConvCandidate(name, (GemmStep(name, prob, simt, tk, grouped, large),)))
+            step = GemmStep(name, prob, simt, tk, grouped, large, strided=strided)
+            out.append(ConvCandidate(name, (step,)))
         if not (cores or plain) and _has_flattened(cfg, grouped, large):
             prob = _problem(layer, name, m, n, layer.r * layer.s * cg, layer.groups, True)
-            step = GemmStep(name, prob, simt, None, grouped, large, flattened=True)
+            step = GemmStep(name, prob, simt, None, grouped, large, flattened=True, strided=strided)
             out.append(ConvCandidate(name, (step,)))
         if _narrow_layer(cfg, layer):
             prob = _problem(layer, name, m, n, layer.r * layer.s * cg, 1, True)
             if _narrow_families(cfg, prob):
-                step = GemmStep(name, prob, flattened=True, narrow=True)
+                step = GemmStep(name, prob, flattened=True, narrow=True, strided=strided)
                 out.append(ConvCandidate(name, (step,)))
     if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
         for tk in tile_ks(cfg, False):
             k = layer.r * layer.s * (cg if cores or plain else _padded(cg, tk, layer))
-            one = GemmStep("group", _problem(layer, "group", m, n, k, 1, True), simt, tk)
+            prob = _problem(layer, "group", m, n, k, 1, True)
+            one = GemmStep("group", prob, simt, tk, strided=strided)
             out.append(ConvCandidate("grouped_per_launch", (one,) * layer.groups))
     return out
 
@@ -234,10 +240,11 @@ def step_families(cfg: GpuConfig, step: GemmStep) -> list[KernelFamily] | None:
     """The conv library's kernel families for ``step`` (:func:`_conv_families`) that take its
     precision; None when none does (an FP32 conv beside FP16-only conv kernels runs in the GEMM
     library's families, as the preset has none of its own); a narrow step's are those that can
-    run it (:func:`_narrow_families`)."""
+    run it (:func:`_narrow_families`); a strided conv's leave out ``unit_stride_convs_only``."""
     if step.narrow:
         return _narrow_families(cfg, step.problem)
     fams = _conv_families(cfg, step.grouped, step.large_filter) or []
+    fams = [f for f in fams if not (step.strided and f.unit_stride_convs_only)]
     return [f for f in fams if takes_precision(cfg, f, step.problem.precision)] or None
 
 

@@ -90,7 +90,7 @@ def gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None = None) -> Gp
     keeps its own). Memoised per config object: validating the derived config is most of a conv
     layer's simulation time, and timing, counting and pricing a layer ask for it again."""
     key = (id(cfg), step.simt, step.tile_k, step.grouped, step.large_filter, step.flattened,
-           step.narrow, family)  # fmt: skip
+           step.narrow, step.strided, family)  # fmt: skip
     hit = _GEMM_CONFIGS.get(key)
     if hit is None or hit[0] is not cfg:  # the entry holds cfg, so its id is not reused
         if len(_GEMM_CONFIGS) >= 1024:

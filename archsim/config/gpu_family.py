@@ -175,6 +175,11 @@ class KernelFamily(ArchsimModel):
         description="Also try the library's split-K factors (library.split_k_factors); False: "
         "never, e.g. a family the caller gives no workspace for the FP32 partials.",
     )
+    unit_stride_convs_only: bool = Field(
+        default=False,
+        description="A conv kernel that runs stride-1 convs only: a strided conv's GEMM runs in "
+        "the conv library's other families.",
+    )
     stream_k: bool = Field(
         default=False,
         description="Also try Stream-K: persistent CTAs split the tiles' k-iterations evenly "

@@ -59,6 +59,25 @@ def test_a_small_grid_with_a_long_reduction_takes_the_split_k_kernel() -> None:
     assert all(not f.split_k for f in unsplit.library.families)
 
 
+def test_a_strided_conv_never_takes_the_unit_stride_split_k_kernel() -> None:
+    """DeepBench's V100 FP16 1x1 stride-2 convs of C = 2048 on 7 x 7 (rows 220, 229) take
+    0.065 ms at batch 8 and 16 alike: the unsplit kernel's serial reduction, not a split one
+    (the split plan had them at 0.032 ms). The same conv at stride 1 may split."""
+    for n in (8, 16):
+        layer = _conv(n=n, c=2048, k=512, h=7, w=7, r=1, s=1, stride=2, pad=3)
+        (step,) = best_conv(V100, layer).candidate.steps
+        assert isinstance(step, GemmStep) and step.strided
+        assert timed_families(V100, step) == ["volta_cudnn_s884"]
+        run = _run(layer)
+        assert run.plan.family == "volta_cudnn_s884" and run.plan.split_k == 1
+        wl = {"schema_version": 1, "name": "w", "source": "t", "layers": [layer.model_dump()]}
+        t = archsim.simulate(V100, archsim.WorkloadSpec.model_validate(wl)).layers[0].time_s
+        assert abs(t / 0.065e-3 - 1) <= 0.15, f"N{n}: {t * 1e3:.3f} ms against 0.065 ms"
+    unit = _conv(n=8, c=2048, k=512, h=7, w=7, r=1, s=1, stride=1, pad=0)
+    (step,) = best_conv(V100, unit).candidate.steps
+    assert "volta_cudnn_s884_splitk" in timed_families(V100, step)
+
+
 def test_fp32_convs_run_cudnns_cuda_core_conv_kernels_unpadded() -> None:
     """FP32 is not a V100 tensor-core precision: every FP32 conv, three input channels or
     256, runs cuDNN's CUDA-core conv kernels (the ``volta_cudnn_sgemm`` family: 128-pixel CTA
