@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from archsim import cli_calibrate, cli_compress, cli_onnx, cli_probe
+from archsim.cli_args import integer
 from archsim.cli_doctor import add_doctor_parser, cmd_doctor
 from archsim.cli_run import DEFAULT_HW, DEFAULT_WORKLOAD, cmd_run, format_layer_table
 from archsim.cli_sweep import add_sweep_parser, cmd_sweep
@@ -94,13 +95,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HW",
         help="also run a baseline (e.g. dcnn for scnn) and add speedup_vs_<baseline> columns",
     )
-    run.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
+    run.add_argument(
+        "--seed", type=integer, default=0, help="seed of synthetic tensors (default 0)"
+    )
     run.add_argument(
         "--no-report",
         action="store_true",
         help="skip report.html (`archsim report DIR` builds it later from results.json)",
     )
-    run.add_argument("--batch", type=int, help="run every conv/fc/lstm layer at this batch size")
+    run.add_argument(
+        "--batch", type=integer, help="run every conv/fc/lstm layer at this batch size"
+    )
     run.add_argument(
         "--from-scalesim",
         nargs=2,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from archsim.cli_args import integer, number
 from archsim.errors import ConfigError
 
 __all__ = ["add_parser", "cmd"]
@@ -20,8 +21,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("model", help="the .onnx file")
     p.add_argument("-o", "--out", help="compressed .onnx to write (omit: report only)")
-    p.add_argument("--fc-density", type=float, default=1.0, help="Gemm/MatMul density (1.0)")
-    p.add_argument("--conv-density", type=float, default=1.0, help="Conv density (1.0)")
+    p.add_argument("--fc-density", type=number, default=1.0, help="Gemm/MatMul density (1.0)")
+    p.add_argument("--conv-density", type=number, default=1.0, help="Conv density (1.0)")
     p.add_argument(
         "--density",
         action="append",
@@ -35,10 +36,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="per-layer densities in graph order: alexnet = Han et al. 2016 Table 4 "
         "(conv 84/38/35/37/37 %%, fc 9/9/25 %%)",
     )
-    p.add_argument("--fc-bits", type=int, default=4, help="fc codebook bits (4)")
-    p.add_argument("--conv-bits", type=int, default=8, help="conv codebook bits (8)")
-    p.add_argument("--fc-index-bits", type=int, default=5, help="fc relative index bits (5)")
-    p.add_argument("--conv-index-bits", type=int, default=8, help="conv relative index bits (8)")
+    p.add_argument("--fc-bits", type=integer, default=4, help="fc codebook bits (4)")
+    p.add_argument("--conv-bits", type=integer, default=8, help="conv codebook bits (8)")
+    p.add_argument("--fc-index-bits", type=integer, default=5, help="fc relative index bits (5)")
+    p.add_argument(
+        "--conv-index-bits", type=integer, default=8, help="conv relative index bits (8)"
+    )
 
 
 def _plan(args: argparse.Namespace):

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.cli_args import integer, number
 from archsim.errors import ConfigError
 
 if TYPE_CHECKING:  # the config models load with a command, not for `archsim --help`
@@ -32,12 +33,12 @@ def _shape(text: str) -> tuple[int, ...]:
 def add_import_options(p: argparse.ArgumentParser) -> None:
     """Options shared by ``import onnx`` (and usable by other commands that import)."""
     p.add_argument(
-        "--batch", type=int, help="size of a dynamic batch dimension (required when dynamic)"
+        "--batch", type=integer, help="size of a dynamic batch dimension (required when dynamic)"
     )
     p.add_argument("--input-shape", type=_shape, help="data input shape, e.g. 1,3,227,227")
     p.add_argument("--inputs", metavar="NPY", help="input .npy for the activation measurement")
     p.add_argument(
-        "--zero-threshold", type=float, default=0.0, help="|w| <= this counts as zero (0)"
+        "--zero-threshold", type=number, default=0.0, help="|w| <= this counts as zero (0)"
     )
     p.add_argument(
         "--no-measure", action="store_true", help="do not run onnxruntime (densities 1.0)"

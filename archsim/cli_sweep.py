@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.background import import_in_background
+from archsim.cli_args import integer
 from archsim.errors import ArchsimError, ConfigError, one_line, os_reason
 from archsim.limits import DEFAULT_MAX_POINTS
 
@@ -57,7 +58,7 @@ def add_sweep_parser(sub: Any) -> None:
     p.add_argument(
         "-j",
         "--jobs",
-        type=int,
+        type=integer,
         default=None,
         help="worker processes (default and most: the CPUs available)",
     )
@@ -72,7 +73,7 @@ def add_sweep_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--max-points",
-        type=int,
+        type=integer,
         default=DEFAULT_MAX_POINTS,
         metavar="N",
         help=f"refuse a spec of more than N points (default {DEFAULT_MAX_POINTS:,})",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from archsim.cli_args import integer, number
 from archsim.errors import ArchsimError, one_line
 
 __all__ = ["add_parsers", "cmd_collective", "cmd_train"]
@@ -27,7 +28,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     c.add_argument("op", nargs="?", default="all_reduce", choices=_OPS, help="collective")
     c.add_argument("--system", default="dgx_h100", help="system preset or YAML (dgx_h100)")
     c.add_argument("--sizes", default="8:8G", help="MIN:MAX[:FACTOR] as nccl-tests -b -e -f")
-    c.add_argument("--gpus", type=int, help="GPUs used (default: all of the system)")
+    c.add_argument("--gpus", type=integer, help="GPUs used (default: all of the system)")
     c.add_argument("--algo", choices=("ring", "tree", "nvls"), help="force NCCL_ALGO")
     c.add_argument("--proto", choices=("LL", "LL128", "Simple"), help="force NCCL_PROTO")
     _common(c)
@@ -48,18 +49,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--precision", default="amp_fp16",
                    choices=("amp_fp16", "amp_bf16", "tf32", "fp32"))  # fmt: skip
-    t.add_argument("--batch", type=int, default=256, help="samples per GPU (256)")
+    t.add_argument("--batch", type=integer, default=256, help="samples per GPU (256)")
     t.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"))
-    t.add_argument("--topk", type=float, help="gradient compression: fraction of gradients sent")
+    t.add_argument("--topk", type=number, help="gradient compression: fraction of gradients sent")
     t.add_argument(
         "--memory-format",
         default="nhwc",
         choices=("nhwc", "nchw"),
         help="activation layout (nchw: cuDNN transposes around tensor-core convs)",
     )
-    t.add_argument("--tensor", type=int, default=1, help="tensor-parallel GPUs (Megatron split)")
-    t.add_argument("--pipeline", type=int, default=1, help="pipeline stages (GPipe)")
-    t.add_argument("--micro-batches", type=int, default=1, help="micro-batches per pipeline")
+    t.add_argument(
+        "--tensor", type=integer, default=1, help="tensor-parallel GPUs (Megatron split)"
+    )
+    t.add_argument("--pipeline", type=integer, default=1, help="pipeline stages (GPipe)")
+    t.add_argument("--micro-batches", type=integer, default=1, help="micro-batches per pipeline")
     _common(t)
 
 
@@ -312,7 +315,7 @@ def _gpu_counts(text: str | None, cfg: Any, unit: int = 1) -> list[int]:
             )
         return sorted(counts)
     try:
-        counts = [int(x) for x in str(text).split(",")]  # an empty item ("1,,2") is an error
+        counts = [integer(x) for x in str(text).split(",")]  # an empty item ("1,,2") is an error
     except ValueError:
         counts = []
     if not counts or min(counts) < 1:

@@ -55,15 +55,18 @@ class TensorCoreConfig(ArchsimModel):
     """Tensor cores of one SM and the warp-level MMA instruction that drives them."""
 
     per_sm: PositiveInt = Field(
-        description="Tensor cores per SM (V100: 8); with fp16_fma_per_clock and sms it sets the "
-        "peak FMA rate."
+        le=1024,
+        description="Tensor cores per SM (V100: 8), 1 to 1,024; with fp16_fma_per_clock and sms "
+        "it sets the peak FMA rate.",
     )
     sub_cores_per_sm: PositiveInt = Field(
         default=4,
         description="SM sub-partitions (warp schedulers), each issuing to per_sm / this tensor "
         "cores; a CTA's warps are spread over them. per_sm must be a multiple.",
     )
-    fp16_fma_per_clock: PositiveInt = Field(description="Dense FP16 FMA per tensor core per clock.")
+    fp16_fma_per_clock: PositiveInt = Field(
+        le=1_000_000, description="Dense FP16 FMA per tensor core per clock, 1 to 1,000,000."
+    )
     precision_rate: dict[Precision, Annotated[float, Field(ge=2**-10, le=2**10)]] = Field(
         description="FMA rate per precision relative to FP16 (absent = not supported), "
         "1/1024 to 1024."
@@ -238,9 +241,12 @@ class DramPageConfig(ArchsimModel):
 class CudaCoreConfig(ArchsimModel):
     """The SM's FP32 CUDA cores (used when a GEMM cannot run on the tensor cores)."""
 
-    fp32_fma_per_clock: PositiveInt = Field(description="FP32 FMA per SM per clock.")
+    fp32_fma_per_clock: PositiveInt = Field(
+        le=1_000_000, description="FP32 FMA per SM per clock, 1 to 1,000,000."
+    )
     fp16_fma_per_clock: PositiveInt = Field(
-        description="FP16 FMA per SM per clock (packed HFMA2), used with FP16 accumulation."
+        le=1_000_000,
+        description="FP16 FMA per SM per clock (packed HFMA2), used with FP16 accumulation.",
     )
     fma_latency_cycles: PositiveInt = Field(default=4, description="Dependent FFMA latency.")
     sustained_fraction: float = Field(
@@ -380,7 +386,14 @@ class GpuConfig(ArchsimModel):
     description: str = ""
     clock: ClockConfig
     technology: TechnologyConfig
-    sms: PositiveInt = Field(description="Streaming multiprocessors (V100: 80, H100 SXM: 132).")
+    sms: PositiveInt = Field(
+        le=100_000, description="Streaming multiprocessors (V100: 80, H100 SXM: 132), 1 to 100,000."
+    )
+    nvlink_sharp: bool = Field(
+        default=False,
+        description="Whether the GPU takes part in NVLink SHARP (NVLS: an NVSwitch that reduces "
+        "in the switch, topology.nvswitch_reduction of a system; Hopper and later).",
+    )
     tensor_cores: TensorCoreConfig
     sm_memory: SmMemoryConfig
     l2: L2Config

@@ -158,7 +158,10 @@ class NcclConfig(ArchsimModel):
         description="nvlsEfficiency (Hopper 0.85; 0 disables NVLS; otherwise at least 0.01).",
     )
     nvls_channels: PositiveInt = Field(
-        default=16, description="NVLS channels (NCCL_NVLS_NCHANNELS default on Hopper: 16)."
+        default=16,
+        le=64,
+        description="NVLS channels (NCCL_NVLS_NCHANNELS default on Hopper: 16), 1 to 64 (NCCL "
+        "runs no more channels than its MAXCHANNELS).",
     )
     nvls_chunk_bytes: PositiveInt = Field(
         default=128 * 1024,

@@ -337,7 +337,14 @@ _MOST = {
     "joules_per_call": 1e6, "joules": 1e9, "watts": 1e5, "calls": 1e12, "bytes_moved": 1e15,
     "bytes": 1e15, "bytes_per_call": 1e15, "flops_per_call": 1e18, "idle_watts": 1e5,
     "sms": 1e4, "max_sm_clock_mhz": 1e4, "idle_sm_clock_mhz": 1e4, "power_limit_w": 1e5,
+    "L2_cache_size": 1e12, "total_memory": 1e15, "memory_clock_rate": 1e8,
+    "memory_bus_width": 1e6, "clock_rate": 1e8,
 }  # fmt: skip
+#: the ``device`` readings besides ``sms`` a folder may state (numbers > 0 where present;
+#: ``validate`` compares them with the config: ``archsim.validation.measured_device``)
+_DEVICE_NUMBERS = ("max_sm_clock_mhz", "power_limit_w", "idle_sm_clock_mhz", "L2_cache_size",
+                   "total_memory", "memory_clock_rate", "memory_bus_width",
+                   "clock_rate")  # fmt: skip
 
 
 def _at_most(doc: Mapping[str, Any], key: str, where: str) -> None:
@@ -449,10 +456,26 @@ def _check_bursts(block: Any, where: str) -> dict[str, Any]:
     return block
 
 
+class _DuplicateKey(Exception):
+    """A JSON object names one key twice (``json`` would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     data = _read_bytes(path)
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise MeasurementError(path, exc.args[0], "appears twice in one object; allowed: each "
+                               "key once") from None  # fmt: skip
     except json.JSONDecodeError as exc:
         raise MeasurementError(path, "", f"not valid JSON ({one_line(exc)})") from None
     except UnicodeDecodeError as exc:
@@ -471,7 +494,7 @@ def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     _need(device, "sms", int, f"{where}: device")
     _positive(device, "sms", f"{where}: device")
     _at_most(device, "sms", f"{where}: device")
-    for key in ("max_sm_clock_mhz", "power_limit_w", "idle_sm_clock_mhz"):
+    for key in _DEVICE_NUMBERS:
         if key in device:
             _positive(device, key, f"{where}: device")
             _at_most(device, key, f"{where}: device")

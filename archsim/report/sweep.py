@@ -88,6 +88,16 @@ def _check(points: pd.DataFrame, axes: Sequence[str], metrics: Sequence[str]) ->
         )
 
 
+def _with_failed_metrics(points: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    """``points`` with an empty (NaN) column for each metric none of them has when no point
+    succeeded: failed points hold no metric values, so a sweep whose every point failed has
+    no column for a metric only its successes would have written."""
+    missing = [m for m in metrics if m not in points.columns]
+    if not missing or _is_ok(points).any():
+        return points
+    return points.assign(**{m: np.nan for m in missing})
+
+
 def _is_ok(points: pd.DataFrame) -> pd.Series:
     if "status" not in points:
         return pd.Series(True, index=points.index)
@@ -342,6 +352,7 @@ def render_sweep_report(
     ``min``/``max`` as the sweep spec does; a metric it lacks is maximised when
     throughput-like, else minimised (see :func:`archsim.report.pareto.metric_sense`).
     """
+    points = _with_failed_metrics(points, metrics)
     _check(points, axes, metrics)
     # the page reads no attrs, but pandas deep-copies them into every derived frame: a
     # sweep's (its provenance) cost 0.13 s of copies over 1,000 points

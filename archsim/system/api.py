@@ -12,7 +12,7 @@ from archsim.config.system import SystemConfig
 from archsim.errors import ArchsimError, SimulationError, integral, is_count, shown_name
 from archsim.system import load_system
 from archsim.system.collectives import bus_factor, collective_time
-from archsim.system.subsystem import subsystem
+from archsim.system.subsystem import gpu_config, subsystem
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,7 +29,7 @@ COLLECTIVE_COLUMNS = (
 _DTYPE_NAMES = {1: "int8", 2: "half", 4: "float", 8: "double"}
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _MAX_POINTS = 10_000
 
 
@@ -127,6 +127,7 @@ def collective(
     import pandas as pd
 
     cfg = subsystem(load_system(system), gpus)
+    gpu_config(cfg)  # the GPU it names exists and can run the system's NCCL algorithms
     if cfg.gpus < 2:  # one GPU moves nothing: its algbw would be infinite
         given = f"gpus={gpus!r}" if gpus is not None else f"{cfg.name} has {cfg.gpus} GPU"
         raise ArchsimError(f"{given}: a collective needs 2 GPUs or more; allowed: gpus >= 2")

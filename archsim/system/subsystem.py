@@ -24,6 +24,13 @@ def gpu_config(system: SystemConfig) -> GpuConfig:
             system.name, "gpu", f"{system.gpu!r} is not a GPU preset; allowed: v100, a100, h100 "
             "or a YAML file with accelerator: tensor_core"
         )  # fmt: skip
+    nvls = system.topology.nvswitch_reduction and system.nccl.nvls_efficiency > 0
+    if nvls and not gpu.nvlink_sharp:  # NCCL runs NVLS on Hopper and later only
+        raise ConfigError(
+            system.name, "gpu", f"{gpu.name!r} takes no part in NVLink SHARP, which "
+            "topology.nvswitch_reduction with nccl.nvls_efficiency > 0 asks of it; allowed: "
+            "a GPU with nvlink_sharp: true (h100), or topology.nvswitch_reduction: false"
+        )  # fmt: skip
     return gpu
 
 

@@ -97,6 +97,23 @@ def test_all_failed_and_categorical_axis() -> None:
     assert len(_rows(html)) == 4
 
 
+def test_all_failed_without_the_metrics_columns_still_renders() -> None:
+    """A training sweep whose every point failed has no ``samples_per_s`` column at all (only
+    successes write it): the page lists the failures with empty metric cells, where it used to
+    refuse with 'column(s) samples_per_s missing' and leave the sweep folder without a page."""
+    pts = make_points(2, 2, 1, errors=0)[["point", "pe_array.num_pes"]].copy()
+    pts["status"], pts["error"] = "error", "no tf32"
+    html = render_sweep_report(
+        pts, axes=["pe_array.num_pes"], metrics=["samples_per_s", "scaling_efficiency"], title="t"
+    )
+    assert "4 point(s) failed" in html and "4 &times; no tf32" in html
+    assert len(_rows(html)) == 4
+    pts.loc[0, "status"] = "ok"  # a success without the metric is still the spec's mistake
+    with pytest.raises(ArchsimError, match="samples_per_s, scaling_efficiency missing"):
+        render_sweep_report(pts, axes=["pe_array.num_pes"], metrics=["samples_per_s",
+                            "scaling_efficiency"], title="t")  # fmt: skip
+
+
 def test_many_axes_split_into_figures(sweep_points: pd.DataFrame) -> None:
     pts = sweep_points.copy()
     extra = [f"x.a{i}" for i in range(3)]
