@@ -178,6 +178,16 @@ def cases(limit: int) -> list[Case]:
         "sweep-derive-later": ["sweep", "derive.yaml"],
         "collective-out-dir-in-way": ["collective", "all_reduce", "--system", "dgx_h100",
                                       "--sizes", "1K", "-o", "busy"],
+        # from the 39th session's fuzz
+        "nvls-on-v100": ["collective", "all_reduce", "--system", "dgx_h100", "--set",
+                         "gpu=v100", "--sizes", "1G"],
+        "sms-huge": ["run", "h100", "resnet50", "--set", "sms=9223372036854775807"],
+        "nvls-channels-huge": ["collective", "all_reduce", "--system", "dgx_h100", "--set",
+                               "nccl.nvls_channels=1000000000", "--sizes", "1M"],
+        "gpus-arabic-digit": ["collective", "all_reduce", "--system", "dgx_a100", "--gpus",
+                              "\u0668", "--sizes", "1M"],
+        "sizes-fullwidth": ["collective", "all_reduce", "--system", "dgx_a100", "--sizes",
+                            "\uff11M"],
     }  # fmt: skip
     derive = small.replace("metrics:", "derive:\n  activation_fifo.depth: "
                            "activation_fifo.width_bits\n  activation_fifo.width_bits: "
