@@ -157,17 +157,23 @@ def _folds(hw: Any, layer: Any) -> int:
     return rf * cf * g.repeat
 
 
-def refuse_layer(origin: str, index: int, layer: Any, what: str, need: float, env: str) -> None:
-    """Raise ``SimulationError`` when layer ``index`` needs more ``what`` than ``env`` allows."""
+def refuse_layer(
+    origin: str, index: int, layer: Any, what: str, need: float, env: str, exact: bool = False
+) -> None:
+    """Raise ``SimulationError`` when layer ``index`` needs more ``what`` than ``env`` allows;
+    ``exact``: ``need`` is a count, not an estimate, said to the unit (a K one past the cap
+    read 'about 2.68e+08; allowed: up to 2.68e+08')."""
     cap = limit(env)
     if need > cap:
+        exact = exact and isinstance(need, int) and need < 10**15
         try:
-            about = f"about {need:.3g}"
+            about = f"{need:,}" if exact else f"about {need:.3g}"
         except OverflowError:  # an integer beyond any float
             about = f"a {len(str(int(need)))}-digit number of"
+        most = f"{int(cap):,}" if exact and float(cap).is_integer() else f"{cap:.3g}"
         raise SimulationError(
             f"{origin}: layers.{index}: layer {layer.name!r} needs {about} {what}; "
-            f"allowed: up to {cap:.3g} (set {env} to raise it if the machine can take it)"
+            f"allowed: up to {most} (set {env} to raise it if the machine can take it)"
         )
 
 
@@ -270,7 +276,7 @@ def _check_gpu_layers(workload: Any) -> None:
         if layer.kind not in ("fc", "lstm", "conv", "gemm"):
             continue
         refuse_layer(workload.origin, i, layer, "multiply-adds per output (K)",
-                     _reduction(layer), "ARCHSIM_MAX_REDUCTION")  # fmt: skip
+                     _reduction(layer), "ARCHSIM_MAX_REDUCTION", exact=True)  # fmt: skip
         macs = _macs_dense(layer)
         if macs > INT64_MAX:  # results.json could not hold its counts (--batch 1e20)
             raise SimulationError(

@@ -167,6 +167,9 @@ def main() -> int:
             pd.DataFrame(rows).to_csv(out / "train_step.csv", index=False)
             if events:
                 write_trace(out, precision, batch, events)
+    if not rows:  # nothing timed (no torchvision, no GPU): say so in the exit code
+        log("no configuration ran; see the errors above")
+        return 1
     return 0
 
 

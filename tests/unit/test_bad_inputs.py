@@ -512,7 +512,7 @@ def test_a_name_longer_than_the_file_system_allows(tmp_path: Path, capsys: Any, 
         (  # the k-loop of 9e12 steps: a MemoryError in the per-CTA timing
             ["run", "h100"],
             "{name: c, kind: conv, c: 1000000000000, k: 8, h: 8, w: 8, r: 3, s: 3, pad: 1}",
-            "9e+12 multiply-adds per output (K); allowed: up to 2.68e+08",
+            "9,000,000,000,000 multiply-adds per output (K); allowed: up to 268,435,456",
         ),
         (  # dimensions beyond int64 in the planner's array arithmetic
             ["run", "h100"],
@@ -522,7 +522,7 @@ def test_a_name_longer_than_the_file_system_allows(tmp_path: Path, capsys: Any, 
         (  # the same in a training step's lowered GEMMs: named by the workload file
             ["train", "dgx_h100"],
             "{name: c, kind: conv, c: 1000000000000, k: 8, h: 8, w: 8, r: 3, s: 3, pad: 1}",
-            "layer 'c/fwd' needs about",
+            "layer 'c/fwd' needs 9,000,000,000,000 multiply-adds per output (K)",
         ),
         (  # SCNN's stride-phase split holds stride^2 virtual channels
             ["run", "scnn"],
