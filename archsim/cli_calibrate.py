@@ -93,5 +93,24 @@ def cmd(args: argparse.Namespace) -> int:
         )
     for note in skipped_notes(result.rows_before):
         print(f"note: {note}")
+    for warning in _thin_data(result):
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {path}")
     return 0
+
+
+def _thin_data(result: Any) -> list[str]:
+    """What the fit cannot tell from the rows it had: fewer fit rows than fields (most fields
+    then stay where the preset had them, and the ones that move are fitted to noise), or no
+    held-out row (the residuals cannot show that the fit generalises)."""
+    fit_rows = int(result.rows_before["fit"].sum())
+    held = len(result.rows_before) - fit_rows
+    out = []
+    if fit_rows < len(result.after):
+        out.append(f"{fit_rows} fit row(s) for {len(result.after)} field(s): the rows do not "
+                   "determine the fields; measure more shapes (archsim probe gpu) before using "
+                   "the YAML")  # fmt: skip
+    if held == 0:
+        out.append("no held-out row (each file x precision has one row): nothing shows that "
+                   "the fit carries over to other shapes")  # fmt: skip
+    return out

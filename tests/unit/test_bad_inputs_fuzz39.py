@@ -157,3 +157,21 @@ def test_a_sweep_whose_points_all_failed_keeps_a_complete_folder(tmp_path: Path)
     out = tmp_path / "out"
     assert main(["sweep", str(spec), "-o", str(out), "-q", "-j", "1"]) == 1
     assert (out / "report.html").exists() and (out / "errors.csv").exists()
+
+
+def test_calibrate_warns_when_the_rows_cannot_determine_the_fields() -> None:
+    """One measured row fitted 16 fields and wrote the YAML without a word."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from archsim.cli_calibrate import _thin_data
+
+    fields = {f"f{i}": 1.0 for i in range(16)}
+    one = SimpleNamespace(after=fields, rows_before=pd.DataFrame({"fit": [True]}))
+    warnings = _thin_data(one)
+    assert len(warnings) == 2
+    assert warnings[0].startswith("1 fit row(s) for 16 field(s)")
+    assert warnings[1].startswith("no held-out row")
+    many = SimpleNamespace(after=fields, rows_before=pd.DataFrame({"fit": [True, False] * 20}))
+    assert _thin_data(many) == []
