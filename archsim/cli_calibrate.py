@@ -103,8 +103,10 @@ def _thin_data(result: Any) -> list[str]:
     """What the fit cannot tell from the rows it had: fewer fit rows than fields (most fields
     then stay where the preset had them, and the ones that move are fitted to noise), or no
     held-out row (the residuals cannot show that the fit generalises)."""
-    fit_rows = int(result.rows_before["fit"].sum())
-    held = len(result.rows_before) - fit_rows
+    rows = result.rows_before
+    ran = rows["sim_time_s"].notna() if "sim_time_s" in rows else True  # a row the model ran
+    fit_rows = int((rows["fit"] & ran).sum())
+    held = int((~rows["fit"] & ran).sum())
     out = []
     if fit_rows < len(result.after):
         out.append(f"{fit_rows} fit row(s) for {len(result.after)} field(s): the rows do not "

@@ -53,7 +53,7 @@ def _plan(args: argparse.Namespace):
         if name in per:  # the last one silently won
             raise ConfigError("--density", name, "given twice; allowed: each NODE once")
         try:
-            per[name] = float(val)
+            per[name] = number(val)
         except ValueError:
             name = ""
         if not sep or not name:

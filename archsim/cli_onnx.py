@@ -20,7 +20,7 @@ __all__ = ["add_parser", "cmd", "load_onnx_workload"]
 
 def _shape(text: str) -> tuple[int, ...]:
     try:
-        dims = tuple(int(v) for v in text.replace("x", ",").split(","))
+        dims = tuple(integer(v) for v in text.replace("x", ",").split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: allowed: sizes like 1,3,227,227") from None
     if not dims or min(dims) < 1:

@@ -164,22 +164,22 @@ def _implicit(cfg: GpuConfig, layer: ConvLayer) -> list[ConvCandidate]:
     strided = layer.stride > 1
     out = []
     if batched and "implicit_gemm" in lib.algorithms:
-        for tk in tile_ks(cfg, grouped, large):
+        for tk in tile_ks(cfg, grouped, large, strided):
             k = layer.r * layer.s * (cg if cores or plain else _padded(cg, tk, layer))
             prob = _problem(layer, name, m, n, k, layer.groups, True)
             step = GemmStep(name, prob, simt, tk, grouped, large, strided=strided)
             out.append(ConvCandidate(name, (step,)))
-        if not (cores or plain) and _has_flattened(cfg, grouped, large):
+        if not (cores or plain) and _has_flattened(cfg, grouped, large, strided):
             prob = _problem(layer, name, m, n, layer.r * layer.s * cg, layer.groups, True)
             step = GemmStep(name, prob, simt, None, grouped, large, flattened=True, strided=strided)
             out.append(ConvCandidate(name, (step,)))
         if _narrow_layer(cfg, layer):
             prob = _problem(layer, name, m, n, layer.r * layer.s * cg, 1, True)
-            if _narrow_families(cfg, prob):
+            if _narrow_families(cfg, prob, strided):
                 step = GemmStep(name, prob, flattened=True, narrow=True, strided=strided)
                 out.append(ConvCandidate(name, (step,)))
     if layer.groups > 1 and "grouped_per_launch" in lib.algorithms:
-        for tk in tile_ks(cfg, False):
+        for tk in tile_ks(cfg, False, False, strided):
             k = layer.r * layer.s * (cg if cores or plain else _padded(cg, tk, layer))
             prob = _problem(layer, "group", m, n, k, 1, True)
             one = GemmStep("group", prob, simt, tk, strided=strided)
@@ -193,9 +193,9 @@ def _padded(cg: int, tile_k: int, layer: ConvLayer) -> int:
     return cdiv(cg, ks) * ks
 
 
-def _has_flattened(cfg: GpuConfig, grouped: bool, large: bool) -> bool:
+def _has_flattened(cfg: GpuConfig, grouped: bool, large: bool, strided: bool) -> bool:
     """Whether a conv family of the step's kind walks the reduction flattened."""
-    fams = _conv_families(cfg, grouped, large) or []
+    fams = _conv_families(cfg, grouped, large, strided) or []
     return any(f.conv_reduction == "flattened" for f in fams)
 
 
@@ -216,24 +216,36 @@ def _narrow_layer(cfg: GpuConfig, layer: ConvLayer) -> bool:
     )
 
 
-def _narrow_families(cfg: GpuConfig, prob: GemmProblem) -> list[KernelFamily]:
+def _narrow_families(
+    cfg: GpuConfig, prob: GemmProblem, strided: bool = False
+) -> list[KernelFamily]:
     """The ``conv_library.narrow_channel_families`` that can run ``prob`` (its precision on
-    the part's tensor cores, its alignment): a family that cannot would fall back to the GEMM
-    model's CUDA-core kernel, which is not the conv library's."""
-    return [f for f in cfg.conv_library.narrow_channel_families or [] if eligible(cfg, f, prob)]
+    the part's tensor cores, its alignment, the conv's stride): a family that cannot would
+    fall back to the GEMM model's CUDA-core kernel, which is not the conv library's."""
+    fams = _for_stride(cfg.conv_library.narrow_channel_families or [], strided) or []
+    return [f for f in fams if eligible(cfg, f, prob)]
 
 
-def _conv_families(cfg: GpuConfig, grouped: bool, large: bool) -> list[KernelFamily] | None:
+def _conv_families(
+    cfg: GpuConfig, grouped: bool, large: bool, strided: bool = False
+) -> list[KernelFamily] | None:
     """The conv library's kernel families for a tensor-core conv GEMM: the grouped families
     for a one-launch grouped conv, the large-filter families for a large filter, else the
-    conv families (each when the preset has them); None: the preset has none (the GEMM
-    library's families run the conv)."""
+    conv families (each when the preset has them), without those that run unit-stride convs
+    only when ``strided``; None: the preset has none (the GEMM library's families run it)."""
     lib = cfg.conv_library
     if grouped and lib.grouped_families:
-        return lib.grouped_families
-    if large and lib.large_filter_families:
-        return lib.large_filter_families
-    return lib.families
+        fams = lib.grouped_families
+    elif large and lib.large_filter_families:
+        fams = lib.large_filter_families
+    else:
+        fams = lib.families
+    return _for_stride(fams, strided) if fams else fams
+
+
+def _for_stride(fams: list[KernelFamily], strided: bool) -> list[KernelFamily] | None:
+    """``fams`` that run a conv of stride > 1 when ``strided`` (all of them otherwise)."""
+    return [f for f in fams if not (strided and f.unit_stride_convs_only)] or None
 
 
 def step_families(cfg: GpuConfig, step: GemmStep) -> list[KernelFamily] | None:
@@ -242,16 +254,15 @@ def step_families(cfg: GpuConfig, step: GemmStep) -> list[KernelFamily] | None:
     library's families, as the preset has none of its own); a narrow step's are those that can
     run it (:func:`_narrow_families`); a strided conv's leave out ``unit_stride_convs_only``."""
     if step.narrow:
-        return _narrow_families(cfg, step.problem)
-    fams = _conv_families(cfg, step.grouped, step.large_filter) or []
-    fams = [f for f in fams if not (step.strided and f.unit_stride_convs_only)]
+        return _narrow_families(cfg, step.problem, step.strided)
+    fams = _conv_families(cfg, step.grouped, step.large_filter, step.strided) or []
     return [f for f in fams if takes_precision(cfg, f, step.problem.precision)] or None
 
 
-def tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False) -> list[int]:
+def tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False, strided: bool = False) -> list[int]:
     """The tile k-steps (16-bit elements) the conv GEMM kernels can run: their families'
     tiles (:func:`_conv_families`), else the preset's menu."""
-    fams = _conv_families(cfg, grouped, large)
+    fams = _conv_families(cfg, grouped, large, strided)
     tiles = [t for f in fams or [] for t in (f.tiles or cfg.tiles)] or cfg.tiles
     return sorted({t.k for t in tiles})
 

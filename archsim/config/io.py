@@ -267,31 +267,50 @@ def _count_values(data: Any, limit: int) -> None:
 _PRESCAN_CHARS = 1_000_000
 
 
+#: tags whose collections the loader builds into one value (a set; omap and pairs: lists of
+#: tuples, whose items ``_count_values`` does not open), and the merge key's
+_OPAQUE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("set", "omap", "pairs"))
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _is_merge_key(event: yaml.Event) -> bool:
+    """``<<`` (or ``!!merge``) as a mapping key: its value's keys join the mapping, where the
+    mapping's own keys may replace them, so none of it is counted here."""
+    if not isinstance(event, yaml.ScalarEvent):
+        return False
+    return event.tag == _MERGE_TAG or (event.value == "<<" and event.implicit[0])
+
+
 def _prescan(text: str) -> None:
     """Raise ``OverflowError`` early when ``text`` holds more than ``MAX_YAML_VALUES`` values,
-    counted as :func:`_count_values` counts them (containers and the values in them; an
-    alias as one, which its expansion can only exceed) from libyaml's event stream, before
-    any Python object is built (about 1 s a million events)."""
-    count = 0
-    stack: list[list[bool]] = []  # per open container: [is a mapping, next scalar is a key]
+    from libyaml's event stream, before any Python object is built (1-2.5 s a million events).
+    It counts as :func:`_count_values` does, never more: containers and the values in them,
+    an alias as one (its expansion can only add), not keys, not what a merge key brings in
+    (the mapping's own keys may replace it), and a set, omap or pairs collection as one."""
+    count, quiet = 0, 0  # quiet: open collections whose contents are not counted
+    stack: list[list[Any]] = []  # per open container: [is a mapping, last node a key, quiet]
+    merge_value = False  # the next node is a merge key's value
     for event in yaml.parse(text, Loader=_SafeLoader):
         if isinstance(event, yaml.CollectionEndEvent):
-            stack.pop()
+            quiet -= stack.pop()[2]
             continue
         if not isinstance(event, yaml.NodeEvent):  # stream and document starts and ends
             continue
         top = stack[-1] if stack else None
+        is_key = False
         if top is not None and top[0]:
             top[1] = not top[1]
-            if not top[1]:  # this node was the mapping's key
-                if isinstance(event, yaml.CollectionStartEvent):
-                    stack.append([isinstance(event, yaml.MappingStartEvent), True])
-                continue
-        count += 1
-        if count > MAX_YAML_VALUES:
-            raise OverflowError
+            is_key = top[1]
+        silent = quiet > 0 or is_key or merge_value
+        merge_value = is_key and quiet == 0 and _is_merge_key(event)
+        if not silent:
+            count += 1
+            if count > MAX_YAML_VALUES:
+                raise OverflowError
         if isinstance(event, yaml.CollectionStartEvent):
-            stack.append([isinstance(event, yaml.MappingStartEvent), True])
+            hush = int(silent or event.tag in _OPAQUE_TAGS)
+            stack.append([isinstance(event, yaml.MappingStartEvent), False, hush])
+            quiet += hush
 
 
 def parse_yaml(text: str, source: str) -> Any:

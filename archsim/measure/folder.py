@@ -117,8 +117,8 @@ def _cell(path: Path, line: int, col: str, raw: str) -> Any:
         return text
     if col in _POSITIVE_INT or col == "pad":
         low = 0 if col == "pad" else 1
-        try:
-            value = int(text)
+        try:  # int() and float() read other scripts' digits too: ASCII only
+            value = int(text if text.isascii() else "?")
         except ValueError:
             raise MeasurementError(where, col, f"{text!r} is not an integer") from None
         if value < low:
@@ -128,7 +128,7 @@ def _cell(path: Path, line: int, col: str, raw: str) -> Any:
         if not text and col in _OPTIONAL_FLOAT:
             return math.nan
         try:
-            value = float(text)
+            value = float(text if text.isascii() else "?")
         except ValueError:
             raise MeasurementError(where, col, f"{text!r} is not a number") from None
         if not math.isfinite(value) or value <= 0.0 and col != "tflops" or value < 0.0:
@@ -494,8 +494,8 @@ def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     _need(device, "sms", int, f"{where}: device")
     _positive(device, "sms", f"{where}: device")
     _at_most(device, "sms", f"{where}: device")
-    for key in _DEVICE_NUMBERS:
-        if key in device:
+    for key in _DEVICE_NUMBERS:  # null: a reading the probe's PyTorch does not give
+        if device.get(key) is not None:
             _positive(device, key, f"{where}: device")
             _at_most(device, key, f"{where}: device")
     memory = _need(doc, "memory_eager", dict, where)

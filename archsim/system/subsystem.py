@@ -29,7 +29,8 @@ def gpu_config(system: SystemConfig) -> GpuConfig:
         raise ConfigError(
             system.name, "gpu", f"{gpu.name!r} takes no part in NVLink SHARP, which "
             "topology.nvswitch_reduction with nccl.nvls_efficiency > 0 asks of it; allowed: "
-            "a GPU with nvlink_sharp: true (h100), or topology.nvswitch_reduction: false"
+            "a GPU with nvlink_sharp: true (h100; a Hopper or later GPU YAML written before "
+            "the field needs the line), or topology.nvswitch_reduction: false"
         )  # fmt: skip
     return gpu
 

@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from archsim.cli_args import integer
 from archsim.errors import ArchsimError, os_reason, shown_name
 from archsim.validation.names import EIE_DATA_RELATIVE, MODELS
 
@@ -39,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--markdown", metavar="FILE.md", help="also write a Markdown report")
     p.add_argument("--html", metavar="FILE.html", help="also write a self-contained HTML report")
-    p.add_argument("--seed", type=int, default=0, help="seed of synthetic tensors (default 0)")
+    p.add_argument("--seed", type=integer, default=0, help="seed of synthetic tensors (default 0)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every claim's reason")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     from archsim.validation.measured_command import add_arguments

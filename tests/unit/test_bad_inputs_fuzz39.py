@@ -130,7 +130,8 @@ def test_options_read_ascii_digits_only(tmp_path: Path, capsys: Any) -> None:
 def test_a_huge_yaml_is_refused_before_it_is_built(monkeypatch: Any) -> None:
     """A 20 MB workload of 400,000 layers was refused after 71 s and 2 GB: its values were
     counted once the document was built in Python. Now libyaml's events are counted first,
-    exactly as the built document's values are."""
+    as the built document's values are counted and never more (merge keys, sets, ordered
+    maps and pairs count less), so nothing the old check accepted is refused."""
     monkeypatch.setattr(config_io, "MAX_YAML_VALUES", 50_000)
     monkeypatch.setattr(config_io, "_PRESCAN_CHARS", 1_000)
     layer = "  - {name: g, kind: gemm, m: 8, n: 8, k: 8}\n"
@@ -141,8 +142,20 @@ def test_a_huge_yaml_is_refused_before_it_is_built(monkeypatch: Any) -> None:
     assert time.perf_counter() - t0 < 5
     built = config_io.parse_yaml("layers:\n" + layer * 8_333, "w.yaml")  # 50,000: allowed
     assert len(built["layers"]) == 8_333
-    for text in ("[]", "{}", "a: [1, {b: []}]", "- &x {k: [1, 2]}\n- *x\n"):
-        assert config_io.parse_yaml(text, "t") is not None
+    monkeypatch.setattr(config_io, "_PRESCAN_CHARS", 0)  # the small texts below are scanned too
+    texts = {  # text -> values of the built document
+        "[]": 1, "{}": 1, "a: [1, {b: []}]": 5, "- &x {k: [1, 2]}\n- *x\n": 9,
+        "a: &b {x: 1, y: 2}\nc:\n  <<: *b\n  x: 3\n": 7, "<<: {}\n": 1,
+        "a: &a {x: 1}\nb: &b {x: 2, z: 3}\nc:\n  <<: [*a, *b]\n  x: 5\n": 9,
+        "c: {<<: {x: 1, y: 2}, z: 3}": 5, "s: !!set {a, b, c}": 2,
+        "o: !!omap [a: 1, b: 2]": 4, "p: !!pairs [a: 1, a: 2]": 4,
+    }  # fmt: skip
+    for text, values in texts.items():
+        monkeypatch.setattr(config_io, "MAX_YAML_VALUES", values)
+        assert config_io.parse_yaml(text, "t") is not None, text
+        monkeypatch.setattr(config_io, "MAX_YAML_VALUES", values - 1)
+        with pytest.raises(ConfigError, match="YAML too large"):
+            config_io.parse_yaml(text, "t")
 
 
 def test_a_sweep_whose_points_all_failed_keeps_a_complete_folder(tmp_path: Path) -> None:

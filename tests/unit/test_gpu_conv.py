@@ -440,3 +440,16 @@ def test_the_functional_check_is_bounded_by_the_tensors_too() -> None:
     assert math.isnan(big["tc_functional_max_error"])
     assert small["tc_conv_functional_max_error"] == pytest.approx(0.0, abs=1e-9)
     assert math.isfinite(small["tc_functional_max_error"])
+
+
+def test_a_unit_stride_family_runs_no_strided_conv_of_any_kind() -> None:
+    """``unit_stride_convs_only`` holds for the narrow-channel, flattened and tile-k choices
+    too, not only for the plain conv families (a review found the narrow families ignored it)."""
+    only = H100.with_overrides({"conv_library.narrow_channel_families.0.unit_stride_convs_only":
+                                True})  # fmt: skip
+    for stride, narrow in ((1, True), (2, False)):
+        layer = _conv(c=3, k=64, h=56, w=56, r=3, s=3, stride=stride, pad=1)
+        steps = [s for cand in conv_candidates(only, layer) for s in cand.steps]
+        assert any(getattr(s, "narrow", False) for s in steps) is narrow, stride
+        assert all(getattr(s, "strided", False) is (stride > 1) for s in steps
+                   if hasattr(s, "strided"))  # fmt: skip
