@@ -268,9 +268,10 @@ def tile_ks(cfg: GpuConfig, grouped: bool, large: bool = False, strided: bool = 
 
 
 def _winograd(layer: ConvLayer, tile: int) -> ConvCandidate:
-    """Non-fused Winograd F(tile x tile, 3x3): transforms + (tile+2)^2 batched GEMMs."""
+    """Non-fused Winograd F(tile x tile, 3x3): transforms + (tile+2)^2 batched GEMMs; the
+    transformed filters and inputs are held in the layer's precision (FP32: 4 bytes each)."""
     alpha2 = (tile + 2) ** 2
-    eb = ELEMENT_BYTES["fp16"]
+    eb = ELEMENT_BYTES[layer.precision]
     tiles = layer.n * cdiv(layer.out_h, tile) * cdiv(layer.out_w, tile)
     c, k = layer.c, layer.k
     gemm = _problem(layer, f"winograd{tile}", tiles, k, c, alpha2, False)

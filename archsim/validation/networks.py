@@ -126,8 +126,8 @@ _PADDLE_WHAT = (
     "published conv figure. 15 % is the issue's goal."
 )
 _FP32_GAP = (
-    " Known gap: the model is about 53 % faster. With every algorithm allowed it runs "
-    "conv1_2-conv5_3 as Winograd F(4x4, 3x3) at 25-45 effective TFLOPS; the published "
+    " Known gap: the model is about 47 % faster. With every algorithm allowed it runs "
+    "conv1_2-conv5_3 as Winograd F(4x4, 3x3) at 20-40 effective TFLOPS; the published "
     "60.58 ms is 16.3 effective TFLOPS, just above the 15.7 TFLOPS FP32 peak, so cuDNN 7.1's "
     "heuristic picked some Winograd/FFT, but not the fastest everywhere. Implicit GEMM alone "
     "gives 76.4 ms (+26 %); which algorithm the 2018 heuristic returned per layer is not "
