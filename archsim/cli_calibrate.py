@@ -104,7 +104,7 @@ def _thin_data(result: Any) -> list[str]:
     then stay where the preset had them, and the ones that move are fitted to noise), or no
     held-out row (the residuals cannot show that the fit generalises)."""
     rows = result.rows_before
-    ran = rows["sim_time_s"].notna() if "sim_time_s" in rows else True  # a row the model ran
+    ran = rows["sim_time_s"].notna()  # rows the model could not run inform no field
     fit_rows = int((rows["fit"] & ran).sum())
     held = int((~rows["fit"] & ran).sum())
     out = []

@@ -77,6 +77,19 @@ def trace(torch, out: Path, name: str, fn, graph: bool, reps: int = 3) -> None:
         summarise(kernels, reps, name, out / "kernels_networks.csv")
 
 
+def kernel_rows(kernels: list[dict]) -> list[dict]:
+    """One row per kernel event of ``kernels`` (in start order): its index, name, grid, block,
+    duration and the gap to the next one (us; None for the last)."""
+    rows = []
+    for i, e in enumerate(kernels):
+        a = e.get("args", {})
+        gap = kernels[i + 1]["ts"] - (e["ts"] + e["dur"]) if i + 1 < len(kernels) else None
+        rows.append({"index": i, "kernel": e["name"].split("(")[0][:120],
+                     "grid": str(a.get("grid")), "block": str(a.get("block")),
+                     "dur_us": e["dur"], "gap_to_next_us": gap})  # fmt: skip
+    return rows
+
+
 def summarise(kernels: list[dict], reps: int, name: str, path: Path) -> None:
     """Append the second of ``reps`` calls' kernels (name, grid, block, duration, gap to the
     next) to the CSV at ``path``."""
@@ -84,14 +97,8 @@ def summarise(kernels: list[dict], reps: int, name: str, path: Path) -> None:
     per = len(ks) // reps
     one = ks[per : 2 * per] if reps > 1 else ks
     net, batch, mode = name.rsplit("_", 2)
-    rows = []
-    for i, e in enumerate(one):
-        a = e.get("args", {})
-        gap = one[i + 1]["ts"] - (e["ts"] + e["dur"]) if i + 1 < len(one) else None
-        rows.append({"net": f"torchvision_{net}", "batch": int(batch[1:]), "mode": mode,
-                     "index": i, "kernel": e["name"].split("(")[0][:120],
-                     "grid": str(a.get("grid")), "block": str(a.get("block")),
-                     "dur_us": e["dur"], "gap_to_next_us": gap})  # fmt: skip
+    head = {"net": f"torchvision_{net}", "batch": int(batch[1:]), "mode": mode}
+    rows = [head | r for r in kernel_rows(one)]
     pd.DataFrame(rows).to_csv(path, mode="a", header=not path.exists(), index=False)
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 from gpu_common import log
+from gpu_kernel_trace import kernel_rows, profiled_events
 
 PHASES = ("forward", "backward", "optimizer")
 
@@ -92,7 +93,6 @@ def step_seconds(torch, batch: int, precision: str, trace: list | None = None) -
 def traced_step(torch, phases: tuple) -> list[dict]:
     """The profiler's events of one step, each phase in a ``phase:<name>`` range that ends
     with a synchronize (so its kernels run inside it)."""
-    from gpu_kernel_trace import profiled_events
     from torch.profiler import ProfilerActivity, profile, record_function
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -116,12 +116,7 @@ def phase_kernels(events: list[dict]) -> pd.DataFrame:
     rows: list[dict] = []
     for start, end, name in ranges:
         inside = [k for k in kernels if start <= k["ts"] < end]
-        for i, k in enumerate(inside):
-            a = k.get("args", {})
-            gap = inside[i + 1]["ts"] - (k["ts"] + k["dur"]) if i + 1 < len(inside) else None
-            rows.append({"phase": name, "index": i, "kernel": k["name"].split("(")[0][:120],
-                         "grid": str(a.get("grid")), "block": str(a.get("block")),
-                         "dur_us": k["dur"], "gap_to_next_us": gap})  # fmt: skip
+        rows += [{"phase": name} | r for r in kernel_rows(inside)]
     return pd.DataFrame(rows, columns=["phase", "index", "kernel", "grid", "block", "dur_us",
                                        "gap_to_next_us"])  # fmt: skip
 

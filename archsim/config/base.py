@@ -19,6 +19,7 @@ from archsim.units import INT64_MAX
 
 __all__ = [
     "ArchsimModel",
+    "get_dotted",
     "set_dotted",
     "dotted_name",
     "MAX_EXPRESSION_CHARS",
@@ -308,6 +309,21 @@ def dotted_name(node: ast.AST) -> str:
         return ""
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def get_dotted(cfg: Any, path: str) -> Any:
+    """``cfg.a.b.c`` for ``path == "a.b.c"`` (a whole-number part indexes a list, as in
+    :func:`set_dotted`); None where the path leads nowhere."""
+    node = cfg
+    for part in path.split("."):
+        if isinstance(node, list | tuple):
+            ok = part.isascii() and part.isdigit() and int(part) < len(node)
+            node = node[int(part)] if ok else None
+        else:
+            node = getattr(node, part, None)
+        if node is None:
+            return None
+    return node
 
 
 def set_dotted(data: dict[str, Any], path: str, value: Any, source: str) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from archsim.config.base import get_dotted as _get
 from archsim.config.io import _resolve, load_hardware, read_yaml
 from archsim.errors import ArchsimError, ConfigError
 from archsim.measure.folder import DEVICE_FILE, MeasuredFolder, MeasurementError
@@ -127,18 +128,6 @@ def fields_for(hw: Any) -> tuple[CalibrationField, ...]:
         n = len(_get(hw, f.path.split(".*")[0]) or [])
         out += [replace(f, path=f.path.replace("*", str(i))) for i in range(n)]
     return tuple(out)
-
-
-def _get(cfg: Any, path: str) -> Any:
-    node = cfg
-    for part in path.split("."):
-        if isinstance(node, list | tuple):
-            node = node[int(part)] if part.isdigit() and int(part) < len(node) else None
-        else:
-            node = getattr(node, part, None)
-        if node is None:
-            return None
-    return node
 
 
 @dataclass(frozen=True)

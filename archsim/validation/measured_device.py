@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from archsim.config.base import get_dotted
+
 __all__ = ["device_notes", "measured_spec"]
 
 #: relative difference from which a field counts as another part's
@@ -48,15 +50,6 @@ def measured_spec(device: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _config_value(hw: Any, path: str) -> float | None:
-    obj = hw
-    for part in path.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return _positive(obj)
-
-
 def _human(path: str, value: float) -> str:
     """``value`` of config field ``path`` in the unit a reader expects."""
     if path.endswith("bytes_per_s"):
@@ -79,7 +72,7 @@ def device_notes(hw: Any, device: dict[str, Any]) -> list[str]:
     would match it; none otherwise."""
     differ = []
     for path, measured in measured_spec(device).items():
-        config = _config_value(hw, path)
+        config = _positive(get_dotted(hw, path))
         if config is None or abs(measured / config - 1) <= TOLERANCE:
             continue
         differ.append((path, measured, config))

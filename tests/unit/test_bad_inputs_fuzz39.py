@@ -181,10 +181,13 @@ def test_calibrate_warns_when_the_rows_cannot_determine_the_fields() -> None:
     from archsim.cli_calibrate import _thin_data
 
     fields = {f"f{i}": 1.0 for i in range(16)}
-    one = SimpleNamespace(after=fields, rows_before=pd.DataFrame({"fit": [True]}))
+    one = SimpleNamespace(
+        after=fields, rows_before=pd.DataFrame({"fit": [True], "sim_time_s": [1e-5]})
+    )
     warnings = _thin_data(one)
     assert len(warnings) == 2
     assert warnings[0].startswith("1 fit row(s) for 16 field(s)")
     assert warnings[1].startswith("no held-out row")
-    many = SimpleNamespace(after=fields, rows_before=pd.DataFrame({"fit": [True, False] * 20}))
+    rows = pd.DataFrame({"fit": [True, False] * 20, "sim_time_s": [1e-5] * 40})
+    many = SimpleNamespace(after=fields, rows_before=rows)
     assert _thin_data(many) == []
