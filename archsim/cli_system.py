@@ -59,6 +59,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="activation layout (nchw: cuDNN transposes around tensor-core convs)",
     )
     t.add_argument(
+        "--conv-lowering",
+        default="gemm",
+        choices=("gemm", "cudnn"),
+        help="a conv's forward and data gradient: plain GEMMs (gemm) or cuDNN convs (cudnn)",
+    )
+    t.add_argument(
         "--tensor", type=integer, default=1, help="tensor-parallel GPUs (Megatron split)"
     )
     t.add_argument("--pipeline", type=integer, default=1, help="pipeline stages (GPipe)")
@@ -92,7 +98,10 @@ def _system(args: argparse.Namespace):
 
 
 #: what sets the training step in `archsim train` (``step.*`` is a sweep's)
-_STEP_OPTIONS = "archsim train's --gpus, --precision, --batch, --optimizer, --topk, --memory-format"
+_STEP_OPTIONS = (
+    "archsim train's --gpus, --precision, --batch, --optimizer, --topk, --memory-format, "
+    "--conv-lowering"
+)
 #: what sets a collective in `archsim collective` (the step block is a training step's)
 _COLLECTIVE_OPTIONS = "archsim collective's op, --sizes, --gpus, --algo, --proto"
 
@@ -371,6 +380,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         for flag, used in (
             ("--topk", args.topk is not None),
             ("--memory-format", args.memory_format != "nhwc"),
+            ("--conv-lowering", args.conv_lowering != "gemm"),
         )
         if used
     ]
@@ -385,7 +395,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         results = [
             run_step(cfg, args.workload, StepOptions(g, args.precision, args.batch,
                                                        args.optimizer, args.topk,
-                                                       args.memory_format))
+                                                       args.memory_format,
+                                                       args.conv_lowering))
             for g in _gpu_counts(args.gpus, cfg)
         ]  # fmt: skip
     rows = []

@@ -25,10 +25,11 @@ row's layout and precision, the preset clock and its launch cost.
 Prints median / p90 |error|, the signed median and Spearman's rank correlation per precision
 and per algorithm, and how often the model's own pick is the workbook's (FP32).
 
-``--training`` also holds the training step's lowering (``archsim.system.workload``: a conv's
-forward, data-gradient and weight-gradient passes as plain GEMMs of the GEMM library, which
-``archsim train`` times) against the workbook's forward, "wrt Inputs" and "wrt Parameters"
-times (FP16: cuDNN's tensor-op backward algorithms 1; FP32: its own picks).
+``--training`` also holds the training step's passes (``archsim.system.passes.gemm_times``, both
+conv lowerings of ``archsim train --conv-lowering``: gemm, every pass a plain GEMM of the GEMM
+library; cudnn, the forward and data gradient as convs) against the workbook's forward, "wrt
+Inputs" and "wrt Parameters" times (FP16: cuDNN's tensor-op backward algorithms 1, implicit GEMM
+only in the model; FP32: its own picks).
 """
 
 from __future__ import annotations
@@ -155,12 +156,18 @@ def run(hw0, precision: str, convs: list[dict[str, object]], verbose: int) -> No
 
 
 def training(hw, precision: str, convs: list[dict[str, object]]) -> None:  # type: ignore[no-untyped-def]
-    """The training lowering's three GEMMs of each conv against the workbook's three times."""
-    from archsim.system.workload import gemm_workload, training_layers
+    """The training step's passes of each conv against the workbook's forward, "wrt Inputs"
+    and "wrt Parameters" times, for both conv lowerings (``archsim train --conv-lowering``):
+    gemm (every pass a plain GEMM) and cudnn (forward and data gradient as convs). FP16 convs
+    run implicit GEMM only, as DeepBench forced them (algorithm 1 backward); FP32 cuDNN's
+    fastest."""
+    from archsim.system.passes import gemm_times
+    from archsim.system.workload import training_layers
 
-    pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
     step = "amp_fp16" if precision == "fp16" else "fp32"
-    lowered, rows = [], {}
+    if precision == "fp16":
+        hw = hw.with_overrides({"conv_library.algorithms": ["implicit_gemm"]})
+    pairs: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     for conv in convs:
         layer = conv_layer(conv, precision)
         if layer is None:
@@ -169,26 +176,26 @@ def training(hw, precision: str, convs: list[dict[str, object]]) -> None:  # typ
         wl = WorkloadSpec.model_validate({"schema_version": 1, "name": "deepbench",
                                           "source": "DeepBench", "layers": [layer, layer | {
                                               "name": f"{layer['name']}b"}]})  # fmt: skip
-        lowered += training_layers(wl, int(conv["n"]))[1:]  # type: ignore[arg-type]
-        rows[f"{layer['name']}b"] = conv
-    gemms = gemm_workload(lowered, step, "deepbench")
-    run = archsim.simulate(hw, gemms)
-    for spec, res in zip(gemms.layers, run.layers, strict=True):
-        name, phase = spec.name.split("/")
-        conv = rows[name]
-        meas = conv["time_s"] if phase == "fwd" else conv[f"{phase}_s"]
-        if meas is not None:
-            pairs[phase].append((res.time_s, float(meas)))  # type: ignore[arg-type]
-    print(f"  {precision}, the training step's GEMMs:")
-    for phase in ("fwd", "dgrad", "wgrad"):
-        print(f"    {phase:<24} {stats(pairs[phase])}")
+        lowered = training_layers(wl, int(conv["n"]))  # type: ignore[arg-type]
+        for lowering in ("gemm", "cudnn"):
+            got = gemm_times(hw, lowered, step, wl, LAYOUT[precision], lowering)
+            for phase in ("fwd", "dgrad", "wgrad"):
+                meas = conv["time_s"] if phase == "fwd" else conv[f"{phase}_s"]
+                if meas is not None:
+                    sim = got[f"{layer['name']}b/{phase}"].time_s
+                    pairs[(lowering, phase)].append((sim, float(meas)))  # type: ignore[arg-type]
+    for lowering in ("gemm", "cudnn"):
+        print(f"  {precision}, the training step's passes, --conv-lowering {lowering}:")
+        for phase in ("fwd", "dgrad", "wgrad"):
+            print(f"    {phase:<24} {stats(pairs[(lowering, phase)])}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--deepbench", type=Path, required=True, help="folder of the conv CSVs")
     ap.add_argument("-v", "--verbose", type=int, default=0, help="print the N worst rows")
-    ap.add_argument("--training", action="store_true", help="also the training step's GEMMs")
+    ap.add_argument("--training", action="store_true",
+                    help="also the training step's passes, both conv lowerings")  # fmt: skip
     add_v100_set(ap)
     args = ap.parse_args()
     t = time.perf_counter()

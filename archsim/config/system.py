@@ -339,6 +339,11 @@ class StepConfig(ArchsimModel):
         description="Activation layout: nhwc (channels last) or nchw (cuDNN transposes around "
         "every tensor-core conv).",
     )
+    conv_lowering: Literal["gemm", "cudnn"] = Field(
+        default="gemm",
+        description="A conv's forward and data-gradient passes: gemm (plain GEMMs, FP32 out, C "
+        "read) or cudnn (convs with cuDNN's algorithms; a strided data gradient as its phases).",
+    )
 
 
 class HostConfig(ArchsimModel):

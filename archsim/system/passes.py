@@ -11,17 +11,25 @@ from dataclasses import dataclass
 
 from archsim.config.gpu import GpuConfig, rate_key
 from archsim.config.system import SystemConfig
-from archsim.config.workload import ConvLayer, FcLayer, WorkloadSpec
+from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, WorkloadSpec
 from archsim.energy.pricing_gpu import gpu_price_list
 from archsim.errors import SimulationError, check_choice, check_count
 from archsim.limits import limit
 from archsim.results import LayerResult
 from archsim.simulate import simulate
+from archsim.system.conv_phases import empty_phase_fraction, merged_result
 from archsim.system.subsystem import gpu_config
-from archsim.system.workload import PRECISIONS, TrainLayer, gemm_workload, training_layers
+from archsim.system.workload import (
+    PRECISIONS,
+    TrainLayer,
+    gemm_workload,
+    phase_workload,
+    training_layers,
+)
 from archsim.workload.gemm import ELEMENT_BYTES
 
 __all__ = [
+    "CONV_LOWERINGS",
     "MEMORY_FORMATS",
     "OPTIMIZERS",
     "GpuWork",
@@ -39,6 +47,8 @@ __all__ = [
 
 OPTIMIZERS = ("sgd", "adam")
 MEMORY_FORMATS = ("nhwc", "nchw")
+#: how a conv's forward and data-gradient passes reach the GPU model (see :func:`gemm_times`)
+CONV_LOWERINGS = ("gemm", "cudnn")
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,7 @@ class StepOptions:
     optimizer: str = "sgd"
     topk_density: float | None = None  # gradient compression: fraction of gradients sent
     memory_format: str = "nhwc"  # activations' layout: nchw makes tensor-core convs transpose
+    conv_lowering: str = "gemm"  # a conv's forward and data gradient: plain GEMMs or cuDNN convs
 
     def check(self, system: SystemConfig) -> None:
         """One-line errors for options the system or the model cannot take."""
@@ -65,6 +76,7 @@ class StepOptions:
         ):
             raise SimulationError(f"top-k density {t!r}; allowed: a fraction in (0, 1]")
         check_choice("memory format", self.memory_format, MEMORY_FORMATS)
+        check_choice("conv lowering", self.conv_lowering, CONV_LOWERINGS)
         gpu = gpu_config(system)
         rates = gpu.tensor_cores.precision_rate
         runs = [p for p, (g, *_) in PRECISIONS.items() if g == "fp32" or rate_key(g) in rates]
@@ -117,10 +129,12 @@ def elementwise_passes(
     act: int,
     hbm_bytes_per_s: float,
     transpose: bool = False,
+    zero_fill: bool = False,
 ) -> tuple[list[float], list[float], list[int]]:
     """(forward s, backward s, bytes moved, each per layer) of the elementwise passes;
     ``transpose``: conv activations are NCHW and the convs run on tensor cores (cuDNN transposes
-    them)."""
+    them); ``zero_fill``: a strided conv's data gradient runs as its phases (conv lowering
+    "cudnn"), and the part of ``dX`` no filter tap reaches is written as zeros."""
     t = system.training
     fwd: list[float] = []
     bwd: list[float] = []
@@ -158,6 +172,10 @@ def elementwise_passes(
             pooled = pooled_elements(ls, tl.outputs)  # type: ignore[arg-type]
             pf_b, pb_b = max_pool_bytes(pooled, ls.max_pool_stride, act)  # type: ignore[union-attr]
             bf, bb, kf, kb = bf + pf_b, bb + pb_b, kf + 1, kb + 1
+        if zero_fill and is_conv and tl.dgrad is not None and empty_phase_fraction(ls) > 0:  # type: ignore[arg-type]
+            # the strided data gradient's phases no tap reaches: written as zeros
+            zero = input_elements(ls, tl.outputs) * empty_phase_fraction(ls)  # type: ignore[arg-type]
+            bb, kb = bb + round(zero) * act, kb + 1
         if transpose and is_conv:
             ef, eb, tkf, tkb = transposes_moved(tl, ls, t.nchw_transpose_passes)  # type: ignore[arg-type]
             bf, bb, kf, kb = bf + ef * act, bb + eb * act, kf + tkf, kb + tkb
@@ -193,21 +211,45 @@ def cold_when_revisited(gpu: GpuConfig, wl: WorkloadSpec) -> GpuConfig:
     return gpu
 
 
-def gemm_times(gpu: GpuConfig, layers: list[TrainLayer], precision: str, wl: WorkloadSpec):
-    """Per-phase GEMM results of the single-GPU model, keyed ``<layer>/<phase>`` (a GEMM too
-    large to simulate is refused naming ``wl``'s file and the GEMM ``<layer>/<phase>``)."""
-    gemms = gemm_workload(layers, precision, wl.name).bind(wl.base_dir, wl.origin)
+def gemm_times(
+    gpu: GpuConfig,
+    layers: list[TrainLayer],
+    precision: str,
+    wl: WorkloadSpec,
+    memory_format: str = "nhwc",
+    conv_lowering: str = "gemm",
+) -> dict[str, LayerResult]:
+    """Per-phase results of the single-GPU model, keyed ``<layer>/<phase>``.
+
+    ``conv_lowering`` "gemm": every phase is the plain GEMM of
+    :func:`~archsim.system.workload.gemm_workload` (FP32 output, C read); "cudnn": a conv's
+    forward and data gradient run as convs (:func:`~archsim.system.workload.phase_workload`,
+    cuDNN's algorithms, beta 0, the activation type out; a strided data gradient's phases
+    merged into one result). A GEMM too large to simulate is refused naming ``wl``'s file and
+    the GEMM ``<layer>/<phase>``."""
+    if conv_lowering == "cudnn":
+        phases = phase_workload(layers, wl, precision, memory_format)
+    else:
+        phases = gemm_workload(layers, precision, wl.name)
+    phases = phases.bind(wl.base_dir, wl.origin)
     try:
-        run = simulate(cold_when_revisited(gpu, gemms), gemms)
+        run = simulate(cold_when_revisited(gpu, phases), phases)
     except SimulationError as exc:
         cap = limit("ARCHSIM_MAX_REDUCTION")
-        if not any(g.name.endswith("/wgrad") and g.k > cap for g in gemms.layers):
+        if not any(
+            isinstance(g, GemmLayer) and g.name.endswith("/wgrad") and g.k > cap
+            for g in phases.layers
+        ):
             raise
         raise SimulationError(  # its K is the batch's output pixels: the batch is the cause
             f"{exc}; a weight gradient's K is batch_per_gpu x output pixels, so a smaller batch "
             "per GPU brings it under"
         ) from None
-    return {lr.layer: lr for lr in run.layers}
+    parts: dict[str, list[LayerResult]] = {}
+    for lr in run.layers:
+        at = lr.layer.rfind("/dgrad.")
+        parts.setdefault(lr.layer if at < 0 else lr.layer[:at] + "/dgrad", []).append(lr)
+    return {name: merged_result(rs, name) for name, rs in parts.items()}
 
 
 @dataclass(frozen=True)
@@ -232,11 +274,12 @@ def gpu_work(system: SystemConfig, wl: WorkloadSpec, opts: StepOptions) -> GpuWo
     gpu = gpu_config(system)
     _, _, act, grad = PRECISIONS[opts.precision]
     layers = training_layers(wl, opts.batch_per_gpu)
-    gemms = gemm_times(gpu, layers, opts.precision, wl)
+    gemms = gemm_times(gpu, layers, opts.precision, wl, opts.memory_format, opts.conv_lowering)
     hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
     # cuDNN's FP32 convs run NCHW natively on CUDA cores; tensor-core convs need NHWC
     transpose = opts.memory_format == "nchw" and opts.precision != "fp32"
-    ew_f, ew_b, ew_bytes = elementwise_passes(layers, wl, system, act, hbm, transpose)
+    zero_fill = opts.conv_lowering == "cudnn"
+    ew_f, ew_b, ew_bytes = elementwise_passes(layers, wl, system, act, hbm, transpose, zero_fill)
     t = system.training
     per_param = t.sgd_bytes_per_param if opts.optimizer == "sgd" else t.adam_bytes_per_param
     opt_bytes = sum(tl.params for tl in layers) * (per_param + (2 if act == 2 else 0))

@@ -99,6 +99,7 @@ def train_step(
     optimizer: str = "sgd",
     topk_density: float | None = None,
     memory_format: str = "nhwc",
+    conv_lowering: str = "gemm",
 ) -> RunResult:
     """Simulate one data-parallel training step; see the module docstring.
 
@@ -107,12 +108,16 @@ def train_step(
     ``optimizer``: sgd (momentum) or adam; ``topk_density``: send only this fraction of the
     gradients (top-k values + indices, all-gathered) instead of all-reducing them;
     ``memory_format``: nhwc (channels last) or nchw (PyTorch's default: cuDNN transposes the
-    activations around every tensor-core conv).
+    activations around every tensor-core conv); ``conv_lowering``: gemm (every pass a plain
+    GEMM) or cudnn (a conv's forward and data gradient as cuDNN convs; see
+    :func:`archsim.system.passes.gemm_times`).
     ``metadata["train_step"]`` holds the step's summary and timeline.
     """
     from archsim.system import load_system
 
-    opts = StepOptions(gpus, precision, batch_per_gpu, optimizer, topk_density, memory_format)
+    opts = StepOptions(
+        gpus, precision, batch_per_gpu, optimizer, topk_density, memory_format, conv_lowering
+    )
     return run_step(load_system(system), workload, opts)
 
 
@@ -120,7 +125,13 @@ def configured_step(system: SystemConfig, workload: WorkloadSpec | str) -> RunRe
     """The step the system's ``step`` block describes (what a sweep point of a system runs)."""
     s = system.step
     opts = StepOptions(
-        s.gpus, s.precision, s.batch_per_gpu, s.optimizer, s.topk_density, s.memory_format
+        s.gpus,
+        s.precision,
+        s.batch_per_gpu,
+        s.optimizer,
+        s.topk_density,
+        s.memory_format,
+        s.conv_lowering,
     )
     return run_step(system, workload, opts)
 
@@ -348,6 +359,7 @@ def _step(sysn: SystemConfig, work: GpuWork, opts: StepOptions):
         "topk_density": opts.topk_density,
         "topk_hook_s": sum(hook_s),  # compression and decompression, in communication_s
         "memory_format": opts.memory_format,
+        "conv_lowering": opts.conv_lowering,
         "step_s": step_s,
         "compute_s": compute_s,
         "communication_s": comm_total,

@@ -1,10 +1,12 @@
-"""A network's training work per GPU: forward, data-gradient and weight-gradient GEMMs,
+"""A network's training work per GPU: forward, data-gradient and weight-gradient passes,
 elementwise passes, parameters.
 
-Every MAC-carrying layer (conv, fc, lstm, gemm) becomes three GEMMs, as cuDNN/cuBLAS run them:
+Every MAC-carrying layer (conv, fc, lstm, gemm) has three GEMM shapes (:class:`TrainLayer`):
 forward ``Y = X W`` (m = output pixels x batch, n = filters, k = C R S per group), the data
 gradient ``dX = dY W^T`` (m, C R S, filters; skipped for the first layer, whose input needs none)
 and the weight gradient ``dW = X^T dY`` (C R S, filters, m). Groups are a batch of GEMMs.
+:func:`phase_workload` gives them to the GPU model: a conv's forward and data gradient as convs
+(cuDNN's algorithms), every other phase as that GEMM.
 """
 
 from __future__ import annotations
@@ -13,9 +15,17 @@ from dataclasses import dataclass
 
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, LstmLayer, WorkloadSpec
 from archsim.errors import ConfigError, SimulationError, check_count, shown_value
+from archsim.system.conv_phases import dgrad_convs, forward_conv
 from archsim.units import INT64_MAX
 
-__all__ = ["PRECISIONS", "TrainLayer", "gemm_workload", "split_tensor", "training_layers"]
+__all__ = [
+    "PRECISIONS",
+    "TrainLayer",
+    "gemm_workload",
+    "phase_workload",
+    "split_tensor",
+    "training_layers",
+]
 
 #: training precision -> (GEMM operand precision, accumulator, activation bytes, gradient bytes)
 PRECISIONS: dict[str, tuple[str, str, int, int]] = {
@@ -93,30 +103,52 @@ def _size(value: int) -> str:
     return shown_value(value) or f"{value:,}"
 
 
+def _gemm_phase(name: str, shape: tuple[int, int, int, int], prec: str, acc: str) -> dict:
+    m, n, k, b = shape
+    return {"name": name, "kind": "gemm", "m": m, "n": n, "k": k, "batch": b, "precision": prec,
+            "accumulate": acc}  # fmt: skip
+
+
+def _spec(layers: list[dict], name: str) -> WorkloadSpec:
+    return WorkloadSpec.model_validate(
+        {"schema_version": 1, "name": name, "source": "archsim training lowering", "layers": layers}
+    )
+
+
 def gemm_workload(layers: list[TrainLayer], precision: str, name: str) -> WorkloadSpec:
     """Every phase's GEMM as a ``gemm`` layer named ``<layer>/<phase>`` (for the GPU model)."""
     prec, acc, _, _ = PRECISIONS[precision]
-    out = []
-    for tl in layers:
+    out = [
+        _gemm_phase(f"{tl.name}/{phase}", shape, prec, acc)
+        for tl in layers
+        for phase, shape in (("fwd", tl.forward), ("dgrad", tl.dgrad), ("wgrad", tl.wgrad))
+        if shape is not None
+    ]
+    return _spec(out, name)
+
+
+def phase_workload(
+    layers: list[TrainLayer], wl: WorkloadSpec, precision: str, memory_format: str
+) -> WorkloadSpec:
+    """The phases the GPU model times: a conv's forward and data gradient as conv layers
+    (:mod:`archsim.system.conv_phases`; a strided data gradient's phases named
+    ``<layer>/dgrad.<i>``), every other phase (a conv's weight gradient, fc/lstm/gemm layers)
+    as :func:`gemm_workload`'s GEMM."""
+    prec, acc, _, _ = PRECISIONS[precision]
+    out: list[dict] = []
+    for tl, spec in zip(layers, wl.layers, strict=True):
+        if isinstance(spec, ConvLayer):
+            m, n, _, g = tl.forward
+            batch = m // (spec.out_h * spec.out_w)
+            out.append(forward_conv(spec, batch, n * g, prec, memory_format))
+            if tl.dgrad is not None:
+                out += dgrad_convs(spec, batch, n * g, prec, memory_format)
+            out.append(_gemm_phase(f"{tl.name}/wgrad", tl.wgrad, prec, acc))
+            continue
         for phase, shape in (("fwd", tl.forward), ("dgrad", tl.dgrad), ("wgrad", tl.wgrad)):
-            if shape is None:
-                continue
-            m, n, k, b = shape
-            out.append(
-                {
-                    "name": f"{tl.name}/{phase}",
-                    "kind": "gemm",
-                    "m": m,
-                    "n": n,
-                    "k": k,
-                    "batch": b,
-                    "precision": prec,
-                    "accumulate": acc,
-                }
-            )
-    return WorkloadSpec.model_validate(
-        {"schema_version": 1, "name": name, "source": "archsim training lowering", "layers": out}
-    )
+            if shape is not None:
+                out.append(_gemm_phase(f"{tl.name}/{phase}", shape, prec, acc))
+    return _spec(out, wl.name)
 
 
 def split_tensor(layers: list[TrainLayer], ways: int) -> list[TrainLayer]:

@@ -122,8 +122,12 @@ _H100_TRAIN_WHY = (
     "median of 5 runs of 10 steps. Modelled: the single-GPU step of the dgx_h100 system at "
     "batch 256 (forward, data- and weight-gradient GEMMs, batch-norm/ReLU passes, the "
     "optimizer's memory traffic). Not modelled: the host's launch cost, which binds at batch "
-    "64 (27.7 ms per AMP step against 31.5 at batch 128). 15 % as for the published "
-    "single-GPU rows."
+    "64 (27.7 ms per AMP step against 31.5 at batch 128). Every pass a plain GEMM (the "
+    "default conv_lowering, gemm); with conv_lowering cudnn the forward convs sum to 5.63 ms "
+    "against 5.47 ms measured layer by layer (gemm 9.39 ms), but the step is 46.5 / 92.5 ms "
+    "(AMP / TF32) against 56.2 / 101.7 measured: 9-10 ms lie in passes not measured here "
+    "(batch-norm and ReLU backward, cuDNN's backward kernels), which the gemm lowering's slow "
+    "forward covers. 15 % as for the published single-GPU rows."
 )
 _TRAIN_REASON = (
     "Per-GPU work comes from the single-GPU model (GEMMs of ResNet-50 v1.5, the network DLE "
@@ -131,6 +135,9 @@ _TRAIN_REASON = (
     "forward and backward, each block's residual add and its gradient sum, the max-pool with "
     "its int64 indices, the optimizer; HBM streams at each preset's cited achievable fraction "
     "(V100 87.8 %, A100 88.3 %). Host launch overhead and DALI's GPU work are not simulated. "
+    "Every pass a plain GEMM (conv_lowering gemm, the default); conv_lowering cudnn, whose "
+    "forward and data-gradient convs are the closer ones on DeepBench's V100 backward times, "
+    "gives V100 AMP / FP32 0.0 / +4.7 % but A100 AMP / TF32 +18.1 / +14.1 %. "
     "15 % is the issue's goal."
 )
 _A100_REASON = (

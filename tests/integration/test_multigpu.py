@@ -636,3 +636,68 @@ def test_a_training_step_finds_no_gemm_operand_resident() -> None:
     wl = load_workload("resnet50_v1_5")
     gemms = gemm_workload(training_layers(wl, 64), "amp_fp16", wl.name)
     assert footprint_bytes(gemms) > 10 * h100.l2.resident_capacity_bytes
+
+
+def test_cudnn_conv_lowering_runs_forward_and_data_gradient_as_convs(tmp_path, capsys) -> None:
+    """--conv-lowering cudnn: a conv's forward is the conv model's run of the layer at the
+    batch, its data gradient the transposed conv (stride 2: its phases, merged into one
+    result, and a zero fill of the phases no tap reaches); the weight gradient and the fc
+    layer stay GEMMs, so their results equal the gemm lowering's."""
+    import archsim
+    from archsim.config.io import load_hardware, load_workload
+    from archsim.system.passes import elementwise_passes, gemm_times
+
+    layers = [
+        {"name": "c1", "kind": "conv", "c": 16, "k": 32, "h": 14, "w": 14, "r": 3, "s": 3,
+         "pad": 1},
+        {"name": "c2", "kind": "conv", "c": 32, "k": 64, "h": 14, "w": 14, "r": 1, "s": 1,
+         "stride": 2},
+        {"name": "fc", "kind": "fc", "inputs": 64 * 49, "outputs": 10, "weight_density": 1.0,
+         "activation_density": 1.0},
+    ]  # fmt: skip
+    path = tmp_path / "net.yaml"
+    path.write_text(json.dumps({"schema_version": 1, "name": "net", "source": "t",
+                                "layers": layers}))  # fmt: skip
+    wl = load_workload(str(path))
+    h100 = load_hardware("h100")
+    tls = training_layers(wl, 8)
+    gemm = gemm_times(h100, tls, "amp_fp16", wl)
+    conv = gemm_times(h100, tls, "amp_fp16", wl, "nhwc", "cudnn")
+    assert sorted(gemm) == sorted(conv)  # c2/dgrad's phases merged under one key
+    for key in ("c1/wgrad", "c2/wgrad", "fc/fwd", "fc/dgrad", "fc/wgrad"):
+        assert conv[key].time_s == gemm[key].time_s, key
+    fwd = {**layers[0], "n": 8, "precision": "fp16", "name": "c1/fwd"}
+    from archsim.config.workload import WorkloadSpec
+
+    spec = WorkloadSpec.model_validate({"schema_version": 1, "name": "x", "source": "t",
+                                        "layers": [fwd]})  # fmt: skip
+    one = archsim.simulate(h100, spec).layers[0]
+    assert conv["c1/fwd"].time_s == one.time_s
+    assert conv["c1/fwd"].extras["tc_conv_algo"] == "implicit_gemm"
+    assert conv["c2/dgrad"].extras["tc_conv_kernels"] == 1  # one of four phases has the tap
+    assert conv["c2/dgrad"].macs_dense == 8 * 7 * 7 * 64 * 32
+    sysm = load_system("pcie4_v100")
+    hbm = 1e12
+    _, b_gemm, m_gemm = elementwise_passes(tls, wl, sysm, 2, hbm)
+    _, b_conv, m_conv = elementwise_passes(tls, wl, sysm, 2, hbm, zero_fill=True)
+    zero = 8 * 32 * 14 * 14 * 3 // 4 * 2  # c2's dX, three phases of four, fp16
+    assert [c - g for c, g in zip(m_conv, m_gemm, strict=True)] == [0, zero, 0]
+    assert b_conv[1] > b_gemm[1] and b_conv[0] == b_gemm[0]
+
+    def step(lowering: str) -> dict:
+        opts = StepOptions(gpus=1, batch_per_gpu=8, conv_lowering=lowering)
+        return run_step(sysm, str(path), opts).metadata["train_step"]
+
+    s_gemm, s_conv = step("gemm"), step("cudnn")
+    assert (s_gemm["conv_lowering"], s_conv["conv_lowering"]) == ("gemm", "cudnn")
+    assert s_conv["step_s"] != s_gemm["step_s"]
+    with pytest.raises(SimulationError, match="conv lowering 'direct'"):
+        step("direct")
+    out = tmp_path / "out"
+    assert main(["train", "pcie4_v100", str(path), "--gpus", "1", "--batch", "8",
+                 "--conv-lowering", "cudnn", "-o", str(out), "-q"]) == 0  # fmt: skip
+    rows = pd.read_csv(out / "results.csv")
+    assert list(rows["conv_lowering"]) == ["cudnn"]
+    assert main(["train", "pcie4_v100", str(path), "--gpus", "2", "--tensor", "2",
+                 "--conv-lowering", "cudnn", "-o", str(tmp_path / "o2")]) == 2  # fmt: skip
+    assert "--conv-lowering: data-parallel training only" in capsys.readouterr().err
