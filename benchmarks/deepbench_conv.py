@@ -168,6 +168,7 @@ def training(hw, precision: str, convs: list[dict[str, object]]) -> None:  # typ
     if precision == "fp16":
         hw = hw.with_overrides({"conv_library.algorithms": ["implicit_gemm"]})
     pairs: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    algos: dict[str, int] = defaultdict(int)
     for conv in convs:
         layer = conv_layer(conv, precision)
         if layer is None:
@@ -182,12 +183,29 @@ def training(hw, precision: str, convs: list[dict[str, object]]) -> None:  # typ
             for phase in ("fwd", "dgrad", "wgrad"):
                 meas = conv["time_s"] if phase == "fwd" else conv[f"{phase}_s"]
                 if meas is not None:
-                    sim = got[f"{layer['name']}b/{phase}"].time_s
+                    res = got[f"{layer['name']}b/{phase}"]
+                    sim = res.time_s + _transforms_s(hw, res)
                     pairs[(lowering, phase)].append((sim, float(meas)))  # type: ignore[arg-type]
+                    if phase == "wgrad" and lowering == "cudnn":
+                        algos[str(res.extras.get("tc_wgrad_algo", "gemm"))] += 1
     for lowering in ("gemm", "cudnn"):
         print(f"  {precision}, the training step's passes, --conv-lowering {lowering}:")
         for phase in ("fwd", "dgrad", "wgrad"):
             print(f"    {phase:<24} {stats(pairs[(lowering, phase)])}")
+    print("    cudnn weight gradients: " + ", ".join(f"{k} {v}" for k, v in sorted(algos.items())))
+
+
+def _transforms_s(hw, res) -> float:  # type: ignore[no-untyped-def]
+    """A Winograd weight gradient's transform passes (0 for every other result), timed as the
+    training step times them: bytes at the achievable HBM rate, each kernel at least the
+    launch cost."""
+    from archsim.system.conv_phases import WGRAD_TRANSFORM_KERNELS
+
+    moved = res.extras.get("tc_wgrad_transform_bytes", 0)
+    if not moved:
+        return 0.0
+    hbm = hw.hbm.bandwidth_bytes_per_s * hw.hbm_achievable_fraction
+    return max(moved / hbm, WGRAD_TRANSFORM_KERNELS * hw.launch_overhead_s)
 
 
 def main() -> None:

@@ -13,9 +13,10 @@ choice, beta = 0, output in the activation type) instead of a plain GEMM. The da
   it (no MAC on an inserted zero); a phase no tap lands on (a 1x1 stride-2 conv's three of
   four) is written as zeros, an elementwise pass (:func:`empty_phase_fraction`).
 
-The weight gradient stays a GEMM (``C R S x K``, reduced over the batch's output pixels).
-Measured against DeepBench's published V100 backward times (``benchmarks/deepbench_conv.py
---training``): see ``benchmarks/RESULTS.md`` and the CHANGELOG.
+The weight gradient is a GEMM (``C R S x K``, reduced over the batch's output pixels) or, for a
+3x3 stride-1 conv the library runs Winograd for, cuDNN's non-fused Winograd weight gradient
+(:func:`winograd_wgrad`), whichever is faster. Measured against DeepBench's published V100
+backward times (``benchmarks/deepbench_conv.py --training``): see ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -24,10 +25,22 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from archsim.config.gpu_conv import ConvLibraryConfig
 from archsim.config.workload import ConvLayer
 from archsim.results import LayerResult
+from archsim.workload.gemm import ELEMENT_BYTES
 
-__all__ = ["dgrad_convs", "empty_phase_fraction", "forward_conv", "merged_result"]
+__all__ = [
+    "WGRAD_TRANSFORM_KERNELS",
+    "dgrad_convs",
+    "empty_phase_fraction",
+    "forward_conv",
+    "merged_result",
+    "winograd_wgrad",
+]
+
+#: kernels of a Winograd weight gradient besides its GEMM: data, delta and filter transforms
+WGRAD_TRANSFORM_KERNELS = 3
 
 
 def _taps(spec: ConvLayer) -> Counter[tuple[int, int]]:
@@ -129,3 +142,48 @@ def merged_result(parts: list[LayerResult], name: str) -> LayerResult:
         counts=counts,
         extras=extras,
     )
+
+
+def winograd_wgrad(
+    spec: ConvLayer,
+    batch: int,
+    filters: int,
+    precision: str,
+    memory_format: str,
+    lib: ConvLibraryConfig,
+) -> list[tuple[dict[str, Any], int]]:
+    """cuDNN's non-fused Winograd weight gradient of ``spec`` (``CUDNN_CONVOLUTION_BWD_FILTER_
+    ALGO_WINOGRAD_NONFUSED``; on Volta TensorFlow traces show its ``cudnn::winograd_nonfused::
+    winogradWgradData4x4`` and ``winogradWgradDelta4x4`` kernels for Conv2DBackpropFilter),
+    one entry per tile F(m x m, 3x3) of the library's Winograd menu: the ``(m + 2)^2`` batched
+    GEMMs ``dW~ = X~^T dY~`` (C x filters, reduced over the batch's tiles), as a ``gemm`` layer
+    named ``<layer>/wgrad.winograd<m>``, and the bytes its three transforms move (the input
+    and the output gradient into tiles, the FP32 result back to 3x3 filters). Empty unless the
+    conv is 3x3, stride 1, ungrouped, in a Winograd memory format and of channels the library's
+    tensor-op rule takes, as the forward's Winograd."""
+    a = lib.tensor_op_channel_alignment_elements
+    if not (
+        spec.r == spec.s == 3
+        and spec.stride == 1
+        and spec.groups == 1
+        and memory_format in lib.winograd_memory_formats
+        and spec.c % a == 0
+        and filters % a == 0
+    ):
+        return []
+    eb = ELEMENT_BYTES[precision]
+    oh, ow = spec.out_h, spec.out_w
+    out = []
+    for m in (2, 4):
+        if f"winograd_{m}x{m}" not in lib.algorithms:
+            continue
+        alpha2 = (m + 2) ** 2
+        tiles = batch * -(-oh // m) * -(-ow // m)
+        gemm = {"name": f"{spec.name}/wgrad.winograd{m}", "kind": "gemm", "m": spec.c,
+                "n": filters, "k": tiles, "batch": alpha2, "precision": precision,
+                "accumulate": "fp32"}  # fmt: skip
+        data = (batch * spec.c * spec.h * spec.w + alpha2 * tiles * spec.c) * eb
+        delta = (batch * filters * oh * ow + alpha2 * tiles * filters) * eb
+        back = alpha2 * spec.c * filters * ELEMENT_BYTES["fp32"] + 9 * spec.c * filters * eb
+        out.append((gemm, data + delta + back))
+    return out

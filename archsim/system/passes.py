@@ -7,7 +7,7 @@ time, and the optimizer's traffic. ``system.training`` schedules it and adds the
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from archsim.config.gpu import GpuConfig, rate_key
 from archsim.config.system import SystemConfig
@@ -17,7 +17,12 @@ from archsim.errors import SimulationError, check_choice, check_count
 from archsim.limits import limit
 from archsim.results import LayerResult
 from archsim.simulate import simulate
-from archsim.system.conv_phases import empty_phase_fraction, merged_result
+from archsim.system.conv_phases import (
+    WGRAD_TRANSFORM_KERNELS,
+    empty_phase_fraction,
+    merged_result,
+    winograd_wgrad,
+)
 from archsim.system.subsystem import gpu_config
 from archsim.system.workload import (
     PRECISIONS,
@@ -130,16 +135,19 @@ def elementwise_passes(
     hbm_bytes_per_s: float,
     transpose: bool = False,
     zero_fill: bool = False,
+    wgrad_transforms: list[int] | None = None,
 ) -> tuple[list[float], list[float], list[int]]:
     """(forward s, backward s, bytes moved, each per layer) of the elementwise passes;
     ``transpose``: conv activations are NCHW and the convs run on tensor cores (cuDNN transposes
     them); ``zero_fill``: a strided conv's data gradient runs as its phases (conv lowering
-    "cudnn"), and the part of ``dX`` no filter tap reaches is written as zeros."""
+    "cudnn"), and the part of ``dX`` no filter tap reaches is written as zeros;
+    ``wgrad_transforms``: bytes of each layer's Winograd weight-gradient transforms (0: none),
+    backward passes of :data:`~archsim.system.conv_phases.WGRAD_TRANSFORM_KERNELS` kernels."""
     t = system.training
     fwd: list[float] = []
     bwd: list[float] = []
     moved: list[int] = []
-    for tl, ls in zip(layers, spec.layers, strict=True):
+    for i, (tl, ls) in enumerate(zip(layers, spec.layers, strict=True)):
         is_conv = isinstance(ls, ConvLayer)
         pf = t.conv_forward_passes if is_conv else 0
         pb = t.conv_backward_passes if is_conv else 0
@@ -176,6 +184,8 @@ def elementwise_passes(
             # the strided data gradient's phases no tap reaches: written as zeros
             zero = input_elements(ls, tl.outputs) * empty_phase_fraction(ls)  # type: ignore[arg-type]
             bb, kb = bb + round(zero) * act, kb + 1
+        if wgrad_transforms and wgrad_transforms[i]:
+            bb, kb = bb + wgrad_transforms[i], kb + WGRAD_TRANSFORM_KERNELS
         if transpose and is_conv:
             ef, eb, tkf, tkb = transposes_moved(tl, ls, t.nchw_transpose_passes)  # type: ignore[arg-type]
             bf, bb, kf, kb = bf + ef * act, bb + eb * act, kf + tkf, kb + tkb
@@ -218,6 +228,7 @@ def gemm_times(
     wl: WorkloadSpec,
     memory_format: str = "nhwc",
     conv_lowering: str = "gemm",
+    launch_s: float | None = None,
 ) -> dict[str, LayerResult]:
     """Per-phase results of the single-GPU model, keyed ``<layer>/<phase>``.
 
@@ -225,10 +236,12 @@ def gemm_times(
     :func:`~archsim.system.workload.gemm_workload` (FP32 output, C read); "cudnn": a conv's
     forward and data gradient run as convs (:func:`~archsim.system.workload.phase_workload`,
     cuDNN's algorithms, beta 0, the activation type out; a strided data gradient's phases
-    merged into one result). A GEMM too large to simulate is refused naming ``wl``'s file and
-    the GEMM ``<layer>/<phase>``."""
+    merged into one result) and its weight gradient as the faster of the GEMM and the library's
+    non-fused Winograd (:func:`_faster_wgrad`; ``launch_s``: each transform kernel's least
+    time, default the GPU's launch cost). A GEMM too large to simulate is refused naming
+    ``wl``'s file and the GEMM ``<layer>/<phase>``."""
     if conv_lowering == "cudnn":
-        phases = phase_workload(layers, wl, precision, memory_format)
+        phases = phase_workload(layers, wl, precision, memory_format, gpu.conv_library)
     else:
         phases = gemm_workload(layers, precision, wl.name)
     phases = phases.bind(wl.base_dir, wl.origin)
@@ -246,10 +259,65 @@ def gemm_times(
             "per GPU brings it under"
         ) from None
     parts: dict[str, list[LayerResult]] = {}
+    wino: dict[str, list[LayerResult]] = {}
     for lr in run.layers:
+        at = lr.layer.rfind("/wgrad.winograd")
+        if at >= 0:
+            wino.setdefault(lr.layer[:at] + "/wgrad", []).append(lr)
+            continue
         at = lr.layer.rfind("/dgrad.")
         parts.setdefault(lr.layer if at < 0 else lr.layer[:at] + "/dgrad", []).append(lr)
-    return {name: merged_result(rs, name) for name, rs in parts.items()}
+    out = {name: merged_result(rs, name) for name, rs in parts.items()}
+    if conv_lowering != "cudnn":
+        return out
+    launch = gpu.launch_overhead_s if launch_s is None else launch_s
+    transforms = _wgrad_transform_bytes(layers, wl, precision, memory_format, gpu)
+    hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
+    for name in [n for n in out if n.endswith("/wgrad")]:
+        out[name] = _faster_wgrad(out[name], wino.get(name, []), transforms, hbm, launch)
+    return out
+
+
+def _wgrad_transform_bytes(
+    layers: list[TrainLayer], wl: WorkloadSpec, precision: str, fmt: str, gpu: GpuConfig
+) -> dict[str, int]:
+    """Bytes the transforms of each Winograd weight gradient move, by its GEMM's name."""
+    prec = PRECISIONS[precision][0]
+    out: dict[str, int] = {}
+    for tl, spec in zip(layers, wl.layers, strict=True):
+        if isinstance(spec, ConvLayer):
+            m, n, _, g = tl.forward
+            batch = m // (spec.out_h * spec.out_w)
+            for gemm, moved in winograd_wgrad(spec, batch, n * g, prec, fmt, gpu.conv_library):
+                out[gemm["name"]] = moved
+    return out
+
+
+def _faster_wgrad(
+    direct: LayerResult,
+    cands: list[LayerResult],
+    transforms: dict[str, int],
+    hbm_bytes_per_s: float,
+    launch_s: float,
+) -> LayerResult:
+    """The weight gradient as the GEMM ``direct`` or the Winograd candidate of ``cands`` whose
+    GEMM plus transforms (bytes at ``hbm_bytes_per_s``, each kernel at least ``launch_s``) is
+    faster;
+    the kept one's extras say ``tc_wgrad_algo`` and, for Winograd, the transforms' bytes
+    (``tc_wgrad_transform_bytes``: the step times and prices them with the layer's
+    elementwise passes)."""
+
+    def total(lr: LayerResult) -> float:
+        moved = transforms[lr.layer]
+        return lr.time_s + max(moved / hbm_bytes_per_s, WGRAD_TRANSFORM_KERNELS * launch_s)
+
+    best = min(cands, key=total, default=None)
+    if best is None or total(best) >= direct.time_s:
+        return replace(direct, extras={**direct.extras, "tc_wgrad_algo": "gemm"})
+    algo = "winograd_" + "x".join([best.layer.rsplit("winograd", 1)[1]] * 2)
+    extras = {**best.extras, "tc_wgrad_algo": algo,
+              "tc_wgrad_transform_bytes": transforms[best.layer]}  # fmt: skip
+    return replace(best, layer=direct.layer, extras=extras)
 
 
 @dataclass(frozen=True)
@@ -274,13 +342,19 @@ def gpu_work(system: SystemConfig, wl: WorkloadSpec, opts: StepOptions) -> GpuWo
     gpu = gpu_config(system)
     _, _, act, grad = PRECISIONS[opts.precision]
     layers = training_layers(wl, opts.batch_per_gpu)
-    gemms = gemm_times(gpu, layers, opts.precision, wl, opts.memory_format, opts.conv_lowering)
+    t = system.training
+    gemms = gemm_times(gpu, layers, opts.precision, wl, opts.memory_format, opts.conv_lowering,
+                       t.elementwise_launch_s)  # fmt: skip
     hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
     # cuDNN's FP32 convs run NCHW natively on CUDA cores; tensor-core convs need NHWC
     transpose = opts.memory_format == "nchw" and opts.precision != "fp32"
     zero_fill = opts.conv_lowering == "cudnn"
-    ew_f, ew_b, ew_bytes = elementwise_passes(layers, wl, system, act, hbm, transpose, zero_fill)
-    t = system.training
+    transforms = [
+        int(gemms[f"{tl.name}/wgrad"].extras.get("tc_wgrad_transform_bytes", 0)) for tl in layers
+    ]
+    ew_f, ew_b, ew_bytes = elementwise_passes(
+        layers, wl, system, act, hbm, transpose, zero_fill, transforms
+    )
     per_param = t.sgd_bytes_per_param if opts.optimizer == "sgd" else t.adam_bytes_per_param
     opt_bytes = sum(tl.params for tl in layers) * (per_param + (2 if act == 2 else 0))
     opt_s = opt_bytes / hbm + t.elementwise_launch_s

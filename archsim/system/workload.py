@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archsim.config.gpu_conv import ConvLibraryConfig
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, LstmLayer, WorkloadSpec
 from archsim.errors import ConfigError, SimulationError, check_count, shown_value
-from archsim.system.conv_phases import dgrad_convs, forward_conv
+from archsim.system.conv_phases import dgrad_convs, forward_conv, winograd_wgrad
 from archsim.units import INT64_MAX
 
 __all__ = [
@@ -128,12 +129,17 @@ def gemm_workload(layers: list[TrainLayer], precision: str, name: str) -> Worklo
 
 
 def phase_workload(
-    layers: list[TrainLayer], wl: WorkloadSpec, precision: str, memory_format: str
+    layers: list[TrainLayer],
+    wl: WorkloadSpec,
+    precision: str,
+    memory_format: str,
+    conv_library: ConvLibraryConfig | None = None,
 ) -> WorkloadSpec:
     """The phases the GPU model times: a conv's forward and data gradient as conv layers
     (:mod:`archsim.system.conv_phases`; a strided data gradient's phases named
     ``<layer>/dgrad.<i>``), every other phase (a conv's weight gradient, fc/lstm/gemm layers)
-    as :func:`gemm_workload`'s GEMM."""
+    as :func:`gemm_workload`'s GEMM; with ``conv_library``, also the batched GEMMs of each
+    Winograd weight gradient the library can run (``<layer>/wgrad.winograd<m>``)."""
     prec, acc, _, _ = PRECISIONS[precision]
     out: list[dict] = []
     for tl, spec in zip(layers, wl.layers, strict=True):
@@ -144,6 +150,9 @@ def phase_workload(
             if tl.dgrad is not None:
                 out += dgrad_convs(spec, batch, n * g, prec, memory_format)
             out.append(_gemm_phase(f"{tl.name}/wgrad", tl.wgrad, prec, acc))
+            if conv_library is not None:
+                wino = winograd_wgrad(spec, batch, n * g, prec, memory_format, conv_library)
+                out += [gemm for gemm, _ in wino]
             continue
         for phase, shape in (("fwd", tl.forward), ("dgrad", tl.dgrad), ("wgrad", tl.wgrad)):
             if shape is not None:

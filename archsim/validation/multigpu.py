@@ -136,8 +136,8 @@ _TRAIN_REASON = (
     "its int64 indices, the optimizer; HBM streams at each preset's cited achievable fraction "
     "(V100 87.8 %, A100 88.3 %). Host launch overhead and DALI's GPU work are not simulated. "
     "Every pass a plain GEMM (conv_lowering gemm, the default); conv_lowering cudnn, whose "
-    "forward and data-gradient convs are the closer ones on DeepBench's V100 backward times, "
-    "gives V100 AMP / FP32 0.0 / +4.7 % but A100 AMP / TF32 +18.1 / +14.1 %. "
+    "forward, data- and weight-gradient passes are the closer ones on DeepBench's V100 times, "
+    "gives V100 AMP / FP32 0.0 / +9.8 % but A100 AMP / TF32 +18.1 / +14.3 %. "
     "15 % is the issue's goal."
 )
 _A100_REASON = (

@@ -701,3 +701,47 @@ def test_cudnn_conv_lowering_runs_forward_and_data_gradient_as_convs(tmp_path, c
     assert main(["train", "pcie4_v100", str(path), "--gpus", "2", "--tensor", "2",
                  "--conv-lowering", "cudnn", "-o", str(tmp_path / "o2")]) == 2  # fmt: skip
     assert "--conv-lowering: data-parallel training only" in capsys.readouterr().err
+
+
+def test_cudnn_weight_gradient_takes_the_faster_of_gemm_and_winograd(tmp_path) -> None:
+    """A 3x3 stride-1 NCHW conv's weight gradient (cudnn lowering): cuDNN's non-fused Winograd
+    (batched GEMMs plus three transform passes) where that is faster than the GEMM, its
+    transforms moved with the layer's backward elementwise passes; NHWC convs, 1x1 convs and
+    the gemm lowering keep the GEMM."""
+    from archsim.config.io import load_hardware, load_workload
+    from archsim.system.conv_phases import WGRAD_TRANSFORM_KERNELS, winograd_wgrad
+    from archsim.system.passes import gemm_times
+
+    conv = {"kind": "conv", "c": 256, "k": 256, "h": 28, "w": 28, "r": 3, "s": 3, "pad": 1}
+    layers = [{"name": "a", **conv}, {"name": "b", **conv}, {"name": "p", **conv, "r": 1, "s": 1,
+                                                            "pad": 0}]  # fmt: skip
+    path = tmp_path / "net.yaml"
+    path.write_text(json.dumps({"schema_version": 1, "name": "net", "source": "t",
+                                "layers": layers}))  # fmt: skip
+    wl = load_workload(str(path))
+    v100 = load_hardware("v100")
+    tls = training_layers(wl, 16)
+    got = gemm_times(v100, tls, "fp32", wl, "nchw", "cudnn", 3e-6)
+    assert got["b/wgrad"].extras["tc_wgrad_algo"] == "winograd_4x4"
+    assert got["p/wgrad"].extras["tc_wgrad_algo"] == "gemm"  # 1x1: no Winograd candidate
+    (g2, b2), (g4, b4) = winograd_wgrad(wl.layers[1], 16, 256, "fp32", "nchw", v100.conv_library)
+    assert (g4["m"], g4["n"], g4["k"], g4["batch"]) == (256, 256, 16 * 7 * 7, 36)
+    assert g2["k"] == 16 * 14 * 14 and g2["batch"] == 16
+    x, dy = 16 * 256 * 28 * 28, 16 * 256 * 28 * 28
+    assert b4 == 4 * (x + 36 * 784 * 256 + dy + 36 * 784 * 256 + 36 * 256 * 256 + 9 * 256 * 256)
+    assert got["b/wgrad"].extras["tc_wgrad_transform_bytes"] == b4
+    direct = gemm_times(v100, tls, "fp32", wl, "nchw", "gemm")["b/wgrad"]
+    hbm = v100.hbm.bandwidth_bytes_per_s * v100.hbm_achievable_fraction
+    wino = got["b/wgrad"].time_s + max(b4 / hbm, WGRAD_TRANSFORM_KERNELS * 3e-6)
+    assert wino < direct.time_s
+    assert winograd_wgrad(wl.layers[1], 16, 256, "fp32", "nhwc", v100.conv_library) == []
+    nhwc = gemm_times(v100, tls, "fp32", wl, "nhwc", "cudnn")
+    assert "tc_wgrad_transform_bytes" not in nhwc["b/wgrad"].extras
+    sysm = load_system("pcie4_v100")
+    opts = StepOptions(gpus=1, precision="fp32", batch_per_gpu=16, memory_format="nchw",
+                       conv_lowering="cudnn")  # fmt: skip
+    rows = {r.layer: r for r in run_step(sysm, str(path), opts).layers}
+    plain = {r.layer: r for r in run_step(sysm, str(path), StepOptions(
+        gpus=1, precision="fp32", batch_per_gpu=16, memory_format="nchw")).layers}  # fmt: skip
+    assert rows["b"].dram_bytes > rows["b"].dram_bytes - b4 > 0
+    assert rows["b"].time_s < plain["b"].time_s
