@@ -638,13 +638,23 @@ def test_a_training_step_finds_no_gemm_operand_resident() -> None:
     assert footprint_bytes(gemms) > 10 * h100.l2.resident_capacity_bytes
 
 
+def _net_file(tmp_path, layers: list[dict]):
+    """(path, loaded workload) of a workload file ``net.yaml`` of ``layers``."""
+    from archsim.config.io import load_workload
+
+    path = tmp_path / "net.yaml"
+    path.write_text(json.dumps({"schema_version": 1, "name": "net", "source": "t",
+                                "layers": layers}))  # fmt: skip
+    return path, load_workload(str(path))
+
+
 def test_cudnn_conv_lowering_runs_forward_and_data_gradient_as_convs(tmp_path, capsys) -> None:
     """--conv-lowering cudnn: a conv's forward is the conv model's run of the layer at the
     batch, its data gradient the transposed conv (stride 2: its phases, merged into one
     result, and a zero fill of the phases no tap reaches); the weight gradient and the fc
     layer stay GEMMs, so their results equal the gemm lowering's."""
     import archsim
-    from archsim.config.io import load_hardware, load_workload
+    from archsim.config.io import load_hardware
     from archsim.system.passes import elementwise_passes, gemm_times
 
     layers = [
@@ -655,10 +665,7 @@ def test_cudnn_conv_lowering_runs_forward_and_data_gradient_as_convs(tmp_path, c
         {"name": "fc", "kind": "fc", "inputs": 64 * 49, "outputs": 10, "weight_density": 1.0,
          "activation_density": 1.0},
     ]  # fmt: skip
-    path = tmp_path / "net.yaml"
-    path.write_text(json.dumps({"schema_version": 1, "name": "net", "source": "t",
-                                "layers": layers}))  # fmt: skip
-    wl = load_workload(str(path))
+    path, wl = _net_file(tmp_path, layers)
     h100 = load_hardware("h100")
     tls = training_layers(wl, 8)
     gemm = gemm_times(h100, tls, "amp_fp16", wl)
@@ -708,17 +715,14 @@ def test_cudnn_weight_gradient_takes_the_faster_of_gemm_and_winograd(tmp_path) -
     (batched GEMMs plus three transform passes) where that is faster than the GEMM, its
     transforms moved with the layer's backward elementwise passes; NHWC convs, 1x1 convs and
     the gemm lowering keep the GEMM."""
-    from archsim.config.io import load_hardware, load_workload
+    from archsim.config.io import load_hardware
     from archsim.system.conv_phases import WGRAD_TRANSFORM_KERNELS, winograd_wgrad
     from archsim.system.passes import gemm_times
 
     conv = {"kind": "conv", "c": 256, "k": 256, "h": 28, "w": 28, "r": 3, "s": 3, "pad": 1}
     layers = [{"name": "a", **conv}, {"name": "b", **conv}, {"name": "p", **conv, "r": 1, "s": 1,
                                                             "pad": 0}]  # fmt: skip
-    path = tmp_path / "net.yaml"
-    path.write_text(json.dumps({"schema_version": 1, "name": "net", "source": "t",
-                                "layers": layers}))  # fmt: skip
-    wl = load_workload(str(path))
+    path, wl = _net_file(tmp_path, layers)
     v100 = load_hardware("v100")
     tls = training_layers(wl, 16)
     got = gemm_times(v100, tls, "fp32", wl, "nchw", "cudnn", 3e-6)
