@@ -52,6 +52,8 @@ __all__ = [
 
 OPTIMIZERS = ("sgd", "adam")
 MEMORY_FORMATS = ("nhwc", "nchw")
+#: no pass of a conv runs NCHW natively (see :func:`transposes_moved`)
+NO_NATIVE = (False, False, False)
 #: how a conv's forward and data-gradient passes reach the GPU model (see :func:`gemm_times`)
 CONV_LOWERINGS = ("gemm", "cudnn")
 
@@ -104,17 +106,21 @@ def pooled_elements(ls: ConvLayer, outputs: int) -> int:
     return outputs // ls.k * (ls.concat_channels or ls.k)
 
 
-def transposes_moved(tl: TrainLayer, ls: ConvLayer, passes: int) -> tuple[int, int, int, int]:
+def transposes_moved(
+    tl: TrainLayer, ls: ConvLayer, passes: int, native: tuple[bool, bool, bool] = NO_NATIVE
+) -> tuple[int, int, int, int]:
     """(forward, backward elements moved; forward, backward kernels) of the NCHW <-> NHWC
     transposes around one conv's tensor-core calls: forward transposes X in and Y out, the
     data gradient dY in and dX out (none for the first layer), the weight gradient X and dY in;
-    each transpose moves its tensor ``passes`` times (a read and a write)."""
-    out_el = tl.outputs
-    in_el = input_elements(ls, out_el)
-    dgrad = 0 if tl.dgrad is None else 1
-    fwd = passes * (in_el + out_el)
-    bwd = passes * ((1 + dgrad) * in_el + (1 + dgrad) * out_el)
-    return fwd, bwd, 2, 2 + 2 * dgrad
+    each transpose moves its tensor ``passes`` times (a read and a write). ``native``: the
+    forward, data and weight gradient passes that run NCHW themselves (cuDNN's Winograd), which
+    need none."""
+    per_pass = passes * (input_elements(ls, tl.outputs) + tl.outputs)
+    fwd_native, dgrad_native, wgrad_native = native
+    fwd = 0 if fwd_native else per_pass
+    dgrad = 0 if tl.dgrad is None or dgrad_native else per_pass
+    wgrad = 0 if wgrad_native else per_pass
+    return fwd, dgrad + wgrad, 2 * bool(fwd), 2 * bool(dgrad) + 2 * bool(wgrad)
 
 
 def max_pool_bytes(outputs: int, stride: int, act: int) -> tuple[int, int]:
@@ -136,13 +142,15 @@ def elementwise_passes(
     transpose: bool = False,
     zero_fill: bool = False,
     wgrad_transforms: list[int] | None = None,
+    native: list[tuple[bool, bool, bool]] | None = None,
 ) -> tuple[list[float], list[float], list[int]]:
     """(forward s, backward s, bytes moved, each per layer) of the elementwise passes;
     ``transpose``: conv activations are NCHW and the convs run on tensor cores (cuDNN transposes
     them); ``zero_fill``: a strided conv's data gradient runs as its phases (conv lowering
     "cudnn"), and the part of ``dX`` no filter tap reaches is written as zeros;
     ``wgrad_transforms``: bytes of each layer's Winograd weight-gradient transforms (0: none),
-    backward passes of :data:`~archsim.system.conv_phases.WGRAD_TRANSFORM_KERNELS` kernels."""
+    backward passes of :data:`~archsim.system.conv_phases.WGRAD_TRANSFORM_KERNELS` kernels;
+    ``native``: per layer, the passes that need no transposes (:func:`transposes_moved`)."""
     t = system.training
     fwd: list[float] = []
     bwd: list[float] = []
@@ -187,7 +195,8 @@ def elementwise_passes(
         if wgrad_transforms and wgrad_transforms[i]:
             bb, kb = bb + wgrad_transforms[i], kb + WGRAD_TRANSFORM_KERNELS
         if transpose and is_conv:
-            ef, eb, tkf, tkb = transposes_moved(tl, ls, t.nchw_transpose_passes)  # type: ignore[arg-type]
+            flags = native[i] if native else NO_NATIVE
+            ef, eb, tkf, tkb = transposes_moved(tl, ls, t.nchw_transpose_passes, flags)  # type: ignore[arg-type]
             bf, bb, kf, kb = bf + ef * act, bb + eb * act, kf + tkf, kb + tkb
         fwd.append(max(bf / hbm_bytes_per_s, kf * t.elementwise_launch_s))
         bwd.append(max(bb / hbm_bytes_per_s, kb * t.elementwise_launch_s))
@@ -320,6 +329,18 @@ def _faster_wgrad(
     return replace(best, layer=direct.layer, extras=extras)
 
 
+def _winograd_passes(gemms: dict[str, LayerResult], name: str) -> tuple[bool, bool, bool]:
+    """Which of layer ``name``'s forward, data- and weight-gradient passes run cuDNN's Winograd
+    (NCHW filters and tensors, so no transposes around them)."""
+
+    def wino(phase: str) -> bool:
+        lr = gemms.get(f"{name}/{phase}")
+        algo = "" if lr is None else lr.extras.get("tc_conv_algo", lr.extras.get("tc_wgrad_algo"))
+        return str(algo).startswith("winograd")
+
+    return wino("fwd"), wino("dgrad"), wino("wgrad")
+
+
 @dataclass(frozen=True)
 class GpuWork:
     """What every GPU computes, independent of how many GPUs share the step."""
@@ -352,8 +373,9 @@ def gpu_work(system: SystemConfig, wl: WorkloadSpec, opts: StepOptions) -> GpuWo
     transforms = [
         int(gemms[f"{tl.name}/wgrad"].extras.get("tc_wgrad_transform_bytes", 0)) for tl in layers
     ]
+    native = [_winograd_passes(gemms, tl.name) for tl in layers]
     ew_f, ew_b, ew_bytes = elementwise_passes(
-        layers, wl, system, act, hbm, transpose, zero_fill, transforms
+        layers, wl, system, act, hbm, transpose, zero_fill, transforms, native
     )
     per_param = t.sgd_bytes_per_param if opts.optimizer == "sgd" else t.adam_bytes_per_param
     opt_bytes = sum(tl.params for tl in layers) * (per_param + (2 if act == 2 else 0))

@@ -611,6 +611,11 @@ def test_nchw_tensor_core_convs_pay_for_transposes(tmp_path) -> None:
     moved = transposes_moved
     assert moved(tls[0], wl.layers[0], 2) == (2 * (in1 + out_el), 2 * (in1 + out_el), 2, 2)
     assert moved(tls[1], wl.layers[1], 2) == (2 * (in2 + out_el), 4 * (in2 + out_el), 2, 4)
+    # passes that run cuDNN's Winograd take NCHW themselves: no transposes around them
+    one = 2 * (in2 + out_el)
+    assert moved(tls[1], wl.layers[1], 2, (True, False, True)) == (0, one, 0, 2)
+    assert moved(tls[1], wl.layers[1], 2, (False, True, False)) == (one, one, 2, 2)
+    assert moved(tls[0], wl.layers[0], 2, (True, True, True)) == (0, 0, 0, 0)
     sysm = load_system("pcie4_v100")
 
     def step(precision: str, fmt: str) -> float:
