@@ -311,9 +311,8 @@ def _faster_wgrad(
 ) -> LayerResult:
     """The weight gradient as the GEMM ``direct`` or the Winograd candidate of ``cands`` whose
     GEMM plus transforms (bytes at ``hbm_bytes_per_s``, each kernel at least ``launch_s``) is
-    faster;
-    the kept one's extras say ``tc_wgrad_algo`` and, for Winograd, the transforms' bytes
-    (``tc_wgrad_transform_bytes``: the step times and prices them with the layer's
+    faster; the kept one's extras say ``tc_wgrad_algo`` and, for Winograd, the transforms'
+    bytes (``tc_wgrad_transform_bytes``: the step times and prices them with the layer's
     elementwise passes)."""
 
     def total(lr: LayerResult) -> float:
