@@ -147,14 +147,17 @@ def accumulation_error_bound(
     unit_roundoff: float,
     split_k: int = 1,
     k_slice: int | None = None,
+    underflow: float = 0.0,
 ) -> np.ndarray:
     """Forward error bound of the chunked accumulation: ``gamma * (|C| + |A| |B|)`` with
     ``gamma = (2 ceil(ks / ik) + 2) u`` (two roundings per MMA chunk, C's and the last; ``ks``
     = K, or the slice length under split-K), plus ``(split_k + 1) 2**-24`` for the FP32
-    reduction of split-K partials."""
+    reduction of split-K partials, plus ``underflow`` (half the accumulator's smallest
+    subnormal) for each of those roundings: near zero a rounding's error is absolute."""
     k = a.shape[1] if split_k == 1 or k_slice is None else k_slice
-    gamma = (2 * -(-k // ik) + 2) * unit_roundoff
+    roundings = 2 * -(-k // ik) + 2
+    gamma = roundings * unit_roundoff
     if split_k > 1:
         gamma += (split_k + 1) * 2.0**-24
     mag = np.abs(c.astype(np.float64)) + np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    return gamma * mag * 1.0001
+    return gamma * mag * 1.0001 + (roundings + split_k) * underflow

@@ -97,7 +97,7 @@ def dgrad_convs(
     for i, (h, w, r, s, pad) in enumerate(shapes):
         name = f"{spec.name}/dgrad" if len(shapes) == 1 else f"{spec.name}/dgrad.{i}"
         out.append(_base(spec, name, precision, memory_format) | {
-            "n": batch, "c": filters, "k": spec.c, "h": max(r, h), "w": max(s, w), "r": r,
+            "n": batch, "c": filters, "k": spec.c, "h": h, "w": w, "r": r,
             "s": s, "stride": 1, "pad": pad,
         })  # fmt: skip
     return out

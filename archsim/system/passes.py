@@ -19,6 +19,7 @@ from archsim.results import LayerResult
 from archsim.simulate import simulate
 from archsim.system.conv_phases import (
     WGRAD_TRANSFORM_KERNELS,
+    dgrad_convs,
     empty_phase_fraction,
     merged_result,
     winograd_wgrad,
@@ -269,13 +270,10 @@ def gemm_times(
         ) from None
     parts: dict[str, list[LayerResult]] = {}
     wino: dict[str, list[LayerResult]] = {}
+    owner = _phase_owners(layers, wl)
     for lr in run.layers:
-        at = lr.layer.rfind("/wgrad.winograd")
-        if at >= 0:
-            wino.setdefault(lr.layer[:at] + "/wgrad", []).append(lr)
-            continue
-        at = lr.layer.rfind("/dgrad.")
-        parts.setdefault(lr.layer if at < 0 else lr.layer[:at] + "/dgrad", []).append(lr)
+        key, candidate = owner.get(lr.layer, (lr.layer, False))
+        (wino if candidate else parts).setdefault(key, []).append(lr)
     out = {name: merged_result(rs, name) for name, rs in parts.items()}
     if conv_lowering != "cudnn":
         return out
@@ -284,6 +282,23 @@ def gemm_times(
     hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
     for name in [n for n in out if n.endswith("/wgrad")]:
         out[name] = _faster_wgrad(out[name], wino.get(name, []), transforms, hbm, launch)
+    return out
+
+
+def _phase_owners(layers: list[TrainLayer], wl: WorkloadSpec) -> dict[str, tuple[str, bool]]:
+    """The generated phase names that are not their own key: a strided data gradient's
+    phases (``<layer>/dgrad.<i>`` -> ``<layer>/dgrad``) and the Winograd weight-gradient
+    candidates (``<layer>/wgrad.winograd<m>`` -> ``<layer>/wgrad``, True), by exact name, so
+    that a layer whose own name holds such a suffix is not taken for one."""
+    out: dict[str, tuple[str, bool]] = {}
+    for tl, spec in zip(layers, wl.layers, strict=True):
+        if not isinstance(spec, ConvLayer):
+            continue
+        names = [d["name"] for d in dgrad_convs(spec, 1, spec.k, "fp16", "nhwc")]
+        if len(names) > 1:
+            out.update({name: (f"{tl.name}/dgrad", False) for name in names})
+        for m in (2, 4):
+            out[f"{tl.name}/wgrad.winograd{m}"] = (f"{tl.name}/wgrad", True)
     return out
 
 

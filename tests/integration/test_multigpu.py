@@ -754,3 +754,17 @@ def test_cudnn_weight_gradient_takes_the_faster_of_gemm_and_winograd(tmp_path) -
         gpus=1, precision="fp32", batch_per_gpu=16, memory_format="nchw")).layers}  # fmt: skip
     assert rows["b"].dram_bytes > rows["b"].dram_bytes - b4 > 0
     assert rows["b"].time_s < plain["b"].time_s
+
+
+@pytest.mark.parametrize("lowering", ["gemm", "cudnn"])
+def test_layer_names_that_look_like_phase_names(tmp_path, lowering: str) -> None:
+    """A layer may be named like a generated phase (``c0/dgrad.0``, ``a/wgrad.winograd4``):
+    the phases are told apart by exact name, not by suffix (a fuzz found a KeyError)."""
+    conv = {"kind": "conv", "c": 8, "k": 8, "h": 8, "w": 8, "r": 3, "s": 3, "pad": 1}
+    names = ["c0/dgrad.0", "c0", "a/wgrad.winograd4"]
+    layers = [{**conv, "name": n, "stride": 2 if n == "c0" else 1} for n in names]
+    path, _ = _net_file(tmp_path, layers)
+    opts = StepOptions(gpus=1, batch_per_gpu=2, conv_lowering=lowering)
+    rows = run_step(load_system("dgx_a100"), str(path), opts).layers
+    assert [r.layer for r in rows[:3]] == names
+    assert all(r.time_s > 0 for r in rows[:3])

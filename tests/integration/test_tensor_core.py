@@ -104,6 +104,22 @@ def test_functional_output_matches_numpy(hw: str, precision: str, accumulate: st
 
 
 @pytest.mark.parametrize(
+    ("hw", "precision"), [("h100", "fp16"), ("h100", "bf16"), ("v100", "fp16")]
+)
+def test_a_one_channel_1x1_conv_keeps_its_output_rounding_within_the_bound(hw, precision) -> None:
+    """K = 1: D = a b + c is often near zero, where rounding it to the conv's 16-bit output errs
+    by an absolute half subnormal, not by u |D| (a fuzz found 1x1 convs of one input channel
+    refused as 'functional GEMM exceeds its error bound')."""
+    layer = {"kind": "conv", "name": "c", "n": 8, "c": 1, "k": 48, "h": 56, "w": 66, "r": 1,
+             "s": 1, "stride": 2, "precision": precision}  # fmt: skip
+    wl = WorkloadSpec.model_validate({"schema_version": 1, "name": "c1", "source": "t",
+                                      "layers": [layer]})  # fmt: skip
+    x = archsim.simulate(hw, wl).layers[0].extras
+    err, bound = x["tc_functional_max_error"], x["tc_functional_error_bound"]
+    assert 0 < err <= bound < (2.0**-7 if precision == "bf16" else 2.0**-10)
+
+
+@pytest.mark.parametrize(
     ("hw", "precision", "accumulate", "shape", "ik"),
     [("v100", "fp16", "fp32", (256, 256, 256), 4), ("a100", "fp16", "fp32", (256, 256, 256), 16),
      ("a100", "tf32", "fp32", (256, 256, 256), 8), ("h100", "bf16", "fp32", (256, 256, 256), 16),

@@ -39,6 +39,8 @@ SHAPES = [
     {"r": 5, "s": 5, "pad": 2},
     {"r": 5, "s": 20, "pad": 0, "h": 30, "w": 40},  # DeepSpeech-like: padding differs per axis
     {"r": 3, "s": 3, "pad": 3},  # pad past r - 1: the data gradient crops dY
+    {"r": 11, "s": 11, "pad": 6, "h": 1, "w": 1},  # dY smaller than the filter (a fuzz case)
+    {"r": 7, "s": 3, "pad": 2, "h": 3, "w": 5},
     {"stride": 2},
     {"stride": 2, "r": 1, "s": 1, "pad": 0},
     {"stride": 2, "r": 5, "s": 5, "pad": 2, "h": 20, "w": 20},
