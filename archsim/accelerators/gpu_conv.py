@@ -51,6 +51,7 @@ __all__ = [
     "kernel_overhead_s",
     "memory_counts",
     "memory_cycles",
+    "note_clock_variant",
     "step_config",
     "time_candidate",
     "timed_families",
@@ -89,17 +90,40 @@ def gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None = None) -> Gp
     when given), their tiles narrowed to those of ``tile_k`` (a family with no tile of that k
     keeps its own). Memoised per config object: validating the derived config is most of a conv
     layer's simulation time, and timing, counting and pricing a layer ask for it again."""
+    # what _build_gemm_config reads of the step: its flags, its precision (the families that
+    # take it) and, for a narrow step, its problem (the families eligible for its alignment)
     key = (id(cfg), step.simt, step.tile_k, step.grouped, step.large_filter, step.flattened,
-           step.narrow, step.strided, family)  # fmt: skip
+           step.narrow, step.strided, step.problem.precision,
+           step.memo_key if step.narrow else None, family)  # fmt: skip
     hit = _GEMM_CONFIGS.get(key)
     if hit is None or hit[0] is not cfg:  # the entry holds cfg, so its id is not reused
         if len(_GEMM_CONFIGS) >= 1024:
             _GEMM_CONFIGS.clear()
-        hit = _GEMM_CONFIGS[key] = (cfg, _build_gemm_config(cfg, step, family))
+        base = _CLOCK_VARIANTS.get(id(cfg))
+        if base is not None and base[0] is cfg:  # cfg at another clock: derive, do not validate
+            derived = gemm_config(base[1], step, family)
+            built = cfg if derived is base[1] else derived.model_copy(update={"clock": cfg.clock})
+        else:
+            built = _build_gemm_config(cfg, step, family)
+        hit = _GEMM_CONFIGS[key] = (cfg, built)
     return hit[1]
 
 
+def note_clock_variant(variant: GpuConfig, base: GpuConfig) -> None:
+    """Record that ``variant`` is ``base`` with only its clock changed (the power model's
+    clock search): :func:`gemm_config` then derives ``variant``'s kernel config from
+    ``base``'s, whose derivation reads no clock, instead of validating a new one per clock."""
+    if len(_CLOCK_VARIANTS) >= 4096:
+        _CLOCK_VARIANTS.clear()
+    root = _CLOCK_VARIANTS.get(id(base))
+    if root is not None and root[0] is base:
+        base = root[1]
+    _CLOCK_VARIANTS[id(variant)] = (variant, base)
+
+
 _GEMM_CONFIGS: dict[tuple[Any, ...], tuple[GpuConfig, GpuConfig]] = {}
+#: id(variant) -> (variant, base): configs that differ from base in their clock only
+_CLOCK_VARIANTS: dict[int, tuple[GpuConfig, GpuConfig]] = {}
 
 
 def _build_gemm_config(cfg: GpuConfig, step: GemmStep, family: str | None) -> GpuConfig:

@@ -32,6 +32,7 @@ from archsim.accelerators.gpu_conv import (
     conv_outcome,
     memory_counts,
     memory_cycles,
+    note_clock_variant,
     step_config,
 )
 from archsim.accelerators.gpu_plan import KernelPlan
@@ -304,7 +305,9 @@ def solve_clock(
 
 
 def _at_clock(cfg: GpuConfig, clock_hz: float) -> GpuConfig:
-    return cfg.model_copy(update={"clock": cfg.clock.model_copy(update={"frequency_hz": clock_hz})})
+    at = cfg.model_copy(update={"clock": cfg.clock.model_copy(update={"frequency_hz": clock_hz})})
+    note_clock_variant(at, cfg)
+    return at
 
 
 def _conv_board_counts(cfg: GpuConfig, choice: ConvChoice) -> tuple[int, Counts]:

@@ -453,3 +453,27 @@ def test_a_unit_stride_family_runs_no_strided_conv_of_any_kind() -> None:
         assert any(getattr(s, "narrow", False) for s in steps) is narrow, stride
         assert all(getattr(s, "strided", False) is (stride > 1) for s in steps
                    if hasattr(s, "strided"))  # fmt: skip
+
+
+@pytest.mark.parametrize("hw", ["h100", "v100"])
+def test_kernel_configs_of_a_clock_variant_equal_a_validated_derivation(hw: str) -> None:
+    """The power model's clock search times a conv's kernels at many clocks; their kernel
+    configs are derived from the base config's (only the clock differs) instead of validated
+    anew, and must equal what validating the variant gives."""
+    from archsim.accelerators.gpu_conv import _build_gemm_config, gemm_config, note_clock_variant
+
+    cfg = archsim.load_hardware(hw)
+    layers = [_conv(), _conv(c=3, k=64, r=7, s=7, stride=2, h=56, w=56, pad=3),
+              _conv(c=256, k=64, r=1, s=1, pad=0, precision="fp32")]  # fmt: skip
+    steps = [s for lay in layers for c in conv_candidates(cfg, lay) for s in c.steps
+             if isinstance(s, GemmStep)]  # fmt: skip
+    assert len(steps) >= 3
+    at = cfg.model_copy(update={"clock": cfg.clock.model_copy(update={"frequency_hz": 1.1e9})})
+    again = at.model_copy(update={"clock": at.clock.model_copy(update={"frequency_hz": 9e8})})
+    note_clock_variant(at, cfg)
+    note_clock_variant(again, at)  # a variant of a variant: derived from the root
+    for step in steps:
+        for variant in (at, again):
+            got = gemm_config(variant, step)
+            assert got == _build_gemm_config(variant, step, None)
+            assert got.clock.frequency_hz == variant.clock.frequency_hz
