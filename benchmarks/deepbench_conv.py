@@ -197,15 +197,12 @@ def training(hw, precision: str, convs: list[dict[str, object]]) -> None:  # typ
 
 def _transforms_s(hw, res) -> float:  # type: ignore[no-untyped-def]
     """A Winograd weight gradient's transform passes (0 for every other result), timed as the
-    training step times them: bytes at the achievable HBM rate, each kernel at least the
-    launch cost."""
-    from archsim.system.conv_phases import WGRAD_TRANSFORM_KERNELS
+    training step's choice times them (the launch cost as each kernel's least time)."""
+    from archsim.system.conv_phases import wgrad_transform_s
 
     moved = res.extras.get("tc_wgrad_transform_bytes", 0)
-    if not moved:
-        return 0.0
     hbm = hw.hbm.bandwidth_bytes_per_s * hw.hbm_achievable_fraction
-    return max(moved / hbm, WGRAD_TRANSFORM_KERNELS * hw.launch_overhead_s)
+    return wgrad_transform_s(moved, hbm, hw.launch_overhead_s) if moved else 0.0
 
 
 def main() -> None:

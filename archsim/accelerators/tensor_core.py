@@ -415,12 +415,12 @@ def _functional(
     else:
         d = tiled_gemm_fp32(a32, b32, c32, t.m, t.n, plan.k_step, ik, half)
     ref = a32.astype(np.float64) @ b32.astype(np.float64) + ops.c.astype(np.float64)
-    u, eta = _NARROW_OUTPUT["fp16"] if half else (2.0**-24, 2.0**-150)
+    u, eta = _ROUNDING["fp16" if half else "fp32"]  # the accumulator's
     bound = accumulation_error_bound(a32, b32, ops.c, ik, u, pieces, plan.k_slice, eta)
     if not half and prob.out_type in _NARROW_OUTPUT:  # D rounded once more to its output type
         d = _as_output(d, prob.out_type)
-        rel, eta = _NARROW_OUTPUT[prob.out_type]
-        bound = bound + rel * (np.abs(ref) + bound) + eta
+        u, eta = _ROUNDING[prob.out_type]
+        bound = bound + u * (np.abs(ref) + bound) + eta
     err = np.abs(d.astype(np.float64) - ref)
     if not np.all(err <= bound):
         raise SimulationError(f"layer {prob.layer!r}: functional GEMM exceeds its error bound")
@@ -440,11 +440,16 @@ def _functional_memo(
     return memoized(key, lambda: _functional(cfg, prob, plan, seed), keep=True)
 
 
-#: unit roundoff of output types narrower than the FP32 accumulator
-#: (unit roundoff, half the smallest subnormal) of an output type: rounding to it errs by at
-#: most ``u |x| + eta`` (the standard model with gradual underflow, Higham 2002, eq. 2.8); the
+#: (unit roundoff, half the smallest subnormal) of a float type: rounding to it errs by at most
+#: ``u |x| + eta`` (the standard model with gradual underflow, Higham 2002, eq. 2.8); the
 #: absolute term matters where D is near zero, e.g. a one-channel 1x1 conv's K = 1 products
-_NARROW_OUTPUT = {"bf16": (2.0**-8, 2.0**-134), "fp16": (2.0**-11, 2.0**-25)}
+_ROUNDING = {
+    "fp32": (2.0**-24, 2.0**-150),
+    "bf16": (2.0**-8, 2.0**-134),
+    "fp16": (2.0**-11, 2.0**-25),
+}
+#: output types narrower than the FP32 accumulator
+_NARROW_OUTPUT = ("bf16", "fp16")
 
 
 def _as_output(d: np.ndarray, out_type: str) -> np.ndarray:

@@ -36,6 +36,7 @@ __all__ = [
     "empty_phase_fraction",
     "forward_conv",
     "merged_result",
+    "wgrad_transform_s",
     "winograd_wgrad",
 ]
 
@@ -187,3 +188,9 @@ def winograd_wgrad(
         back = alpha2 * spec.c * filters * ELEMENT_BYTES["fp32"] + 9 * spec.c * filters * eb
         out.append((gemm, data + delta + back))
     return out
+
+
+def wgrad_transform_s(moved_bytes: int, hbm_bytes_per_s: float, launch_s: float) -> float:
+    """Seconds of a Winograd weight gradient's transform kernels: their bytes at the HBM rate,
+    each of the :data:`WGRAD_TRANSFORM_KERNELS` kernels at least ``launch_s``."""
+    return max(moved_bytes / hbm_bytes_per_s, WGRAD_TRANSFORM_KERNELS * launch_s)

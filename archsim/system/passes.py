@@ -19,14 +19,14 @@ from archsim.results import LayerResult
 from archsim.simulate import simulate
 from archsim.system.conv_phases import (
     WGRAD_TRANSFORM_KERNELS,
-    dgrad_convs,
     empty_phase_fraction,
     merged_result,
-    winograd_wgrad,
+    wgrad_transform_s,
 )
 from archsim.system.subsystem import gpu_config
 from archsim.system.workload import (
     PRECISIONS,
+    Phases,
     TrainLayer,
     gemm_workload,
     phase_workload,
@@ -251,10 +251,10 @@ def gemm_times(
     time, default the GPU's launch cost). A GEMM too large to simulate is refused naming
     ``wl``'s file and the GEMM ``<layer>/<phase>``."""
     if conv_lowering == "cudnn":
-        phases = phase_workload(layers, wl, precision, memory_format, gpu.conv_library)
+        plan = phase_workload(layers, wl, precision, memory_format, gpu.conv_library)
     else:
-        phases = gemm_workload(layers, precision, wl.name)
-    phases = phases.bind(wl.base_dir, wl.origin)
+        plan = Phases(gemm_workload(layers, precision, wl.name))
+    phases = plan.spec.bind(wl.base_dir, wl.origin)
     try:
         run = simulate(cold_when_revisited(gpu, phases), phases)
     except SimulationError as exc:
@@ -269,78 +269,48 @@ def gemm_times(
             "per GPU brings it under"
         ) from None
     parts: dict[str, list[LayerResult]] = {}
-    wino: dict[str, list[LayerResult]] = {}
-    owner = _phase_owners(layers, wl)
+    wino: dict[str, list[tuple[int, LayerResult]]] = {}
     for lr in run.layers:
-        key, candidate = owner.get(lr.layer, (lr.layer, False))
-        (wino if candidate else parts).setdefault(key, []).append(lr)
+        key, tile = plan.owners.get(lr.layer, (lr.layer, 0))
+        if tile:
+            wino.setdefault(key, []).append((tile, lr))
+        else:
+            parts.setdefault(key, []).append(lr)
     out = {name: merged_result(rs, name) for name, rs in parts.items()}
     if conv_lowering != "cudnn":
         return out
     launch = gpu.launch_overhead_s if launch_s is None else launch_s
-    transforms = _wgrad_transform_bytes(layers, wl, precision, memory_format, gpu)
     hbm = gpu.hbm.bandwidth_bytes_per_s * gpu.hbm_achievable_fraction
     for name in [n for n in out if n.endswith("/wgrad")]:
-        out[name] = _faster_wgrad(out[name], wino.get(name, []), transforms, hbm, launch)
-    return out
-
-
-def _phase_owners(layers: list[TrainLayer], wl: WorkloadSpec) -> dict[str, tuple[str, bool]]:
-    """The generated phase names that are not their own key: a strided data gradient's
-    phases (``<layer>/dgrad.<i>`` -> ``<layer>/dgrad``) and the Winograd weight-gradient
-    candidates (``<layer>/wgrad.winograd<m>`` -> ``<layer>/wgrad``, True), by exact name, so
-    that a layer whose own name holds such a suffix is not taken for one."""
-    out: dict[str, tuple[str, bool]] = {}
-    for tl, spec in zip(layers, wl.layers, strict=True):
-        if not isinstance(spec, ConvLayer):
-            continue
-        names = [d["name"] for d in dgrad_convs(spec, 1, spec.k, "fp16", "nhwc")]
-        if len(names) > 1:
-            out.update({name: (f"{tl.name}/dgrad", False) for name in names})
-        for m in (2, 4):
-            out[f"{tl.name}/wgrad.winograd{m}"] = (f"{tl.name}/wgrad", True)
-    return out
-
-
-def _wgrad_transform_bytes(
-    layers: list[TrainLayer], wl: WorkloadSpec, precision: str, fmt: str, gpu: GpuConfig
-) -> dict[str, int]:
-    """Bytes the transforms of each Winograd weight gradient move, by its GEMM's name."""
-    prec = PRECISIONS[precision][0]
-    out: dict[str, int] = {}
-    for tl, spec in zip(layers, wl.layers, strict=True):
-        if isinstance(spec, ConvLayer):
-            m, n, _, g = tl.forward
-            batch = m // (spec.out_h * spec.out_w)
-            for gemm, moved in winograd_wgrad(spec, batch, n * g, prec, fmt, gpu.conv_library):
-                out[gemm["name"]] = moved
+        out[name] = _faster_wgrad(out[name], wino.get(name, []), plan.transform_bytes, hbm,
+                                  launch)  # fmt: skip
     return out
 
 
 def _faster_wgrad(
     direct: LayerResult,
-    cands: list[LayerResult],
+    cands: list[tuple[int, LayerResult]],
     transforms: dict[str, int],
     hbm_bytes_per_s: float,
     launch_s: float,
 ) -> LayerResult:
-    """The weight gradient as the GEMM ``direct`` or the Winograd candidate of ``cands`` whose
-    GEMM plus transforms (bytes at ``hbm_bytes_per_s``, each kernel at least ``launch_s``) is
-    faster; the kept one's extras say ``tc_wgrad_algo`` and, for Winograd, the transforms'
-    bytes (``tc_wgrad_transform_bytes``: the step times and prices them with the layer's
-    elementwise passes)."""
+    """The weight gradient as the GEMM ``direct`` or the Winograd candidate of ``cands`` (tile
+    m, its GEMM's result) whose GEMM plus transforms (:func:`~archsim.system.conv_phases.
+    wgrad_transform_s`) is faster; the kept one's extras say ``tc_wgrad_algo`` and, for
+    Winograd, the transforms' bytes (``tc_wgrad_transform_bytes``: the step times and prices
+    them with the layer's elementwise passes)."""
 
-    def total(lr: LayerResult) -> float:
-        moved = transforms[lr.layer]
-        return lr.time_s + max(moved / hbm_bytes_per_s, WGRAD_TRANSFORM_KERNELS * launch_s)
+    def total(cand: tuple[int, LayerResult]) -> float:
+        lr = cand[1]
+        return lr.time_s + wgrad_transform_s(transforms[lr.layer], hbm_bytes_per_s, launch_s)
 
     best = min(cands, key=total, default=None)
     if best is None or total(best) >= direct.time_s:
         return replace(direct, extras={**direct.extras, "tc_wgrad_algo": "gemm"})
-    algo = "winograd_" + "x".join([best.layer.rsplit("winograd", 1)[1]] * 2)
-    extras = {**best.extras, "tc_wgrad_algo": algo,
-              "tc_wgrad_transform_bytes": transforms[best.layer]}  # fmt: skip
-    return replace(best, layer=direct.layer, extras=extras)
+    tile, lr = best
+    extras = {**lr.extras, "tc_wgrad_algo": f"winograd_{tile}x{tile}",
+              "tc_wgrad_transform_bytes": transforms[lr.layer]}  # fmt: skip
+    return replace(lr, layer=direct.layer, extras=extras)
 
 
 def _winograd_passes(gemms: dict[str, LayerResult], name: str) -> tuple[bool, bool, bool]:

@@ -11,7 +11,8 @@ and the weight gradient ``dW = X^T dY`` (C R S, filters, m). Groups are a batch 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from archsim.config.gpu_conv import ConvLibraryConfig
 from archsim.config.workload import ConvLayer, FcLayer, GemmLayer, LstmLayer, WorkloadSpec
@@ -21,6 +22,7 @@ from archsim.units import INT64_MAX
 
 __all__ = [
     "PRECISIONS",
+    "Phases",
     "TrainLayer",
     "gemm_workload",
     "phase_workload",
@@ -128,36 +130,58 @@ def gemm_workload(layers: list[TrainLayer], precision: str, name: str) -> Worklo
     return _spec(out, name)
 
 
+@dataclass(frozen=True)
+class Phases:
+    """The phases the GPU model times (:func:`phase_workload`): ``spec``, its layers; ``owners``,
+    each generated name that is not its own result's key -> (the key, the Winograd tile m of a
+    weight-gradient candidate, 0 for a strided data gradient's phase); ``transform_bytes``, the
+    bytes each Winograd candidate's transforms move."""
+
+    spec: WorkloadSpec
+    owners: dict[str, tuple[str, int]] = field(default_factory=dict)
+    transform_bytes: dict[str, int] = field(default_factory=dict)
+
+
 def phase_workload(
     layers: list[TrainLayer],
     wl: WorkloadSpec,
     precision: str,
     memory_format: str,
     conv_library: ConvLibraryConfig | None = None,
-) -> WorkloadSpec:
+) -> Phases:
     """The phases the GPU model times: a conv's forward and data gradient as conv layers
     (:mod:`archsim.system.conv_phases`; a strided data gradient's phases named
     ``<layer>/dgrad.<i>``), every other phase (a conv's weight gradient, fc/lstm/gemm layers)
     as :func:`gemm_workload`'s GEMM; with ``conv_library``, also the batched GEMMs of each
-    Winograd weight gradient the library can run (``<layer>/wgrad.winograd<m>``)."""
+    Winograd weight gradient the library can run (``<layer>/wgrad.winograd<m>``). Generated
+    names are told apart by exact name (``Phases.owners``), never by suffix: a layer may be
+    named like one."""
     prec, acc, _, _ = PRECISIONS[precision]
     out: list[dict] = []
+    owners: dict[str, tuple[str, int]] = {}
+    transforms: dict[str, int] = {}
     for tl, spec in zip(layers, wl.layers, strict=True):
         if isinstance(spec, ConvLayer):
             m, n, _, g = tl.forward
             batch = m // (spec.out_h * spec.out_w)
             out.append(forward_conv(spec, batch, n * g, prec, memory_format))
             if tl.dgrad is not None:
-                out += dgrad_convs(spec, batch, n * g, prec, memory_format)
+                dgrad = dgrad_convs(spec, batch, n * g, prec, memory_format)
+                if len(dgrad) > 1:
+                    owners.update({d["name"]: (f"{tl.name}/dgrad", 0) for d in dgrad})
+                out += dgrad
             out.append(_gemm_phase(f"{tl.name}/wgrad", tl.wgrad, prec, acc))
-            if conv_library is not None:
-                wino = winograd_wgrad(spec, batch, n * g, prec, memory_format, conv_library)
-                out += [gemm for gemm, _ in wino]
+            wino = winograd_wgrad(spec, batch, n * g, prec, memory_format, conv_library) \
+                if conv_library is not None else []  # fmt: skip
+            for gemm, moved in wino:  # F(m x m, 3x3) runs (m + 2)^2 GEMMs
+                owners[gemm["name"]] = (f"{tl.name}/wgrad", math.isqrt(gemm["batch"]) - 2)
+                transforms[gemm["name"]] = moved
+                out.append(gemm)
             continue
         for phase, shape in (("fwd", tl.forward), ("dgrad", tl.dgrad), ("wgrad", tl.wgrad)):
             if shape is not None:
                 out.append(_gemm_phase(f"{tl.name}/{phase}", shape, prec, acc))
-    return _spec(out, wl.name)
+    return Phases(_spec(out, wl.name), owners, transforms)
 
 
 def split_tensor(layers: list[TrainLayer], ways: int) -> list[TrainLayer]:
