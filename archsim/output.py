@@ -170,8 +170,10 @@ def write_text_atomically(
     """Write ``text`` to ``path`` through a temporary file in its folder, renamed over it (no
     reader sees half a file, nothing is left behind on failure); mode 0644, as ``open`` under
     the usual umask gives (``mkstemp`` makes 0600). ``path`` must pass :func:`check_out_file`;
-    ``check(temporary path)``, when given, must accept the file before it is renamed."""
+    ``check(temporary path)``, when given, must accept the file before it is renamed; the
+    folders the write created are removed again when it fails."""
     target = check_out_file(path, option, probe=False)
+    made = first_missing_folder(target)  # removed again when the write or the check fails
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -183,6 +185,7 @@ def write_text_atomically(
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        _remove_made(made)
         raise
     return target
 

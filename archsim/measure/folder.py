@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from archsim.errors import ArchsimError, one_line, os_reason, shown_value
+from archsim.units import INT64_MAX
 
 __all__ = [
     "CONV_COLUMNS",
@@ -119,23 +120,32 @@ def _cell(path: Path, line: int, col: str, raw: str) -> Any:
         low = 0 if col == "pad" else 1
         try:  # int() and float() read other scripts' digits too: ASCII only
             value = int(text if text.isascii() else "?")
-        except ValueError:
-            raise MeasurementError(where, col, f"{text!r} is not an integer") from None
+        except ValueError:  # also an integer of more than 4,300 digits
+            raise MeasurementError(where, col, f"{_shown(text)} is not an integer; allowed: "
+                                   f"an integer >= {low}") from None  # fmt: skip
         if value < low:
             raise MeasurementError(where, col, f"{value} is out of range; allowed: >= {low}")
+        if value > INT64_MAX:  # a table's column and the layer's field are 64-bit
+            raise MeasurementError(where, col, f"{_shown(text)} is out of range; allowed: "
+                                   f"{low} to {INT64_MAX:,} (64-bit)")  # fmt: skip
         return value
     if col in _TIMING:
         if not text and col in _OPTIONAL_FLOAT:
             return math.nan
+        allowed = "a number >= 0" if col == "tflops" else "a number > 0"
+        if col in _OPTIONAL_FLOAT:
+            allowed += ", or blank (no reading)"
         try:
             value = float(text if text.isascii() else "?")
         except ValueError:
-            raise MeasurementError(where, col, f"{text!r} is not a number") from None
+            raise MeasurementError(where, col, f"{_shown(text)} is not a number; allowed: "
+                                   f"{allowed}") from None  # fmt: skip
         if not math.isfinite(value) or value <= 0.0 and col != "tflops" or value < 0.0:
-            raise MeasurementError(where, col, f"{text} is out of range; allowed: a number > 0")
+            raise MeasurementError(where, col, f"{_cut(text)} is out of range; allowed: "
+                                   f"{allowed}")  # fmt: skip
         if value > _MOST.get(col, math.inf):
-            raise MeasurementError(where, col, f"{text} is out of range; allowed: a number up "
-                                   f"to {_MOST[col]:g}")  # fmt: skip
+            raise MeasurementError(where, col, f"{_cut(text)} is out of range; allowed: a "
+                                   f"number up to {_MOST[col]:g}")  # fmt: skip
         return value
     if not text:
         raise MeasurementError(where, col, "is empty; allowed: a non-empty name")
@@ -170,15 +180,16 @@ def _read_bytes(path: Path) -> bytes:
 
 def _records(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """(header, [(file line, cells)...]) of a CSV file; blank lines skipped, a record that
-    spans lines (a quoted newline) numbered by its first line, a record with more or fewer
-    cells than the header refused."""
+    spans lines (a quoted newline) numbered by its first line, a record with more cells than
+    the header refused, one with fewer read with blank trailing cells -- unless it is the last
+    line and no newline ends the file (a file cut short)."""
     try:
         text = _read_bytes(path).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise MeasurementError(path, "", f"not a readable CSV ({one_line(exc)})") from None
     reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
     header: list[str] | None = None
-    records = []
+    records, last = [], 0  # last: the cells of the last record as the file gives them
     try:
         while True:
             first = reader.line_num + 1
@@ -196,11 +207,17 @@ def _records(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
                                        f"the header has {len(header)}; allowed: at most one "
                                        "value per column")  # fmt: skip
             records.append((first, row + [""] * (len(header) - len(row))))  # blank trailing
+            last = len(row)
     except csv.Error as exc:
         raise MeasurementError(path, "", f"not a readable CSV ({one_line(exc)})") from None
     if header is None:
         raise MeasurementError(path, "", "empty file; allowed: a CSV header and rows")
-    repeated = next((c for i, c in enumerate(header) if c in header[:i]), None)
+    if records and last < len(header) and not text.endswith(("\n", "\r")):
+        raise MeasurementError(f"{path}: line {records[-1][0]}", "", f"{last} fields where "
+                               f"the header has {len(header)} and no newline ends the file (cut "
+                               "short?); allowed: the whole last line, ending with a "
+                               "newline")  # fmt: skip
+    repeated = next((c for i, c in enumerate(header) if c and c in header[:i]), None)
     if repeated is not None:
         raise MeasurementError(path, repeated, "column given twice; allowed: each column once")
     return header, records
@@ -226,8 +243,7 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str], tuple[int, ...]]:
     if path.name.startswith("conv_"):
         for line, row in zip(lines, rows, strict=True):
             _check_conv_row(f"{path}: line {line}", row)
-    if path.name.startswith("gemm_"):
-        _check_gemm_rate(path, frame, lines)
+    _check_rate(path, frame, lines)
     bad = frame.index[frame["min_s"] > frame["time_s"] * (1 + 1e-9)]
     if len(bad):
         raise MeasurementError(
@@ -237,22 +253,35 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, list[str], tuple[int, ...]]:
     return frame, extra, lines
 
 
-#: the fastest rate a GEMM row may imply when its ``tflops`` is 0 (not measured): 100x the
+#: the fastest rate a row may imply when its ``tflops`` is 0 (not measured): 100x the
 #: densest FP8 rate of any GPU here (the H100's 1,979 sparse TFLOPS)
 MOST_TFLOPS = 2e5
-#: how far a GEMM row's ``tflops`` may sit from 2 m n k / time_s or / min_s (the probe's figure
-#: agrees to 0.04 % in every folder it wrote; the reference folder's rows likewise)
+#: how far a row's ``tflops`` may sit from its FLOPs / time_s or / min_s (the probe's figure
+#: agrees to 0.04 % in every folder it wrote; the reference folder's rows, GEMM and conv,
+#: likewise)
 TFLOPS_TOLERANCE = 0.01
 
 
-def _check_gemm_rate(path: Path, frame: pd.DataFrame, lines: tuple[int, ...]) -> None:
-    """A GEMM row's ``tflops`` (when not 0) is its shape's FLOPs over its time (``time_s``, or
-    ``min_s`` for a rate from the fastest replay): a row whose shape or time contradicts it
-    (m = 1e12 done in 2.7 us) is refused, not simulated; a row without a rate (0) may not
-    imply more than :data:`MOST_TFLOPS`."""
+#: each table kind's FLOPs per call as the probe counts them (``GemmShape.flops``,
+#: ``ConvShape.flops``): the columns multiplied, and the formula as messages name it
+_FLOPS = {
+    "gemm_": (("m", "n", "k"), "2 m n k"),
+    "conv_": (("batch", "k", "p", "q", "r", "s"), "2 batch k p q (c / groups) r s"),
+}
+
+
+def _check_rate(path: Path, frame: pd.DataFrame, lines: tuple[int, ...]) -> None:
+    """A row's ``tflops`` (when not 0) is its shape's FLOPs (:data:`_FLOPS`) over its time
+    (``time_s``, or ``min_s`` for a rate from the fastest replay): a row whose shape or time
+    contradicts it (m = 1e12, or a conv at batch 1e6, done in 2.7 us) is refused, not
+    simulated; a row without a rate (0) may not imply more than :data:`MOST_TFLOPS`."""
     given = frame["tflops"].astype(float)
-    m, n, k = (frame[c].astype(float) for c in ("m", "n", "k"))  # no int64 overflow
-    tera = 2.0 * m * n * k / 1e12
+    cols, formula = _FLOPS[path.name[:5]]
+    tera = pd.Series(2.0 / 1e12, index=frame.index)
+    for c in cols:
+        tera = tera * frame[c].astype(float)  # floats: no int64 overflow
+    if "groups" in frame:
+        tera = tera * (frame["c"] // frame["groups"]).astype(float)
     implied = tera / frame["time_s"]
     fastest = frame["min_s"] if "min_s" in frame else pd.Series(math.nan, index=frame.index)
     from_min = tera / fastest.where(fastest > 0)  # NaN where absent: matches nothing
@@ -264,7 +293,7 @@ def _check_gemm_rate(path: Path, frame: pd.DataFrame, lines: tuple[int, ...]) ->
     if len(absurd):
         i = int(absurd[0])
         raise MeasurementError(
-            f"{path}: line {lines[i]}", "time_s", f"{frame['time_s'][i]:.6g} s for 2 m n k = "
+            f"{path}: line {lines[i]}", "time_s", f"{frame['time_s'][i]:.6g} s for {formula} = "
             f"{tera[i]:.6g} TFLOP is {implied[i]:.6g} TFLOPS; allowed: a time a GPU can "
             f"reach (under {MOST_TFLOPS:g} TFLOPS)",
         )  # fmt: skip
@@ -274,7 +303,7 @@ def _check_gemm_rate(path: Path, frame: pd.DataFrame, lines: tuple[int, ...]) ->
         also = f" and / min_s = {from_min[i]:.6g}" if math.isfinite(from_min[i]) else ""
         raise MeasurementError(
             f"{path}: line {lines[i]}", "tflops",
-            f"{given[i]:.6g} disagrees with 2 m n k / time_s = {implied[i]:.6g}{also}; allowed: "
+            f"{given[i]:.6g} disagrees with {formula} / time_s = {implied[i]:.6g}{also}; allowed: "
             f"the row's own rate over time_s or min_s (within {TFLOPS_TOLERANCE:.0%}), or 0 "
             "when not measured",
         )  # fmt: skip
@@ -298,9 +327,13 @@ def _check_conv_row(where: str, row: Mapping[str, Any]) -> None:
                                    f"that {n}, {f}, stride and pad give")  # fmt: skip
 
 
+#: a JSON value's type as a message names it
+_KIND = {int: "an integer", float: "a number", str: "a string", dict: "an object", list: "a list"}
+
+
 def _need(doc: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     if key not in doc:
-        raise MeasurementError(where, key, f"missing; required: a {kind.__name__}")
+        raise MeasurementError(where, key, f"missing; required: {_KIND[kind]}")
     value = doc[key]
     ok = isinstance(value, kind) and not isinstance(value, bool)
     if kind is float:  # JSON's Infinity / NaN (Python's json reads them) are no reading
@@ -309,10 +342,10 @@ def _need(doc: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
             and math.isfinite(value) and value >= 0
         )  # fmt: skip
         if not ok:
-            raise MeasurementError(where, key, f"{value!r} is not valid; allowed: a finite "
-                                   "number >= 0")  # fmt: skip
+            raise MeasurementError(where, key, f"{_shown(value)} is not valid; allowed: a "
+                                   "finite number >= 0")  # fmt: skip
     if not ok:
-        raise MeasurementError(where, key, f"{value!r} is not valid; allowed: a {kind.__name__}")
+        raise MeasurementError(where, key, f"{_shown(value)} is not valid; allowed: {_KIND[kind]}")
     return value
 
 
@@ -406,7 +439,11 @@ def _check_smi(block: dict[str, Any], where: str) -> None:
 
 def _shown(value: Any) -> str:
     """``repr(value)`` cut to 60 characters."""
-    text = shown_value(value) or repr(value)
+    return _cut(shown_value(value) or repr(value))
+
+
+def _cut(text: str) -> str:
+    """``text`` cut to 60 characters (a cell or value a message shows back)."""
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -469,10 +506,28 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _not_utf8(doc: Any) -> str | None:
+    """The dotted path of the first key or string of a JSON document that is not UTF-8 (a lone
+    surrogate), or None; walked without recursion (the document may nest deeply)."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        at, node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            bad = isinstance(key, str) and _undecodable(key)
+            shown = ascii(key)[1:-1] if bad else str(key)
+            sub = f"{at}.{shown}" if at else shown
+            if bad or isinstance(value, str) and _undecodable(value):
+                return sub
+            if isinstance(value, dict | list):
+                stack.append((sub, value))
+    return None
+
+
 def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     data = _read_bytes(path)
     try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+        doc = json.loads(data.decode("utf-8-sig"), object_pairs_hook=_unique_keys)  # BOM: as CSV
     except _DuplicateKey as exc:
         raise MeasurementError(path, exc.args[0], "appears twice in one object; allowed: each "
                                "key once") from None  # fmt: skip
@@ -489,8 +544,15 @@ def _read_device(path: Path) -> tuple[dict, dict, dict, dict]:
     if not isinstance(doc, dict):
         raise MeasurementError(path, "", "not a JSON object; allowed: {device, memory_eager, "
                                "energy}")  # fmt: skip
+    bad = _not_utf8(doc)
+    if bad is not None:  # JSON's "\ud800" escape: no terminal, CSV or HTML can take it
+        raise MeasurementError(path, bad, "text with a lone surrogate (\\ud800-\\udfff); "
+                               "allowed: UTF-8 text")  # fmt: skip
     device = _need(doc, "device", dict, where)
-    _need(device, "name", str, f"{where}: device")
+    name = _need(device, "name", str, f"{where}: device")
+    if not name.isprintable():  # the report's title and a comment line of calibrate's YAML
+        raise MeasurementError(f"{where}: device", "name", f"{_shown(name)} is not valid; "
+                               "allowed: printable text on one line")  # fmt: skip
     _need(device, "sms", int, f"{where}: device")
     _positive(device, "sms", f"{where}: device")
     _at_most(device, "sms", f"{where}: device")

@@ -22,7 +22,7 @@ import yaml
 
 from archsim.config.base import get_dotted as _get
 from archsim.config.io import _resolve, load_hardware, read_yaml
-from archsim.errors import ArchsimError, ConfigError
+from archsim.errors import ArchsimError, ConfigError, one_line
 from archsim.measure.folder import DEVICE_FILE, MeasuredFolder, MeasurementError
 from archsim.validation.measured import (
     error_stats,
@@ -324,11 +324,12 @@ def write_yaml(hardware: str, result: Fit, folder: MeasuredFolder, out: str | Pa
     for path, (value, _) in measured.items():
         _set(raw, path, float(f"{value:.6g}"))
     raw["name"] = f"{raw.get('name', hardware)}_calibrated"
-    device = folder.device.get("name", "?")
+    device = folder.device.get("name", "?")  # printable (the folder reader checks it)
+    source = one_line(folder.path)  # a newline in it would end the comment line
     fields = {f.path: f for f in fields_for(load_hardware(hardware))}
     header = [
         f"# {raw['name']}: preset {hardware!r} with calibration fields fitted by",
-        f"# `archsim calibrate tensor_core` to the measurement folder {folder.path}",
+        f"# `archsim calibrate tensor_core` to the measurement folder {source}",
         f"# ({device}; fit on every other row of each file x precision, objective mean",
         f"# |ln(sim/measured)| {result.objective_before:.4f} -> {result.objective_after:.4f}).",
         "# Fitted (start -> fitted, bounds): every other field is the preset's.",

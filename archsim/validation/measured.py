@@ -408,6 +408,8 @@ def _energy_layer(key: str) -> tuple[dict[str, Any] | None, str]:
     parts = key.split("_")
     if len(parts) < 3 or parts[0] != "gemm" or not (parts[2].isascii() and parts[2].isdigit()):
         return None, "no archsim kernel for this operation"
+    if len(parts[2]) > 9:  # a size past a billion (int() reads no more than 4,300 digits)
+        return None, "a size of more than 9 digits (no GPU runs such a GEMM)"
     if parts[3:] not in ([], ["zeros"]):
         return None, "unknown operand kind"
     if parts[3:] == ["zeros"] and "operand_activity" not in GemmLayer.model_fields:
