@@ -12,10 +12,11 @@ Usage (on the GPU machine; ``--backend fake`` runs the timing part here)::
     python benchmarks/gpu_conv_random.py -o DIR --from-folder FOLDER --benchmark-limit 0
 
 ``--from-folder`` times a measurement folder's convs again instead (every ``conv_*.csv`` in it,
-e.g. ``benchmarks/measured/h100_2026-11-27/random_convs``); ``--benchmark-limit N`` sets
-``torch.backends.cudnn.benchmark_limit`` first (PyTorch times only the heuristic's first N cuDNN
-engines, 10 by default; 0: all of them), to tell which of the model's misses are cuDNN not
-trying its fastest engine. Both are recorded in the JSON's ``settings``.
+e.g. ``benchmarks/measured/h100_2026-11-27/random_convs``; ``--nets alexnet`` keeps one net's);
+``--benchmark-limit N`` sets ``torch.backends.cudnn.benchmark_limit`` first (PyTorch times only
+the heuristic's first N cuDNN engines, 10 by default; 0: all of them), to tell which of the
+model's misses are cuDNN not trying its fastest engine. Both are recorded in the JSON's
+``settings``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=170.0)
     ap.add_argument("--from-folder", type=Path, help="time this folder's conv_*.csv convs")
     ap.add_argument("--benchmark-limit", type=int, help="torch.backends.cudnn.benchmark_limit")
+    ap.add_argument("--nets", help="with --from-folder: only these nets' convs (comma separated)")
     args = ap.parse_args()
     if args.benchmark_limit is not None and args.benchmark_limit < 0:
         ap.error(f"--benchmark-limit: {args.benchmark_limit}; allowed: 0 (every engine) or more")
@@ -67,6 +69,11 @@ def main() -> int:
         shapes = shapes_from_folder(
             ap, "--from-folder", args.from_folder, conv_shapes_of, "conv_*.csv rows"
         )
+        if args.nets:
+            nets = set(args.nets.split(","))
+            shapes = [c for c in shapes if c.net in nets]
+            if not shapes:
+                ap.error(f"--nets: no conv of {args.nets} in {args.from_folder}")
     else:
         shapes = random_convs(args.count, args.seed)
 

@@ -13,7 +13,10 @@
 #   4. probe  archsim probe gpu --quick: a held-out check of the model on this part; on an H200
 #             hold it against h100 with the H200's memory (README, `validate --measured --set`)
 #             and against benchmarks/predictions/h200_probe_quick.csv, written before it ran
-#   5. convs  gpu_conv_random.py --benchmark-limit 0: the random convs with every cuDNN engine
+#   5. groups gpu_conv_random.py --nets alexnet: AlexNet's convs with their kernels: which kernel
+#             cuDNN runs for the grouped conv2 at batch 32, where it takes 2x the model's time
+#             on both cards (issue 16, the forty-first session's note)
+#   6. convs  gpu_conv_random.py --benchmark-limit 0: the random convs with every cuDNN engine
 #             timed, to tell which of the model's misses are cuDNN's heuristics
 #
 # Here, once (the device image has PyTorch, numba and pandas but not simpy, pydantic or
@@ -60,6 +63,8 @@ step gap 100 python3 benchmarks/gpu_cupti_gap.py -o "$W/gap"
 step train 150 python3 benchmarks/gpu_train_step.py -o "$W/train" --batches 256 --trace
 step beta 120 python3 benchmarks/gpu_beta_epilogue.py -o "$W/beta"
 step probe 60 python3 -m archsim probe gpu --quick -o "$W/probe_quick"
+step groups 45 python3 benchmarks/gpu_conv_random.py -o "$W/alexnet_kernels" \
+  --from-folder benchmarks/measured/h100_2026-11-27 --nets alexnet --budget-s 35
 step convs 150 python3 benchmarks/gpu_conv_random.py -o "$W/convs_limit0" \
   --from-folder benchmarks/measured/h100_2026-11-27/random_convs --benchmark-limit 0
 

@@ -379,6 +379,25 @@ def test_conv_script_times_a_folders_convs_again(tmp_path: Path) -> None:
     assert len(read_folder(out).conv["conv_random.csv"]) == 150
 
 
+def test_conv_script_times_one_nets_convs_of_a_folder(tmp_path: Path) -> None:
+    """`--nets alexnet` keeps the folder's AlexNet convs (5 layers x 3 batches), in file order;
+    a net the folder lacks is one argparse line and writes nothing."""
+    root = Path(__file__).parents[2]
+    src = root / "benchmarks/measured/h100_2026-11-27"
+    out = tmp_path / "alex"
+    done = _script("gpu_conv_random.py", "-o", str(out), "--backend", "fake",
+                   "--from-folder", str(src), "--nets", "alexnet")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = pd.read_csv(out / "conv_random.csv")
+    want = pd.read_csv(src / "conv_alexnet.csv")
+    cols = ["net", "layer", "batch", "groups"]
+    assert got[cols].equals(want[cols])
+    done = _script("gpu_conv_random.py", "-o", str(tmp_path / "x"), "--backend", "fake",
+                   "--from-folder", str(src), "--nets", "lenet")  # fmt: skip
+    assert done.returncode == 2 and "--nets: no conv of lenet" in done.stderr
+    assert not (tmp_path / "x").exists()
+
+
 def test_conv_script_refuses_a_negative_benchmark_limit(tmp_path: Path) -> None:
     done = _script("gpu_conv_random.py", "-o", str(tmp_path / "x"), "--backend", "fake",
                    "--benchmark-limit", "-1")  # fmt: skip
@@ -499,7 +518,7 @@ def test_gpu_session_runs_each_step_and_archives_them(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     log = (tmp_path / "out" / "session.log").read_text()
-    steps = ["gap", "train", "beta", "probe", "convs"]
+    steps = ["gap", "train", "beta", "probe", "groups", "convs"]
     assert [line.split()[2].rstrip(":") for line in log.splitlines() if " end " in line] == steps
     assert all(f"end {s}: exit 0" in log for s in steps)
     assert "benchmarks/gpu_train_step.py -o" in log and "--trace" in log
@@ -515,4 +534,4 @@ def test_gpu_session_runs_each_step_and_archives_them(tmp_path: Path) -> None:
     log = (tmp_path / "out" / "session.log").read_text()
     started = [line for line in log.splitlines() if " start " in line]
     assert started and started[0].split()[2] == "gap" and "skip convs: " in log
-    assert int(started[0].split("at most ")[1].split()[0]) <= 24 and len(started) < 5
+    assert int(started[0].split("at most ")[1].split()[0]) <= 24 and len(started) < 6
