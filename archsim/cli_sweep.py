@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.background import import_in_background
 from archsim.cli_args import integer
-from archsim.errors import ArchsimError, ConfigError, one_line, os_reason
+from archsim.errors import ArchsimError, ConfigError, one_line, os_reason, shown_name
 from archsim.limits import DEFAULT_MAX_POINTS
 
 if TYPE_CHECKING:  # pandas and the sweep engine load when a sweep runs, not for `--help`
@@ -145,6 +145,10 @@ def rebuild_sweep_report(folder: Path) -> Path:
         raise ArchsimError(
             f"{parquet}: not found; the sweep did not finish, run `archsim sweep` again to resume"
         )
+    for path in (meta_path, parquet):  # a FIFO blocked the read; a folder read as no rows
+        if not path.is_file():
+            raise ArchsimError(f"{path}: not a regular file; allowed: the file `archsim sweep` "
+                               "writes (re-run the sweep to rewrite it)")  # fmt: skip
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         axes, metrics, name = list(meta["axes"]), list(meta["metrics"]), meta["spec"]["name"]
@@ -153,10 +157,18 @@ def rebuild_sweep_report(folder: Path) -> Path:
             raise TypeError("axes, metrics and spec.name must be names")
         if not axes or not metrics:  # a spec has at least one of each
             raise ValueError(f"{'axes' if not axes else 'metrics'} is empty")
+        twice = next((a for i, a in enumerate(axes) if a in axes[:i]), None)
+        if twice is not None:
+            raise ValueError(f"axes names {twice!r} twice")
         bad = {m: v for m, v in senses.items() if v not in ("min", "max")}
         if bad:
             raise ValueError(f"metrics.{next(iter(bad))} is {next(iter(bad.values()))!r}, not min "
                              "or max")  # fmt: skip
+    except RecursionError:  # json's decoder: nesting past the interpreter's stack
+        raise ArchsimError(
+            f"{meta_path}: not a sweep.json written by `archsim sweep` (nested too deeply); "
+            "allowed: re-run the sweep to rewrite it"
+        ) from None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
         raise ArchsimError(
             f"{meta_path}: not a sweep.json written by `archsim sweep` ({type(exc).__name__}: "
@@ -164,7 +176,7 @@ def rebuild_sweep_report(folder: Path) -> Path:
         ) from None
     try:
         frame = pd.read_parquet(parquet)
-        _check_numbers(frame, parquet)
+        _check_numbers(frame, parquet, metrics)
         points = totals(frame)
     except (OSError, ValueError, KeyError, TypeError, ConfigError) as exc:  # pyarrow's too
         why = exc.problem if isinstance(exc, ConfigError) else one_line(exc, 160)
@@ -184,17 +196,32 @@ _SWEEP_NUMBERS = ("total_cycles", "total_time_s", "total_energy_pj", "cycles", "
                   "energy_pj")  # fmt: skip
 
 
-def _check_numbers(frame: pd.DataFrame, parquet: Path) -> None:
-    """Refuse an empty table, a point that holds one layer twice (points renumbered by hand
-    merged into one), and an ok row whose times, cycles or energy are not finite numbers >= 0
-    stored as numbers (a hand-edited table drew 'best time -494 us' and a Pareto front of
-    none)."""
+def _check_numbers(frame: pd.DataFrame, parquet: Path, metrics: list[str]) -> None:
+    """Refuse an empty table, a column the page reads missing (KeyError), a point number not an
+    integer >= 0, a status other than ok or error, a point that holds one layer twice (points
+    renumbered by hand merged into one), and an ok row whose times, cycles, energy or metrics
+    are not finite numbers >= 0 stored as numbers (a hand-edited table drew 'best time -494
+    us' and a Pareto front of none; true/false passed as a number)."""
     import numpy as np
     import pandas as pd
 
     if frame.empty:
         raise ArchsimError(f"{parquet}: holds no rows; allowed: the table a sweep writes "
                            "(re-run the sweep to rewrite it)")  # fmt: skip
+    lacking = [c for c in ("point", "status", "error") if c not in frame.columns]
+    if lacking:  # the page's table and error list read them: as the caller says a KeyError
+        raise KeyError(lacking[0])
+    point = frame["point"]
+    integral = pd.api.types.is_integer_dtype(point) and not pd.api.types.is_bool_dtype(point)
+    if not integral or bool((point < 0).any()):
+        shown = f"{point[point < 0].iloc[0]}" if integral else f"stored as {point.dtype}"
+        raise ArchsimError(f"{parquet}: point: {shown}; allowed: point numbers, integers >= 0 "
+                           "(re-run the sweep to rewrite the table)")  # fmt: skip
+    status = frame["status"]
+    odd = ~status.isin(["ok", "error"])
+    if odd.any():
+        raise ArchsimError(f"{parquet}: status: {status[odd].iloc[0]!r} in a row; allowed: ok "
+                           "or error (re-run the sweep to rewrite the table)")  # fmt: skip
     if {"point", "layer_index"} <= set(frame.columns):
         twice = frame.duplicated(["point", "layer_index"]) & frame["layer_index"].notna()
         if twice.any():
@@ -204,14 +231,19 @@ def _check_numbers(frame: pd.DataFrame, parquet: Path) -> None:
                 "allowed: one row per point and layer (re-run the sweep to rewrite the table)"
             )
     ok = frame[frame["status"] == "ok"]
-    for col in _SWEEP_NUMBERS:
+    # a metric the table lacks is named by _check_points, after the totals
+    metric_cols = [m for m in metrics if m in ok and m not in _SWEEP_NUMBERS]
+    for col in (*_SWEEP_NUMBERS, *metric_cols):
         if ok.empty and col not in ok:  # every point failed: no layer columns at all
             continue
-        if not pd.api.types.is_numeric_dtype(ok[col]):  # "1.5" as text: the page cannot sort
+        numeric = pd.api.types.is_numeric_dtype(ok[col])
+        if not numeric or pd.api.types.is_bool_dtype(ok[col]):  # "1.5" as text: no sorting
             raise ArchsimError(f"{parquet}: {col}: stored as {ok[col].dtype}, not numbers; "
                                "allowed: the table a sweep writes (re-run the sweep)")  # fmt: skip
         values = pd.to_numeric(ok[col], errors="coerce").astype(float).to_numpy()
         bad = ~np.isfinite(values) | (values < 0)
+        if col in metric_cols:  # a layer may have no value for a per-layer metric (NaN)
+            bad &= ~np.isnan(values)
         if bad.any():
             raise ArchsimError(
                 f"{parquet}: {col}: {ok[col].to_numpy()[bad][0]} in an ok row of a results "
@@ -238,6 +270,17 @@ def _check_points(
             raise ArchsimError(f"{parquet}: metric {col!r} is stored as {points[col].dtype}, "
                                "not numbers; allowed: the table a sweep writes (re-run the "
                                "sweep)")  # fmt: skip
+    from archsim.report.sweep import _as_tuple
+
+    for col in axes:  # a mapping (a Parquet struct) cannot be counted or sorted: TypeError
+        for value in points[col]:
+            try:
+                hash(_as_tuple(value))
+            except TypeError:
+                raise ArchsimError(
+                    f"{parquet}: axis {col!r} holds {shown_name(repr(value))}; allowed: numbers, "
+                    "text, true/false or lists of them (re-run the sweep to rewrite the table)"
+                ) from None
 
 
 def _interrupt_came(args: argparse.Namespace) -> bool:

@@ -284,18 +284,20 @@ class SweepSpec(ArchsimModel):
                     raise ValueError(
                         f"axes: {path}: a range needs num (how many values) in {self.mode} mode"
                     )
-        if self.mode == "grid":  # zip pairs the i-th values: a value may recur on one axis
-            lists = {f"axes: {p}": v for p, v in self.axes.items() if isinstance(v, list)}
-            lists |= {"seeds": self.seeds, "workload": self.workloads}
-            for where, values in lists.items():
-                twice = _repeated(values)
-                if twice is not None:
-                    (i, a), (j, b) = ((k, values[k - 1]) for k in twice)
-                    raise ValueError(
-                        f"{where}: entry {i} ({a!r}) and entry {j} ({b!r}) are the same value; "
-                        "allowed: distinct values in grid mode, where each would run the same "
-                        "points again"
-                    )
+        # zip pairs the i-th values: a value may recur on one axis; seeds and workloads are
+        # crossed with the points in every mode (a repeat in zip or random mode ran them twice)
+        lists: dict[str, list[Any]] = {"seeds": self.seeds, "workload": self.workloads}
+        if self.mode == "grid":
+            lists = {f"axes: {p}": v for p, v in self.axes.items() if isinstance(v, list)} | lists
+        for where, values in lists.items():
+            twice = _repeated(values)
+            if twice is not None:
+                (i, a), (j, b) = ((k, values[k - 1]) for k in twice)
+                raise ValueError(
+                    f"{where}: entry {i} ({a!r}) and entry {j} ({b!r}) are the same value; "
+                    f"allowed: distinct values in {self.mode} mode, where each would run the "
+                    "same points again"
+                )
         if "accuracy" in self.metrics and self.evaluation is None:
             raise ValueError(
                 "metrics: accuracy needs an evaluation set (evaluation: inputs, labels)"

@@ -3,8 +3,9 @@
 ``pe_array.num_pes * spmat_sram.size_bytes <= 8 * 2**20 and activation_fifo.depth >= 2``
 
 Names are dotted config paths, ``seed`` and the derived quantities of ``derived_quantities``;
-numbers, arithmetic (+ - * / // % **), comparisons, ``and``/``or``/``not``, ``x if c else y``
-and the functions min, max, abs, round, log2, ceil, floor. Nothing else parses.
+numbers, arithmetic (+ - * / // % **), comparisons, ``and``/``or``/``not`` (of true and false
+only), ``x if c else y`` and the functions min, max, abs, round, log2, ceil, floor. Nothing else
+parses.
 
 Every intermediate value is bounded before it is computed (integers by bit length, strings and
 sequences by length, the text by its length and nesting), so that no expression can hang or
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from archsim.config.base import MAX_EXPRESSION_CHARS, dotted_name
+from archsim.errors import shown_name
 
 __all__ = ["Expression", "ExpressionError", "derived_quantities"]
 
@@ -174,9 +176,13 @@ class Expression:
             self._bound_binop(node.op, left, right)
             return self._bounded(_BIN[type(node.op)](left, right))
         if isinstance(node, ast.UnaryOp):
-            return self._bounded(_UNARY[type(node.op)](self._eval(node.operand, names)))
+            operand = self._eval(node.operand, names)
+            if isinstance(node.op, ast.Not):
+                self._check_truth("not", operand)
+            return self._bounded(_UNARY[type(node.op)](operand))
         if isinstance(node, ast.BoolOp):
-            values = (self._eval(v, names) for v in node.values)
+            word = "and" if isinstance(node.op, ast.And) else "or"
+            values = (self._check_truth(word, self._eval(v, names)) for v in node.values)
             return all(values) if isinstance(node.op, ast.And) else any(values)
         if isinstance(node, ast.Compare):
             left = self._eval(node.left, names)
@@ -200,6 +206,16 @@ class Expression:
                 )
             return self._bounded(_FUNCS[node.func.id](*args))
         raise ExpressionError(f"{self.text!r}: cannot evaluate {type(node).__name__}")
+
+    def _check_truth(self, word: str, value: Any) -> bool:
+        """``value`` when it is true or false: a number or text beside ``and``/``or``/``not``
+        made a constraint always true (``num_pes > 100 or 5``)."""
+        if not isinstance(value, bool):
+            raise ExpressionError(
+                f"{self.text!r}: {word!r} takes true or false, not {shown_name(repr(value))}; "
+                "allowed: comparisons, e.g. pe_array.num_pes <= 256"
+            )
+        return value
 
     def _bound_bits(self, bits: float, what: str) -> None:
         if bits > MAX_INT_BITS:

@@ -27,7 +27,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from archsim.config.base import ArchsimModel, number_type, set_dotted
 from archsim.config.io import load_hardware, load_workload
 from archsim.config.messages import unwrap_type, validation_to_config_error
-from archsim.config.sweep import SUMMARY_METRICS, SYSTEM_METRICS, AxisRange, SweepSpec
+from archsim.config.sweep import (
+    SUMMARY_METRICS,
+    SYSTEM_METRICS,
+    AxisRange,
+    SweepSpec,
+    _repeated,
+)
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError, is_count, shown_name
 from archsim.explore.compressed import check_compress_values, compress_axis, compressed_workload
@@ -173,10 +179,12 @@ def _axis_values(axis: list[Any] | AxisRange) -> list:
         raw = np.geomspace(axis.low, axis.high, axis.num)
     else:
         raw = np.linspace(axis.low, axis.high, axis.num)
-    values = [float(v) for v in raw]
-    if axis.integer:
-        values = list(dict.fromkeys(axis.as_integer(v) for v in values))
-    return values
+    if axis.integer:  # as ``as_integer`` rounds, on the whole array: 10^7 values took 30 s
+        lo, hi = math.ceil(axis.low), math.floor(axis.high)
+        ints = np.clip(np.rint(raw), lo, hi)
+        _, first = np.unique(ints, return_index=True)
+        return [int(v) for v in ints[np.sort(first)]]
+    return [float(v) for v in raw]
 
 
 def _axis_length(axis: list[Any] | AxisRange) -> int:
@@ -233,10 +241,17 @@ def _check_axis(base: ArchsimModel, source: str, path: str, values: list) -> lis
     except ConfigError as exc:
         raise ConfigError(source, f"axes.{exc.field}", exc.problem) from None
     leaf = unwrap_type(_field_type(type(base), path))
-    if (isinstance(leaf, type) and issubclass(leaf, BaseModel)) or typing.get_origin(leaf) is dict:
+    if _is_section(leaf):
         raise ConfigError(
             source, field_name, "names a whole section, whose values a results column cannot "
             "hold; allowed: a field inside it (e.g. pe_array.num_pes)"
+        )  # fmt: skip
+    if typing.get_origin(leaf) in (list, tuple) and any(
+        _is_section(unwrap_type(t)) for t in typing.get_args(leaf)
+    ):  # a list of sections: the points ran, then their column failed to be written
+        raise ConfigError(
+            source, field_name, "names a list of sections, whose values a results column "
+            f"cannot hold; allowed: a field of one of its items (e.g. {path}.0.<field>)"
         )  # fmt: skip
     adapter = _field_adapter(type(base), path)
     numeric = number_type(_field_type(type(base), path))
@@ -261,6 +276,11 @@ def _check_axis(base: ArchsimModel, source: str, path: str, values: list) -> lis
     return out
 
 
+def _is_section(tp: Any) -> bool:
+    """Whether ``tp`` is a nested config (a model) or a mapping of them."""
+    return (isinstance(tp, type) and issubclass(tp, BaseModel)) or typing.get_origin(tp) is dict
+
+
 #: the integers a sweep's Parquet columns hold (an axis value or seed beyond them failed as
 #: the results were written, after the whole sweep had run)
 _INT64 = (-(2**63), 2**63 - 1)
@@ -269,13 +289,32 @@ _INT64 = (-(2**63), 2**63 - 1)
 def _combinations(spec: SweepSpec, source: str, axes: dict[str, list]) -> list[dict[str, Any]]:
     names = list(axes)
     if spec.mode == "grid":
+        for name, values in axes.items():  # a range's values, as the field holds them
+            twice = _repeated(values)
+            if twice is not None:
+                i, j = twice
+                raise ConfigError(
+                    source, f"axes.{name}", f"values {i} and {j} of {len(values)} are both "
+                    f"{values[j - 1]!r}; allowed: distinct values in grid mode, where each "
+                    "would run the same points again (a wider range, or a smaller num)"
+                )  # fmt: skip
         return [dict(zip(names, c, strict=True)) for c in itertools.product(*axes.values())]
     if spec.mode == "zip":
         lengths = {n: len(v) for n, v in axes.items()}
         if len(set(lengths.values())) > 1:
             shown = ", ".join(f"{n}: {k}" for n, k in lengths.items())
             raise ConfigError(source, "axes", f"zip mode needs axes of equal length (got {shown})")
-        return [dict(zip(names, c, strict=True)) for c in zip(*axes.values(), strict=True)]
+        rows = list(zip(*axes.values(), strict=True))
+        twice = _repeated(rows)
+        if twice is not None:
+            i, j = twice
+            shown = ", ".join(f"{n}={v!r}" for n, v in zip(names, rows[j - 1], strict=True))
+            raise ConfigError(
+                source, "axes", f"zip rows {i} and {j} are the same point ({shown}); allowed: "
+                "rows that differ in at least one axis, where each would run the same points "
+                "again"
+            )  # fmt: skip
+        return [dict(zip(names, c, strict=True)) for c in rows]
     return []
 
 
@@ -378,6 +417,9 @@ def build_plan(
     labels = (
         spec.workloads if len(spec.workloads) == len(workloads) else [w.name for w in workloads]
     )
+    texts: dict[int, str] = {}  # id of a workload (each is kept alive here) -> its key text
+    if squeeze is None:
+        _check_distinct_workloads(source, workloads, labels, texts)
     if spec.mode == "random":
         combos = _samples(spec, source, base)
     else:
@@ -404,7 +446,6 @@ def build_plan(
     skipped: list[SkippedPoint] = []
     index = 0
     built: dict[str, tuple[WorkloadSpec, float | None]] = {}
-    texts: dict[int, str] = {}  # id of a workload (each is kept alive here) -> its key text
     for wl, label in zip(workloads, labels, strict=True):
         for seed in spec.seeds:
             for combo in combos:
@@ -442,6 +483,24 @@ def build_plan(
     swept = (["workload"] if len(workloads) > 1 else []) + (["seed"] if len(spec.seeds) > 1 else [])
     columns = ["accuracy"] if squeeze is not None and squeeze[1] is not None else []
     return SweepPlan(spec, source, base, swept + list(spec.axes), points, skipped, columns)
+
+
+def _check_distinct_workloads(
+    source: str, workloads: list[WorkloadSpec], labels: Sequence[str], texts: dict[int, str]
+) -> None:
+    """Refuse two entries that are the same workload (one file by two paths, or two copies):
+    each would run the same points again. Fills ``texts`` (a workload's key text)."""
+    seen: dict[str, int] = {}
+    for i, wl in enumerate(workloads):
+        if id(wl) not in texts:
+            texts[id(wl)] = _workload_text(wl)
+        first = seen.setdefault(texts[id(wl)], i)
+        if first != i:
+            raise ConfigError(
+                source, "workload", f"entry {first + 1} ({labels[first]!r}) and entry {i + 1} "
+                f"({labels[i]!r}) are the same workload; allowed: distinct workloads, where "
+                "each would run the same points again"
+            )  # fmt: skip
 
 
 def _compression(

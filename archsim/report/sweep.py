@@ -310,8 +310,10 @@ def _context(
                 "min\u2013max.",
             }
         )
-    errors = Counter(
-        one_line(e) for e in points.loc[~ok, "error"].fillna("(no message)") if "error" in points
+    errors = (  # a frame without an error column (the API's) lists none: no KeyError
+        Counter(one_line(e) for e in points.loc[~ok, "error"].fillna("(no message)"))
+        if "error" in points
+        else Counter()
     )
     n_ok = int(ok.sum())
     cards = [
