@@ -64,3 +64,28 @@ def h100_dir() -> Path:
 @pytest.fixture(scope="session")
 def alex8_workload(alex8_dir: Path) -> Path:
     return FIXTURES / "eie_alexnet_fc8.yaml"
+
+
+@pytest.fixture(scope="session")
+def finished_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output folder of a small finished sweep (tiny EIE at 2 and 4 PEs, the nine EIE
+    benchmark layers), for tests that rebuild its report or tamper with its files."""
+    from archsim.cli import main
+
+    root = tmp_path_factory.mktemp("finished_sweep")
+    spec = root / "s.yaml"
+    spec.write_text("schema_version: 1\nname: s\nhardware: tiny_eie\nworkload: eie_benchmarks\n"
+                    "axes: {pe_array.num_pes: [2, 4]}\n")  # fmt: skip
+    assert main(["sweep", str(spec), "-o", str(root / "out"), "-j", "1", "-q"]) == 0
+    return root / "out"
+
+
+@pytest.fixture
+def sweep_copy(finished_sweep: Path, tmp_path: Path) -> Path:
+    """A fresh copy of ``finished_sweep``'s results.parquet and sweep.json (``tmp_path / "s"``)
+    to tamper with."""
+    dst = tmp_path / "s"
+    dst.mkdir()
+    for name in ("results.parquet", "sweep.json"):
+        (dst / name).write_bytes((finished_sweep / name).read_bytes())
+    return dst
