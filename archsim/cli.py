@@ -208,6 +208,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
             f"the spec; allowed: a whole `archsim sweep` folder (running the sweep again "
             f"into {folder} resumes it and rewrites sweep.json)"
         )
+    if not results.exists() and not (folder / "sweep.json").exists():
+        raise ArchsimError(
+            f"{results}: cannot read results: no such file; allowed: a folder written by "
+            "`archsim run`, `collective` or "
+            "`train` (results.json), or by `archsim sweep` (results.parquet and sweep.json)"
+        )
     try:
         if not results.exists() and (folder / "sweep.json").exists():
             from archsim.cli_sweep import rebuild_sweep_report

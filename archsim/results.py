@@ -6,6 +6,7 @@ import html
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -250,7 +251,9 @@ class RunResult:
             if not (math.isfinite(run.clock_hz) and run.clock_hz > 0):
                 raise ValueError(f"clock_hz {run.clock_hz!r}; allowed: a positive number")
             _check_counts(run)
+            _check_names(run)
             _check_layers(run)
+            _check_extras(run)
             return _nan_restored(run)
         except RecursionError:
             raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
@@ -331,9 +334,40 @@ def read_results_json(path: str | Path) -> dict[str, Any]:
     return _json_object(text, source)
 
 
+class _Repeated(dict):  # type: ignore[type-arg]
+    """A parsed JSON object that gave ``key`` more than once (json.loads keeps the last)."""
+
+    key = ""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: the object, marked when it repeats a key (its path is named by
+    :func:`_check_parsed`)."""
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    repeated = _Repeated(out)
+    repeated.key = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+    return repeated
+
+
+def _check_parsed(obj: Any, where: str = "") -> None:
+    """Raise ``ValueError`` naming the first key given twice in one object."""
+    if isinstance(obj, _Repeated):
+        raise ValueError(
+            f"{where + '.' if where else ''}{obj.key}: key given twice in one object; "
+            "allowed: each key once"
+        )
+    items = (
+        obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    )
+    for k, v in items:
+        _check_parsed(v, f"{where}.{k}" if where else str(k))
+
+
 def _json_object(text: str, source: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_pairs)
     except RecursionError:
         raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
     except json.JSONDecodeError as exc:
@@ -345,6 +379,12 @@ def _json_object(text: str, source: str) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise ArchsimError(f"{source}: malformed results.json: top level must be an object")
+    try:
+        _check_parsed(data)
+    except RecursionError:
+        raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
+    except ValueError as exc:
+        raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
     return data
 
 
@@ -421,8 +461,10 @@ def _check_number_types(data: Mapping[str, Any]) -> None:
 
 def _check_layers(run: RunResult) -> None:
     """Raise ``ValueError`` naming what no run of archsim writes: no layers, a utilization
-    outside [0, 1], a layer ending before it starts, a layer name given twice (a system
-    step's own rows, ``optimizer`` or ``bucket0``, may share a workload layer's name)."""
+    outside [0, 1], a layer ending before it starts or with cycles other than its span, a
+    layer ending after total_cycles, total_cycles other than the layers' cycles plus
+    ``metadata.exposed_io_cycles`` (as ``simulate`` writes it), a layer name given twice (a
+    system step's own rows, ``optimizer`` or ``bucket0``, may share a workload layer's name)."""
     if not run.layers:
         raise ValueError(
             f"layers: empty (total_cycles {run.total_cycles}); allowed: one entry per layer "
@@ -447,6 +489,16 @@ def _check_layers(run: RunResult) -> None:
                 f"layers.{i}.end_cycle: {lr.end_cycle} is before start_cycle "
                 f"{lr.start_cycle}; allowed: end_cycle >= start_cycle"
             )
+        if lr.end_cycle - lr.start_cycle != lr.cycles:
+            raise ValueError(
+                f"layers.{i}.cycles: {lr.cycles} (layer {lr.layer!r}), but it runs from cycle "
+                f"{lr.start_cycle} to {lr.end_cycle}; allowed: end_cycle - start_cycle"
+            )
+        if lr.end_cycle > run.total_cycles:
+            raise ValueError(
+                f"total_cycles: {run.total_cycles}, but layers.{i} ({lr.layer!r}) ends at "
+                f"cycle {lr.end_cycle}; allowed: at least every layer's end_cycle"
+            )
         key = (lr.layer, lr.kind if run.accelerator == "system" else "")
         if key in seen:
             raise ValueError(
@@ -454,6 +506,75 @@ def _check_layers(run: RunResult) -> None:
                 "allowed: unique layer names"
             )
         seen[key] = i
+    exposed = run.metadata.get("exposed_io_cycles")  # what `simulate` adds to its layers
+    busy = sum(lr.cycles for lr in run.layers)
+    if type(exposed) is int and run.total_cycles != busy + exposed:
+        raise ValueError(
+            f"total_cycles: {run.total_cycles}, but the layers' cycles sum to {busy} and "
+            f"metadata.exposed_io_cycles is {exposed}; allowed: their sum, {busy + exposed}"
+        )
+
+
+#: kinds of the rows of a training step (``archsim.train_step``) besides its collectives
+_SYSTEM_KINDS = ("train_layer", "optimizer", "step_rest")
+
+
+def _check_names(run: RunResult) -> None:
+    """Raise ``ValueError`` on an accelerator archsim does not have or a layer kind it does
+    not write for that accelerator."""
+    from typing import get_args
+
+    from archsim.accelerators import REGISTRY
+    from archsim.config.workload import LayerSpec
+
+    accelerators = (*REGISTRY, "system")
+    if run.accelerator not in accelerators:
+        raise ValueError(
+            f"accelerator: {run.accelerator!r}; allowed: {', '.join(sorted(accelerators))}"
+        )
+    if run.accelerator == "system":
+        from archsim.system.collectives import OPS
+
+        kinds: tuple[str, ...] = (*_SYSTEM_KINDS, *OPS)
+    else:
+        kinds = tuple(get_args(m.model_fields["kind"].annotation)[0]
+                      for m in get_args(get_args(LayerSpec)[0]))  # fmt: skip
+    for i, lr in enumerate(run.layers):
+        if lr.kind not in kinds:
+            raise ValueError(
+                f"layers.{i}.kind: {lr.kind!r} (layer {lr.layer!r}); allowed for "
+                f"{run.accelerator}: {', '.join(kinds)}"
+            )
+
+
+#: JSON type of an extra column (``archsim schema results``) -> Python types of its values,
+#: and how an error names them; any other column: text, a number or true/false
+_EXTRA_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "number": ((int, float), "a number"),
+    "integer": ((int, float), "a number"),
+    "boolean": ((bool,), "true or false"),
+    "string": ((str,), "text"),
+}
+
+
+def _check_extras(run: RunResult) -> None:
+    """Raise ``ValueError`` naming the first extra column value that no simulator writes and
+    the report cannot show: a list or object, NaN or infinity (``to_json`` writes null), or a
+    value of another type than its column's; null is a value not computed (NaN)."""
+    from archsim.result_columns import describe
+
+    for i, lr in enumerate(run.layers):
+        for column, v in lr.extras.items():
+            tp = (describe(column) or ("any",))[0]
+            types, what = _EXTRA_TYPES.get(tp, ((str, int, float), "text, a number or true/false"))
+            boolean = isinstance(v, bool) == (tp == "boolean") or tp not in _EXTRA_TYPES
+            if v is None or (isinstance(v, types) and boolean and _finite(v) is not None):
+                continue
+            raise ValueError(
+                f"layers.{i}.extras.{column}: {shown_value(v) or json.dumps(v)[:60]} "
+                f"(layer {lr.layer!r}); "
+                f"allowed: {what}, or null"
+            )
 
 
 def _finite(obj: Any) -> Any:
