@@ -6,7 +6,6 @@ import html
 import json
 import math
 import os
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -22,6 +21,7 @@ from archsim.errors import (
     shown_name,
     shown_value,
 )
+from archsim.json_keys import RepeatedKey, loads_unique_keys
 
 if TYPE_CHECKING:  # pandas loads with the first DataFrame, not with `import archsim`
     import pandas as pd
@@ -334,40 +334,14 @@ def read_results_json(path: str | Path) -> dict[str, Any]:
     return _json_object(text, source)
 
 
-class _Repeated(dict):  # type: ignore[type-arg]
-    """A parsed JSON object that gave ``key`` more than once (json.loads keeps the last)."""
-
-    key = ""
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook``: the object, marked when it repeats a key (its path is named by
-    :func:`_check_parsed`)."""
-    out = dict(pairs)
-    if len(out) == len(pairs):
-        return out
-    repeated = _Repeated(out)
-    repeated.key = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
-    return repeated
-
-
-def _check_parsed(obj: Any, where: str = "") -> None:
-    """Raise ``ValueError`` naming the first key given twice in one object."""
-    if isinstance(obj, _Repeated):
-        raise ValueError(
-            f"{where + '.' if where else ''}{obj.key}: key given twice in one object; "
-            "allowed: each key once"
-        )
-    items = (
-        obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
-    )
-    for k, v in items:
-        _check_parsed(v, f"{where}.{k}" if where else str(k))
-
-
 def _json_object(text: str, source: str) -> dict[str, Any]:
     try:
-        data = json.loads(text, object_pairs_hook=_pairs)
+        data = loads_unique_keys(text)
+    except RepeatedKey as exc:
+        raise ArchsimError(
+            f"{source}: malformed results.json: {exc.path}: key given twice in one object; "
+            "allowed: each key once"
+        ) from None
     except RecursionError:
         raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
     except json.JSONDecodeError as exc:
@@ -379,12 +353,6 @@ def _json_object(text: str, source: str) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise ArchsimError(f"{source}: malformed results.json: top level must be an object")
-    try:
-        _check_parsed(data)
-    except RecursionError:
-        raise ArchsimError(f"{source}: malformed results.json: nested too deeply") from None
-    except ValueError as exc:
-        raise ArchsimError(f"{source}: malformed results.json: {exc}") from None
     return data
 
 

@@ -179,11 +179,10 @@ def _axis_values(axis: list[Any] | AxisRange) -> list:
         raw = np.geomspace(axis.low, axis.high, axis.num)
     else:
         raw = np.linspace(axis.low, axis.high, axis.num)
-    if axis.integer:  # as ``as_integer`` rounds, on the whole array: 10^7 values took 30 s
-        lo, hi = math.ceil(axis.low), math.floor(axis.high)
-        ints = np.clip(np.rint(raw), lo, hi)
+    if axis.integer:  # distinct values, in order
+        ints = axis.rounded(raw)
         _, first = np.unique(ints, return_index=True)
-        return [int(v) for v in ints[np.sort(first)]]
+        return axis.as_integers(ints[np.sort(first)])
     return [float(v) for v in raw]
 
 
@@ -336,7 +335,7 @@ def _samples(spec: SweepSpec, source: str, base: ArchsimModel) -> list[dict[str,
         else:
             draws = [axis.low + float(x) * (axis.high - axis.low) for x in u]
         if axis.integer:
-            draws = [axis.as_integer(v) for v in draws]
+            draws = axis.as_integers(draws)
         columns[path] = _check_axis(base, source, path, draws)
     return [{p: columns[p][i] for p in spec.axes} for i in range(spec.samples)]
 

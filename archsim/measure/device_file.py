@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.errors import one_line
+from archsim.json_keys import RepeatedKey, loads_unique_keys
 from archsim.measure.checks import MOST as _MOST
 from archsim.measure.checks import MeasurementError
 from archsim.measure.checks import shown as _shown
@@ -170,19 +171,6 @@ def _check_bursts(block: Any, where: str) -> dict[str, Any]:
     return block
 
 
-class _DuplicateKey(Exception):
-    """A JSON object names one key twice (``json`` would keep the last silently)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
-
-
 def _not_utf8(doc: Any) -> str | None:
     """The dotted path of the first key or string of a JSON document that is not UTF-8 (a lone
     surrogate), or None; walked without recursion (the document may nest deeply)."""
@@ -205,9 +193,9 @@ def read_device(path: Path, data: bytes) -> tuple[dict, dict, dict, dict]:
     """The checked ``device``, ``memory_eager``, ``energy`` and ``bursts`` of the document
     ``data`` (the bytes of ``path``, which messages name)."""
     try:
-        doc = json.loads(data.decode("utf-8-sig"), object_pairs_hook=_unique_keys)  # BOM: as CSV
-    except _DuplicateKey as exc:
-        raise MeasurementError(path, exc.args[0], "appears twice in one object; allowed: each "
+        doc = loads_unique_keys(data.decode("utf-8-sig"))  # BOM: as CSV
+    except RepeatedKey as exc:
+        raise MeasurementError(path, exc.key, "appears twice in one object; allowed: each "
                                "key once") from None  # fmt: skip
     except json.JSONDecodeError as exc:
         raise MeasurementError(path, "", f"not valid JSON ({one_line(exc)})") from None
