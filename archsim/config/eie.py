@@ -18,6 +18,7 @@ from archsim.config.components import (
     SramConfig,
     TechnologyConfig,
 )
+from archsim.config.names import Name
 
 __all__ = ["EieConfig", "EieEncodingConfig", "EieStaticPowerConfig", "EieLnzdConfig"]
 
@@ -86,7 +87,7 @@ class EieConfig(ArchsimModel):
 
     schema_version: Literal[1]
     accelerator: Literal["eie"]
-    name: str = "eie"
+    name: Name = "eie"
     description: str = ""
     clock: ClockConfig
     technology: TechnologyConfig

@@ -28,6 +28,7 @@ from archsim.config.gpu_family import (
     rate_key,
 )
 from archsim.config.gpu_power import GpuPowerConfig
+from archsim.config.names import Name
 
 __all__ = [
     "CudaCoreConfig",
@@ -382,7 +383,7 @@ class GpuConfig(ArchsimModel):
 
     schema_version: Literal[1]
     accelerator: Literal["tensor_core"]
-    name: str
+    name: Name
     description: str = ""
     clock: ClockConfig
     technology: TechnologyConfig

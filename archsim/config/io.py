@@ -14,6 +14,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from archsim.config.base import ArchsimModel
 from archsim.config.messages import validation_to_config_error
+from archsim.config.names import fit_name
 from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError, UnknownNameError, shown_name, shown_value
 
@@ -591,5 +592,5 @@ def apply_set(hw: Any, items: Sequence[str]) -> Any:
     overrides = parse_overrides(items)
     if "name" not in overrides:
         changes = ", ".join(f"{k}={shown_value(v) or v}" for k, v in overrides.items())
-        overrides["name"] = f"{hw.name} ({changes})"
+        overrides["name"] = fit_name(f"{hw.name} ({changes})")
     return hw.with_overrides(overrides, source="--set")

@@ -246,6 +246,10 @@ def validation_to_config_error(
             problem = f"required field is missing; allowed: {shown}"
     elif kind in ("value_error", "assertion_error") and _is_model(tp):
         path, problem = _model_level(err, parts, tp)
+    elif kind == "string_too_long" and isinstance(err.get("input"), str):
+        problem = (
+            f"{len(err['input']):,} characters; allowed: at most {ctx.get('max_length')} characters"
+        )
     else:
         given = err.get("input")
         msg = _clean_msg(err)

@@ -16,6 +16,7 @@ from archsim.config.components import (
     SramConfig,
     TechnologyConfig,
 )
+from archsim.config.names import Name
 
 __all__ = [
     "PeGridConfig",
@@ -96,7 +97,7 @@ class ScnnConfig(_CnnAcceleratorConfig):
     """SCNN: PT-IS-CP-sparse over a grid of PEs with F x I multipliers and A banks each."""
 
     accelerator: Literal["scnn"]
-    name: str = "scnn"
+    name: Name = "scnn"
     accumulator: AccumulatorConfig = AccumulatorConfig()
     crossbar: CrossbarConfig
     crossbar_input_fifo_depth: int = Field(
@@ -139,7 +140,7 @@ class DcnnConfig(_CnnAcceleratorConfig):
     """
 
     accelerator: Literal["dcnn"]
-    name: str = "dcnn"
+    name: Name = "dcnn"
     sram: SramConfig
     optimized: bool = Field(
         default=False,

@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from archsim.config.base import MAX_EXPRESSION_CHARS, ArchsimModel, dotted_name
+from archsim.config.names import Name
 
 __all__ = [
     "SweepSpec",
@@ -182,7 +183,7 @@ class SweepSpec(ArchsimModel):
     """A design-space sweep (see the module docstring for an example)."""
 
     schema_version: Literal[1]
-    name: str = Field(min_length=1)
+    name: Name
     description: str = ""
     hardware: str = Field(min_length=1, description="Base hardware: preset name or YAML path.")
     workload: str | list[str] = Field(

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from archsim.config.base import ArchsimModel
+from archsim.config.names import Name
 
 __all__ = [
     "DdpConfig",
@@ -395,7 +396,7 @@ class SystemConfig(ArchsimModel):
 
     schema_version: Literal[1]
     accelerator: Literal["system"]
-    name: str = Field(min_length=1, description="Preset name.")
+    name: Name = Field(description="Preset name.")
     description: str = Field(default="", description="What the system is, with sources.")
     gpu: str = Field(min_length=1, description="GPU hardware preset name or YAML path.")
     # bounds: a node's topology is checked GPU by GPU, and no system comes near them (DGX: 8

@@ -14,6 +14,7 @@ from archsim.config.components import (
     SramConfig,
     TechnologyConfig,
 )
+from archsim.config.names import Name
 
 __all__ = ["SystolicArrayConfig", "ScalesimCompatConfig", "SystolicConfig"]
 
@@ -68,7 +69,7 @@ class SystolicConfig(ArchsimModel):
 
     schema_version: Literal[1]
     accelerator: Literal["systolic"]
-    name: str = "systolic"
+    name: Name = "systolic"
     description: str = ""
     source: str = Field(default="", description="Citation of the design's parameters.")
     clock: ClockConfig

@@ -7,7 +7,6 @@ matrix multiply, e.g. the DeepBench shapes for the tensor-core GPUs).
 
 from __future__ import annotations
 
-import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,6 +20,7 @@ from pydantic import (
 )
 
 from archsim.config.base import ArchsimModel
+from archsim.config.names import LINE_BREAKING_CATEGORIES, Name, control_character
 from archsim.errors import ConfigError, integral, is_count
 
 __all__ = [
@@ -67,22 +67,6 @@ def toggle_fraction(activity: OperandActivity) -> float:
     return float(activity)
 
 
-#: control characters an error names in words (others: by code point)
-_CONTROL_NAMES = {"\n": "newline", "\r": "carriage return", "\t": "tab"}
-#: Unicode categories a layer name may not hold: control characters, line and paragraph
-#: separators (they break a line of a table)
-LINE_BREAKING_CATEGORIES = ("Cc", "Zl", "Zp")
-
-
-def _control_character(text: str) -> str | None:
-    """The first character of ``text`` that breaks a line or a terminal table (a control
-    character, a line or paragraph separator), named; None when there is none."""
-    for ch in text:
-        if unicodedata.category(ch) in LINE_BREAKING_CATEGORIES:
-            return _CONTROL_NAMES.get(ch, f"U+{ord(ch):04X}")
-    return None
-
-
 class _NamedLayer(ArchsimModel):
     """A layer's ``name``: one line of printable text (tables and reports show it)."""
 
@@ -90,7 +74,7 @@ class _NamedLayer(ArchsimModel):
     @classmethod
     def _one_line_name(cls, data: Any) -> Any:
         name = data.get("name") if isinstance(data, dict) else None
-        bad = _control_character(name) if isinstance(name, str) else None
+        bad = control_character(name) if isinstance(name, str) else None
         if bad is not None:
             raise ValueError(
                 f"name: contains a control character ({bad}); allowed: one line of printable text"
@@ -495,7 +479,7 @@ class WorkloadSpec(ArchsimModel):
     """A named, cited list of layers."""
 
     schema_version: Literal[1]
-    name: str = Field(min_length=1)
+    name: Name
     source: str = Field(min_length=1, description="Citation of the shapes and densities.")
     description: str = ""
     layers: list[LayerSpec] = Field(min_length=1, description="Layers, run in this order.")

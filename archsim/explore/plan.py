@@ -38,7 +38,7 @@ from archsim.config.workload import WorkloadSpec
 from archsim.errors import ConfigError, is_count, shown_name
 from archsim.explore.compressed import check_compress_values, compress_axis, compressed_workload
 from archsim.explore.expression import Expression, ExpressionError, derived_quantities
-from archsim.limits import DEFAULT_MAX_POINTS, check_layer_kinds
+from archsim.limits import DEFAULT_MAX_POINTS, check_layer_kinds, check_plan_memory
 from archsim.provenance import tree_digest
 from archsim.simulate import archsim_version, model_fingerprint
 
@@ -215,6 +215,7 @@ def _check_size(spec: SweepSpec, source: str, workloads: int, max_points: int) -
         raise ConfigError("<api>", "max_points", f"got {max_points!r}; allowed: an integer >= 1")
     n = count_points(spec, workloads)
     if n <= max_points:
+        check_plan_memory(source, "samples" if spec.mode == "random" else "axes", n)
         return
     if spec.mode == "random":
         how = f"samples: {spec.samples:,}"

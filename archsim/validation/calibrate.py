@@ -22,6 +22,7 @@ import yaml
 
 from archsim.config.base import get_dotted as _get
 from archsim.config.io import _resolve, load_hardware, read_yaml
+from archsim.config.names import fit_name
 from archsim.errors import ArchsimError, ConfigError, one_line
 from archsim.measure.folder import DEVICE_FILE, MeasuredFolder, MeasurementError
 from archsim.validation.measured import (
@@ -323,7 +324,7 @@ def write_yaml(hardware: str, result: Fit, folder: MeasuredFolder, out: str | Pa
     measured = _measured_fields(folder)
     for path, (value, _) in measured.items():
         _set(raw, path, float(f"{value:.6g}"))
-    raw["name"] = f"{raw.get('name', hardware)}_calibrated"
+    raw["name"] = fit_name(f"{raw.get('name', hardware)}_calibrated")
     device = folder.device.get("name", "?")  # printable (the folder reader checks it)
     source = one_line(folder.path)  # a newline in it would end the comment line
     fields = {f.path: f for f in fields_for(load_hardware(hardware))}

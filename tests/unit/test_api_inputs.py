@@ -521,3 +521,39 @@ def test_layer_names_are_one_line(tmp_path: Path, name: str, what: str) -> None:
     assert wl.with_overrides({"layers.1.name": "/features/conv.0:Conv_1"}).layers[1].name == (
         "/features/conv.0:Conv_1"
     )
+
+
+@pytest.mark.parametrize("preset", ["eie", "scnn", "dcnn", "systolic_32x32_os", "h100", "dgx_h100"])
+def test_hardware_and_workload_names_are_one_short_line(preset: str) -> None:
+    """A name heads every report and sits in every results row: a newline, or 100,000
+    characters, was taken (the layer names' rule, now every name's)."""
+    from archsim.config.names import MAX_NAME_CHARS
+    from archsim.errors import ConfigError
+
+    hw = archsim.load_hardware(preset)
+    for model in (hw, archsim.load_workload("eie_benchmarks")):
+        with pytest.raises(ConfigError) as info:
+            model.with_overrides({"name": "a\nb"})
+        assert str(info.value) == (
+            "<overrides>: name: contains a control character (newline); allowed: one line of "
+            "printable text (got 'a\\nb')"
+        )
+        with pytest.raises(ConfigError) as info:
+            model.with_overrides({"name": "x" * 100_000})
+        assert str(info.value) == (
+            "<overrides>: name: 100,000 characters; allowed: at most 200 characters"
+        )
+        assert model.with_overrides({"name": "y" * MAX_NAME_CHARS}).name == "y" * MAX_NAME_CHARS
+
+
+def test_a_derived_name_is_cut_to_the_limit() -> None:
+    """``--set`` names the changed design after its changes; many of them made a name the
+    limit refused, which the user never wrote: it is cut, with an ellipsis."""
+    from archsim.config.io import apply_set
+    from archsim.config.names import MAX_NAME_CHARS
+
+    hw = apply_set(archsim.load_hardware("h100"), [f"description={'d' * 300}"])
+    assert len(hw.name) == MAX_NAME_CHARS
+    assert hw.name.startswith("h100 (description=ddd") and hw.name.endswith("d\u2026")
+    short = apply_set(archsim.load_hardware("h100"), ["description=x"])
+    assert short.name == "h100 (description=x)"

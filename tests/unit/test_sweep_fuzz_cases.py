@@ -210,3 +210,43 @@ def test_the_pareto_front_of_many_points_is_not_quadratic():
         dominated = ((v <= v[i]).all(axis=1) & (v < v[i]).any(axis=1)).any()
         assert (i in on) == (not dominated)
     assert list(on) == sorted(on)
+
+
+@pytest.mark.parametrize(
+    ("name", "needle"),
+    [
+        ('"a\\nb"', "contains a control character (newline); allowed: one line of printable text"),
+        ("x" * 100_000, "100,000 characters; allowed: at most 200 characters"),
+    ],
+)
+def test_sweep_name_is_one_short_line(tmp_path: Path, capsys, name: str, needle: str) -> None:
+    """A sweep's name heads its report and its summary line: a newline or 100,000 characters
+    was taken."""
+    spec = _spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 4]\n")
+    spec.write_text(spec.read_text().replace("name: t\n", f"name: {name}\n"))
+    _refused(tmp_path, spec, "name", needle, capsys)
+
+
+def test_a_sweep_too_large_to_plan_in_memory_is_refused(tmp_path: Path, capsys, monkeypatch):
+    """``--max-points 100000000`` with ``samples: 100000000`` built points for 50 s and ran
+    out of memory: the points' memory is now estimated before any is built."""
+    import archsim.limits
+
+    spec = _spec(tmp_path, "mode: random\nsamples: 200000\naxes:\n  pe_array.num_pes: [2, 4]\n")
+    assert archsim.limits.available_memory_bytes() > 0  # read from /proc/meminfo here
+    monkeypatch.setattr(archsim.limits, "available_memory_bytes", lambda: 1_500_000_000)
+    with pytest.raises(ConfigError) as info:
+        plan_sweep(spec, max_points=10**6)
+    assert str(info.value) == (
+        f"{spec}: samples: 200,000 points need about 2.0 GB of memory to plan (about 10 kB "
+        "each) and 1.5 GB is available; allowed: fewer points (fewer values, samples or seeds, "
+        "or the sweep split in parts)"
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "-o", str(out), "--max-points", "1000000", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "200,000 points need about 2.0 GB" in err
+    assert not out.exists()
+    monkeypatch.setattr(archsim.limits, "available_memory_bytes", lambda: None)  # not Linux
+    grid = _spec(tmp_path, "axes:\n  pe_array.num_pes: [2, 4]\n")
+    assert len(plan_sweep(grid).points) == 2
