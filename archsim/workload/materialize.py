@@ -34,13 +34,16 @@ def _geometric_by_inversion(rng: np.random.Generator, p: float, n: int) -> np.nd
     """``rng.geometric(p, size=n)`` for ``_TINY_DENSITY <= p < _INVERSION_BELOW``, bit for bit
     and from the same stream, as whole-array operations: the exponentials drawn at once and the
     logarithm taken once, where NumPy takes it for each value (0.27 of the nine EIE layers'
-    0.65 s build; 0.12 s this way).
+    0.65 s build; 0.12 s this way), and the integers written over the floats they come from
+    (an int64 view of the same buffer: no second array, 33 MB for VGG-16's FC6).
     ``math.log1p`` is the C library's ``log1p``, as NumPy's ``npy_log1p``; negating a quotient
     is exact. At these ``p`` no gap reaches int64's limit (E < 800, so < 8e11)."""
     gaps = rng.standard_exponential(n)
     gaps /= -math.log1p(-p)
     np.ceil(gaps, out=gaps)
-    return gaps.astype(np.int64)
+    whole = gaps.view(np.int64)
+    np.copyto(whole, gaps, casting="unsafe")  # element by element, each in its own place
+    return whole
 
 
 def _bernoulli_positions(rng: np.random.Generator, total: int, density: float) -> np.ndarray:
