@@ -275,7 +275,7 @@ def read_onnx(
         spec = WorkloadSpec.model_validate(
             {
                 "schema_version": 1,
-                "name": path.stem,
+                "name": _printable(path.stem),  # a file name may hold a U+2028
                 "source": f"ONNX import of {path.name} (sha256 {digest}) by archsim",
                 "description": "Per-layer provenance -- " + "; ".join(lines),
                 "layers": layers,

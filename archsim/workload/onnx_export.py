@@ -95,7 +95,9 @@ def real_matvec(
 
 
 def _folder_name(name: str, used: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "layer"
+    # at most 100 characters: a 5,000-character node name is no folder name ("File name too
+    # long"); names cut alike are told apart by unique_name
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:100].strip("._") or "layer"
     return unique_name(base, used, sep="_")
 
 

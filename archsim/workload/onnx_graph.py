@@ -86,6 +86,11 @@ def initializer_array(path: Path, tensor: Any) -> np.ndarray:
     bytes, no data at all) is a ``WorkloadError`` naming the file and the initializer."""
     from onnx import numpy_helper
 
+    if any(d < 0 for d in tensor.dims):  # numpy_helper reads some of these as a tensor
+        raise WorkloadError(
+            f"{path}: initializer {tensor.name!r}: dimensions {list(tensor.dims)}; allowed: "
+            "sizes >= 0"
+        )
     try:
         arr = numpy_helper.to_array(tensor)
     except (ValueError, TypeError, KeyError) as exc:
@@ -177,6 +182,13 @@ def _check_nodes(path: Path, model: Any) -> None:
                 "input, initializer or earlier node makes; allowed: nodes in topological order, "
                 "without cycles"
             )
+        again = next((n for n in node.output if n and n in known), None)
+        if again is not None:  # a model saved twice into one file repeats every node
+            raise WorkloadError(
+                f"{path}: node {label!r} ({node.op_type}) writes {again!r}, which a graph "
+                "input, an initializer or an earlier node already makes; allowed: each tensor "
+                "written once (ONNX's single static assignment)"
+            )
         known.update(node.output)
         inner = _subgraph_mac(onnx, node)
         if inner is not None:
@@ -185,6 +197,28 @@ def _check_nodes(path: Path, model: Any) -> None:
                 "its subgraph: control flow is not modelled, so its multiply-adds would be "
                 "dropped; allowed: MAC ops outside If, Loop and Scan"
             )
+    _check_node_specs(onnx, path, model)
+
+
+def _check_node_specs(onnx: Any, path: Path, model: Any) -> None:
+    """Each node of the default domain as its operator's schema wants it (onnx.checker's node
+    check): attribute names and types, the number of inputs and outputs. A mistyped ``group``
+    or an LSTM without its weights is named here, not met as a traceback while placing it."""
+    ctx = onnx.checker.C.CheckerContext()
+    ctx.ir_version = model.ir_version
+    ctx.opset_imports = {imp.domain: imp.version for imp in model.opset_import}
+    lex = onnx.checker.C.LexicalScopeContext()
+    for i, node in enumerate(model.graph.node):
+        if node.domain not in ("", "ai.onnx") or _subgraphs(onnx, node):
+            continue  # custom domains: their runtime's; control flow: _subgraph_mac's
+        try:
+            onnx.checker.C.check_node(node.SerializeToString(), ctx, lex)
+        except Exception as exc:  # onnx.checker.ValidationError, and its C++ errors
+            raise WorkloadError(
+                f"{path}: node {node_label(node, i)!r} ({node.op_type}): "
+                f"{one_line(str(exc).split('==>')[0], 200)}; allowed: the inputs and "
+                "attributes (names and types) of its ONNX operator schema"
+            ) from None
 
 
 #: ops that multiply-accumulate (a control-flow subgraph holding one is refused)
@@ -290,7 +324,9 @@ def _set_input_shapes(
 def _infer(path: Path, model: Any) -> Any:
     onnx = require_onnx()
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        return onnx.shape_inference.infer_shapes(
+            model, check_type=True, strict_mode=True, data_prop=True
+        )  # check_type: a float16 weight of a float32 Conv is an error, not a layer
     except Exception as exc:
         msg = one_line(exc, 300)
         raise WorkloadError(

@@ -74,6 +74,13 @@ def _fold_bn(g: OnnxGraph, bn_index: int, w: np.ndarray | None, b: np.ndarray | 
     params = [g.consts[n] for n in bn.input[1:5]]
     if w is None or not all(p.is_real for p in params):
         return w, b, True
+    bad = next((n for n, p in zip(bn.input[1:5], params, strict=True)
+                if p.shape != (w.shape[0],)), None)  # fmt: skip
+    if bad is not None:  # broadcasting failed as a traceback
+        raise WorkloadError(
+            f"{g.path}: node {node_label(bn, bn_index)!r} (BatchNormalization): {bad!r} has shape "
+            f"{g.consts[bad].shape}; allowed: ({w.shape[0]},), one value per channel of the conv"
+        )
     scale, shift, mean, var = (np.asarray(p.array, np.float64) for p in params)
     eps = float(_attrs(bn).get("epsilon", 1e-5))
     if not np.all(var + eps > 0):  # NaN fails too
@@ -144,6 +151,7 @@ def _conv(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
     n, c, h, w_in = x
     k, cg, r, s = wshape
     groups = int(a.get("group", 1))
+    _check_conv(g, i, node, a, x, wshape)
     p, q = out[2], out[3]
     strides = list(a.get("strides", [1, 1]))
     pads = list(a.get("pads", [0, 0, 0, 0]))
@@ -165,7 +173,7 @@ def _conv(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
         len(set(strides)) == 1
         and len(set(pads)) == 1
         and set(dil) == {1}
-        and auto in (b"NOTSET", "NOTSET")
+        and auto in (b"NOTSET", "NOTSET", b"", "")
         and (h + 2 * pads[0] - r) // strides[0] + 1 == p
         and (w_in + 2 * pads[0] - s) // strides[0] + 1 == q
     )
@@ -180,6 +188,44 @@ def _conv(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
             "(conv layers take one stride and one symmetric pad)"
         )
     return PlacedLayer(i, fields, macs, node.input[0], w, b, placeholder, folded, note)
+
+
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _check_conv(g: OnnxGraph, i: int, node: Any, a: dict, x: tuple, wshape: tuple) -> None:
+    """What ONNX's shape inference lets through and onnxruntime refuses (so that a model
+    imported without it, ``--no-measure``, is refused too, not counted at wrong MACs): the
+    group against the channels, kernel_shape against the weight, auto_pad, the bias shape."""
+    where = f"{g.path}: node {node_label(node, i)!r} (Conv)"
+    k, cg, r, s = wshape
+    groups = int(a.get("group", 1))
+    if groups < 1 or x[1] != cg * groups or k % groups:
+        raise WorkloadError(
+            f"{where}: group {groups} with {x[1]} input channels and a weight of shape "
+            f"{tuple(wshape)}; allowed: a group >= 1 that divides the {k} output channels, with "
+            "input channels = weight dimension 1 x group"
+        )
+    kernel = list(a.get("kernel_shape", [r, s]))
+    if kernel != [r, s]:
+        raise WorkloadError(
+            f"{where}: kernel_shape {kernel} contradicts its {r}x{s} weight; allowed: "
+            f"[{r}, {s}] or no kernel_shape"
+        )
+    auto = a.get("auto_pad", b"NOTSET")
+    auto = auto.decode(errors="replace") if isinstance(auto, bytes) else str(auto)
+    auto = auto or "NOTSET"  # onnxruntime reads an empty auto_pad as NOTSET
+    if auto not in _AUTO_PADS or (auto != "NOTSET" and "pads" in a):
+        what = f"auto_pad {auto!r}" + (" with pads" if "pads" in a else "")
+        raise WorkloadError(
+            f"{where}: {what}; allowed: auto_pad {', '.join(_AUTO_PADS)}, and pads only with NOTSET"
+        )
+    bias = _const(g, node.input[2] if len(node.input) > 2 else "")
+    if bias is not None and bias.shape != (k,):
+        raise WorkloadError(
+            f"{where}: bias {node.input[2]!r} has shape {bias.shape}; allowed: ({k},), one "
+            "value per output channel"
+        )
 
 
 def _gemm(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
@@ -245,10 +291,11 @@ def _recurrent(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
         return "shapes unknown after shape inference"
     at = _attrs(node)
     layout = int(at.get("layout", 0))
+    gates = 4 if node.op_type == "LSTM" else 3
+    _check_recurrent(g, i, node, at, x, wshape, rshape, gates)
     steps, batch = (x[1], x[0]) if layout else (x[0], x[1])
     dirs, gates_h, inp = wshape
     hidden = rshape[2]
-    gates = 4 if node.op_type == "LSTM" else 3
     per_step = dirs * batch * gates_h * (inp + hidden)
     wc, rc = _const(g, node.input[1]), _const(g, node.input[2])
     w = None
@@ -272,6 +319,41 @@ def _recurrent(g: OnnxGraph, i: int, node: Any) -> PlacedLayer | str:
     if w is not None and dirs > 1:
         w = None  # one direction is placed; its weights alone would mislabel the layer
     return PlacedLayer(i, fields, steps * per_step, node.input[0], w, bias, placeholder, (), note)
+
+
+def _check_recurrent(
+    g: OnnxGraph, i: int, node: Any, at: dict, x: tuple, wshape: tuple, rshape: tuple, gates: int
+) -> None:
+    """X, W and R of an LSTM/GRU as its attributes say (shape inference checks little of it;
+    onnxruntime refuses the rest): no traceback, no MACs of a hidden size 0."""
+    where = f"{g.path}: node {node_label(node, i)!r} ({node.op_type})"
+    ranks = {"X": x, "W": wshape, "R": rshape}
+    bad = next((n for n, sh in ranks.items() if len(sh) != 3 or 0 in sh), None)
+    if bad is not None:
+        raise WorkloadError(
+            f"{where}: input {bad} has shape {tuple(ranks[bad])}; allowed: 3 non-empty "
+            "dimensions (X: sequence, batch, input; W, R: directions, gates x hidden, ...)"
+        )
+    direction = at.get("direction", b"forward")
+    direction = direction.decode(errors="replace") if isinstance(direction, bytes) else direction
+    dirs = 2 if direction == "bidirectional" else 1
+    hidden = int(at.get("hidden_size", rshape[2]))
+    layout = int(at.get("layout", 0))
+    want_w = (dirs, gates * hidden, x[2])
+    want_r = (dirs, gates * hidden, hidden)
+    if (
+        direction not in ("forward", "reverse", "bidirectional")
+        or layout not in (0, 1)
+        or hidden < 1
+        or tuple(wshape) != want_w
+        or tuple(rshape) != want_r
+    ):
+        raise WorkloadError(
+            f"{where}: direction {direction!r}, layout {layout}, hidden_size {hidden}, X "
+            f"{tuple(x)}, W {tuple(wshape)}, R {tuple(rshape)}; allowed: direction forward, "
+            f"reverse or bidirectional, layout 0 or 1, hidden_size >= 1, W {want_w} and R "
+            f"{want_r}"
+        )
 
 
 _PLACERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _matmul, "LSTM": _recurrent, "GRU": _recurrent}
