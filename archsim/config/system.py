@@ -77,12 +77,15 @@ class LinkSpec(ArchsimModel):
 class TopologyConfig(ArchsimModel):
     """The links of one node."""
 
-    switches: list[str] = Field(
-        default=[], description="Non-GPU endpoints: NVSwitch, PCIe switches, CPU root complexes."
+    switches: list[Name] = Field(
+        default=[],
+        description="Non-GPU endpoints: NVSwitch, PCIe switches, CPU root complexes (each "
+        "linked, directly or through other switches, to the GPUs of a node of 2 or more).",
     )
     nvswitch_reduction: bool = Field(
         default=False,
-        description="The NVSwitch reduces in the switch (NVLink SHARP, NVLS: H100 NVSwitch 3).",
+        description="The NVSwitch reduces in the switch (NVLink SHARP, NVLS: H100 NVSwitch 3); "
+        "true needs a switch every GPU links to over NVLink (nodes of 2 GPUs or more).",
     )
     link_kinds: dict[LinkKind, LinkKindConfig] = Field(description="Bandwidths per link kind.")
     links: list[LinkSpec] = Field(
@@ -104,6 +107,9 @@ class NicConfig(ArchsimModel):
         description="Per NIC and direction as NCCL models it (topo.h NET_BW: 12 GB/s per 100 Gbit)."
     )
 
+
+#: switches an error lists by name where it says which link ends exist
+_SHOWN_SWITCHES = 16
 
 #: algorithms and link kinds NCCL's latency tables must cover (``collectives`` reads them all)
 _LATENCY_ALGOS = ("tree", "ring", "nvls")
@@ -439,17 +445,21 @@ class SystemConfig(ArchsimModel):
     def _check_topology(self) -> SystemConfig:
         gpus = {f"gpu{i}" for i in range(self.gpus_per_node)}
         ends = gpus | set(self.topology.switches)
-        allowed = f"gpu0..gpu{self.gpus_per_node - 1}" + "".join(
-            f", {s}" for s in self.topology.switches
-        )
+        shown = self.topology.switches[:_SHOWN_SWITCHES]  # not 100,000 names on one line
+        more = len(self.topology.switches) - len(shown)
+        allowed = f"gpu0..gpu{self.gpus_per_node - 1}" + "".join(f", {s}" for s in shown)
+        allowed += f" and {more} more of topology.switches" if more > 0 else ""
         switches = self.topology.switches
+        named: dict[str, int] = {}  # not switches[:i]: 100,000 switches took minutes
         for i, name in enumerate(switches):
-            if name in gpus or name in switches[:i]:
-                what = "a GPU" if name in gpus else f"topology.switches.{switches.index(name)}"
+            if name in gpus or name in named:
+                what = "a GPU" if name in gpus else f"topology.switches.{named[name]}"
                 raise ValueError(
                     f"topology.switches.{i}: {name!r} also names {what}; allowed: a name of its own"
                 )
+            named[name] = i
         adj: dict[str, set[str]] = {e: set() for e in ends}
+        kinds: dict[str, set[tuple[str, str]]] = {e: set() for e in ends}  # (kind, other end)
         pairs: dict[frozenset[str], int] = {}
         for i, link in enumerate(self.topology.links):
             for side in ("a", "b"):
@@ -478,6 +488,8 @@ class SystemConfig(ArchsimModel):
                 )
             adj[link.a].add(link.b)
             adj[link.b].add(link.a)
+            kinds[link.a].add((link.kind, link.b))
+            kinds[link.b].add((link.kind, link.a))
         seen, todo = {"gpu0"}, deque(["gpu0"])
         while todo:
             for nxt in adj[todo.popleft()] - seen:
@@ -485,10 +497,30 @@ class SystemConfig(ArchsimModel):
                 todo.append(nxt)
         cut = sorted(gpus - seen, key=lambda g: int(g[3:]))
         if cut:
+            more = f" and {len(cut) - 8} more GPUs" if len(cut) > 8 else ""
             raise ValueError(
                 f"topology.links: the topology is disconnected: "
-                f"{', '.join(repr(c) for c in cut)} cannot reach "
+                f"{', '.join(repr(c) for c in cut[:8])}{more} cannot reach "
                 "gpu0 over topology.links; allowed: links that join every GPU"
+            )
+        if self.gpus_per_node == 1:  # nothing moves inside a node of one GPU: links optional
+            return self
+        # a switch no GPU reaches (declared, not linked, or linked only to other such
+        # switches) is a typo or a link left out: it carries nothing
+        lone = next((i for i, s in enumerate(switches) if s not in seen), None)
+        if lone is not None:
+            raise ValueError(
+                f"topology.switches.{lone}: the topology is disconnected: switch "
+                f"{switches[lone]!r} cannot reach gpu0 over topology.links; allowed: links "
+                "that join every switch to the GPUs, or no entry for an unused switch"
+            )
+        if self.topology.nvswitch_reduction and not any(
+            all(("nvlink", s) in kinds[g] for g in gpus) for s in switches
+        ):
+            raise ValueError(
+                "topology.nvswitch_reduction: true, but no switch of topology.switches has an "
+                "NVLink link to every GPU (an NVSwitch); allowed: false, or an NVSwitch in "
+                "topology.links that every GPU links to with kind: nvlink"
             )
         return self
 

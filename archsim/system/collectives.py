@@ -124,10 +124,13 @@ class _Fabric:
 
 def _fabric(cfg: SystemConfig) -> _Fabric:
     rings = find_rings(cfg)
-    bw = rings.bandwidth_bytes_per_s
+    channels = min(rings.count, cfg.nccl.max_channels)
+    # NCCL's nChannels x bwIntra: rings beyond max_channels carry nothing (one channel on a
+    # DGX H100's 18 NVLink rings moved 367 GB/s of busbw)
+    bw = channels * rings.ring_bandwidth_bytes_per_s
     if cfg.nodes > 1:
         bw = min(bw, cfg.nic.count * cfg.nic.nccl_bandwidth_bytes_per_s)
-    return _Fabric(cfg.gpus, cfg.nodes, rings, bw, min(rings.count, cfg.nccl.max_channels))
+    return _Fabric(cfg.gpus, cfg.nodes, rings, bw, channels)
 
 
 def _by_nodes(nodes: int, values: tuple[float, ...]) -> float:

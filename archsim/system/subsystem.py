@@ -64,7 +64,21 @@ def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
         if (link.a in keep or not link.a.startswith("gpu"))
         and (link.b in keep or not link.b.startswith("gpu"))
     ]
+    # switches only the other GPUs reach carry nothing here: the cut leaves them out (a switch
+    # no GPU reaches is refused as a disconnected topology)
+    adj: dict[str, list[str]] = {}
+    for link in links:
+        adj.setdefault(link.a, []).append(link.b)
+        adj.setdefault(link.b, []).append(link.a)
+    reach, todo = set(keep), list(keep)
+    while todo:
+        for other in adj.get(todo.pop(), []):
+            if other not in reach:
+                reach.add(other)
+                todo.append(other)
+    links = [link for link in links if link.a in reach]
     data = system.model_dump()
+    data["topology"]["switches"] = [s for s in system.topology.switches if s in reach]
     data["gpus_per_node"] = gpus
     data["nodes"] = 1
     data["step"]["gpus"] = None  # the cut system is the whole of what the step uses

@@ -121,38 +121,42 @@ PACK_STEPS = 5_000_000
 def _pack(cycles: list[tuple[int, ...]], cap: dict[tuple[int, int], int], limit: int) -> list:
     """Most cycles (repeats allowed) that fit the capacities: depth-first, stopping at
     ``limit`` (no packing exceeds it: each cycle takes one out-link and one in-link of every
-    GPU) or after :data:`PACK_STEPS` cycles examined (deterministic: the best found by then)."""
+    GPU) or after :data:`PACK_STEPS` cycles examined (deterministic: the best found by then).
+    The search keeps its own stack: a packing is as deep as its cycles, and two GPUs joined
+    by 1,024 links pack 1,024 (past Python's recursion limit)."""
+    cap = dict(cap)
     best: list[tuple[int, ...]] = []
     chosen: list[tuple[int, ...]] = []
+    frames = [0]  # per depth, the next cycle to try; chosen[d] was taken by frames[d]
     steps = 0
 
     def edges(c: tuple[int, ...]) -> list[tuple[int, int]]:
         return [(c[i], c[(i + 1) % len(c)]) for i in range(len(c))]
 
-    def search(start: int) -> bool:
-        nonlocal best, steps
+    while frames:
+        i = frames[-1]
+        if i >= len(cycles):  # this depth is done: give back the cycle that led to it
+            frames.pop()
+            if chosen:
+                for e in edges(chosen.pop()):
+                    cap[e] += 1
+                frames[-1] += 1
+            continue
+        steps += 1
+        if steps > PACK_STEPS:
+            break
+        es = edges(cycles[i])
+        if not all(cap[e] > 0 for e in es):
+            frames[-1] += 1
+            continue
+        for e in es:
+            cap[e] -= 1
+        chosen.append(cycles[i])
+        frames.append(i)  # the next cycle may repeat this one
         if len(chosen) > len(best):
             best = list(chosen)
             if len(best) == limit:
-                return True
-        for i in range(start, len(cycles)):
-            steps += 1
-            if steps > PACK_STEPS:
-                return True
-            es = edges(cycles[i])
-            if all(cap[e] > 0 for e in es):
-                for e in es:
-                    cap[e] -= 1
-                chosen.append(cycles[i])
-                done = search(i)
-                chosen.pop()
-                for e in es:
-                    cap[e] += 1
-                if done:
-                    return True
-        return False
-
-    search(0)
+                break
     return best
 
 
