@@ -149,7 +149,7 @@ def _missing(path: Path, kind: str) -> str:
         return f"a folder, and no {kind} preset has that name; allowed: a YAML file or a preset"
     if _stat_ok(path, "exists"):  # a FIFO or a device: reading would block or never end
         return f"not a regular file; allowed: a {kind} YAML file or a preset name"
-    return f"{kind} file not found"
+    return f"{kind} file not found; allowed: an existing {kind} YAML file, or a preset name"
 
 
 def _resolve(name_or_path: str | Path, kind: str) -> Path:

@@ -528,8 +528,9 @@ class SystemConfig(ArchsimModel):
     def _check_step_gpus(self) -> SystemConfig:
         g, per = self.step.gpus, self.gpus_per_node
         if g is not None and (g > self.gpus or (g > per and g % per)):
+            many = "" if self.gpus == 1 else "s"
             raise ValueError(
-                f"step.gpus is {g} but the system has {self.gpus} GPUs ({self.nodes} node(s) x "
-                f"{per}); allowed: 1 to {per}, or a multiple of {per} up to {self.gpus}"
+                f"step.gpus is {g} but the system has {self.gpus} GPU{many} ({self.nodes} "
+                f"node(s) x {per}); allowed: 1 to {per}, or a multiple of {per} up to {self.gpus}"
             )
         return self

@@ -35,6 +35,11 @@ def gpu_config(system: SystemConfig) -> GpuConfig:
     return gpu
 
 
+def _gpus(n: int) -> str:
+    """``1 GPU``, ``8 GPUs``."""
+    return f"{n} GPU{'' if n == 1 else 's'}"
+
+
 def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
     """``system`` cut to its first ``gpus`` GPUs: part of one node, or whole nodes."""
     gpus = integral(gpus)  # a NumPy integer from a sweep's frame
@@ -44,7 +49,7 @@ def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
         raise SimulationError(f"gpus={gpus!r}; allowed: an integer from 1 to {system.gpus}")
     if gpus > system.gpus:
         raise SimulationError(
-            f"{system.name} has {system.gpus} GPUs ({system.nodes} node(s) x "
+            f"{system.name} has {_gpus(system.gpus)} ({system.nodes} node(s) x "
             f"{system.gpus_per_node}); asked for {gpus}; allowed: 1 to {system.gpus} "
             "(more nodes: --set nodes=N)"
         )

@@ -179,3 +179,28 @@ def test_rings_beyond_max_channels_carry_nothing(system: str) -> None:
     assert 0.9 * nvlink / 1e9 < frame["busbw_gb_s"].iloc[0] <= nvlink / 1e9
     full = collective(cfg, "all_reduce", [1 << 30], algorithm="ring", protocol="Simple")
     assert full["busbw_gb_s"].iloc[0] > 2 * frame["busbw_gb_s"].iloc[0]  # the defaults: as before
+
+
+def test_a_missing_system_file_and_a_one_gpu_system_read_right(tmp_path) -> None:
+    """The helper's notes: "hardware file not found" said nothing of what is allowed, and a
+    one-GPU system "has 1 GPUs"."""
+    import archsim
+    from archsim.errors import ConfigError, SimulationError
+    from archsim.system.subsystem import subsystem
+
+    with pytest.raises(ConfigError) as info:
+        archsim.load_hardware(tmp_path / "missing.yaml")
+    assert str(info.value) == (
+        f"{tmp_path / 'missing.yaml'}: hardware file not found; allowed: an existing hardware "
+        "YAML file, or a preset name"
+    )
+    one = archsim.load_hardware("dgx_h100").with_overrides(
+        {
+            "gpus_per_node": 1,
+            "topology.links": [],
+            "topology.switches": [],
+            "topology.nvswitch_reduction": False,
+        }  # fmt: skip
+    )
+    with pytest.raises(SimulationError, match=r"has 1 GPU \(1 node\(s\) x 1\); asked for 2"):
+        subsystem(one, 2)
