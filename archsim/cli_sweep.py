@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.background import import_in_background
 from archsim.cli_args import integer
-from archsim.errors import ArchsimError, ConfigError, one_line, os_reason, shown_name
+from archsim.errors import ArchsimError, ConfigError, counted, one_line, os_reason, shown_name
 from archsim.limits import DEFAULT_MAX_POINTS
 
 if TYPE_CHECKING:  # pandas and the sweep engine load when a sweep runs, not for `--help`
@@ -474,11 +474,6 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(n: int, noun: str) -> str:
-    """``1 point``, ``2 points``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def _summary(out: Path, frame: pd.DataFrame, points: pd.DataFrame) -> None:
     """Print the counts and the Pareto front."""
     from archsim.explore import pareto
@@ -486,7 +481,7 @@ def _summary(out: Path, frame: pd.DataFrame, points: pd.DataFrame) -> None:
     c = frame.attrs["counts"]
     name = frame.attrs["name"]
     print(
-        f"sweep {name}: {_count(c['points'], 'point')} ({c['ran']} run, {c['resumed']} already "
+        f"sweep {name}: {counted(c['points'], 'point')} ({c['ran']} run, {c['resumed']} already "
         f"in {out}, {c['errors']} errors), {c['skipped']} skipped; {c['seconds']:.1f} s"
     )
     metrics = frame.attrs["metrics"]
@@ -496,7 +491,7 @@ def _summary(out: Path, frame: pd.DataFrame, points: pd.DataFrame) -> None:
     front = front.sort_values(list(metrics)[0], ascending=metrics[list(metrics)[0]] == "min")
     print(
         f"Pareto front over {', '.join(f'{s} {m}' for m, s in metrics.items())}: "
-        f"{_count(len(front), 'point')}"
+        f"{counted(len(front), 'point')}"
     )
     if len(front):
         print(format_points(front, list(frame.attrs["axes"]), list(metrics)))

@@ -14,6 +14,7 @@ __all__ = [
     "UnknownNameError",
     "check_choice",
     "check_count",
+    "counted",
     "is_count",
     "one_line",
     "os_reason",
@@ -36,6 +37,11 @@ def os_reason(exc: OSError) -> str:
     """Why ``exc`` failed, as a message says it: its strerror, or (pyarrow's and onnx's
     errors carry none) its text on one line."""
     return exc.strerror or one_line(exc)
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 point``, ``8 GPUs``: ``n`` and ``noun``, plural unless ``n`` is 1."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def shown_name(text: str) -> str:

@@ -7,7 +7,14 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-__all__ = ["LINE_BREAKING_CATEGORIES", "MAX_NAME_CHARS", "Name", "control_character", "fit_name"]
+__all__ = [
+    "LINE_BREAKING_CATEGORIES",
+    "MAX_NAME_CHARS",
+    "Name",
+    "control_character",
+    "fit_name",
+    "line_break_problem",
+]
 
 #: Unicode categories a name may not hold: control characters, line and paragraph separators
 #: (they break a line of a table, a CSV row or a one-line error)
@@ -36,12 +43,18 @@ def fit_name(text: str) -> str:
     return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "\u2026"
 
 
+def line_break_problem(text: str) -> str | None:
+    """What is wrong with ``text`` as one line of a table or message; None when nothing."""
+    bad = control_character(text)
+    if bad is None:
+        return None
+    return f"contains a control character ({bad}); allowed: one line of printable text"
+
+
 def _one_line(name: str) -> str:
-    bad = control_character(name)
-    if bad is not None:
-        raise ValueError(
-            f"contains a control character ({bad}); allowed: one line of printable text"
-        )
+    problem = line_break_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
     return name
 
 

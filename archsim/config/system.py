@@ -12,6 +12,7 @@ GPUs). NCCL's cost-model constants live in ``nccl`` (each field cites ``src/grap
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -25,6 +26,7 @@ from pydantic import (
 
 from archsim.config.base import ArchsimModel
 from archsim.config.names import Name
+from archsim.errors import counted
 
 __all__ = [
     "DdpConfig",
@@ -38,6 +40,7 @@ __all__ = [
     "SystemEnergyConfig",
     "TopologyConfig",
     "TrainingConfig",
+    "reachable",
 ]
 
 LinkKind = Literal["nvlink", "pcie", "qpi"]
@@ -397,6 +400,21 @@ class SystemEnergyConfig(ArchsimModel):
     nic_pj_per_bit: NonNegativeFloat = Field(description="Network (NIC + cable), pJ per bit.")
 
 
+def reachable(links: Iterable[LinkSpec], starts: Sequence[str]) -> set[str]:
+    """The ends (GPUs, switches) that ``starts`` reach over ``links``, ``starts`` included."""
+    adj: dict[str, list[str]] = {}
+    for link in links:
+        adj.setdefault(link.a, []).append(link.b)
+        adj.setdefault(link.b, []).append(link.a)
+    seen, todo = set(starts), deque(starts)
+    while todo:
+        for nxt in adj.get(todo.popleft(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
 class SystemConfig(ArchsimModel):
     """Nodes of identical GPUs with their links, NICs and NCCL/DDP settings."""
 
@@ -458,7 +476,6 @@ class SystemConfig(ArchsimModel):
                     f"topology.switches.{i}: {name!r} also names {what}; allowed: a name of its own"
                 )
             named[name] = i
-        adj: dict[str, set[str]] = {e: set() for e in ends}
         kinds: dict[str, set[tuple[str, str]]] = {e: set() for e in ends}  # (kind, other end)
         pairs: dict[frozenset[str], int] = {}
         for i, link in enumerate(self.topology.links):
@@ -486,15 +503,9 @@ class SystemConfig(ArchsimModel):
                     f"topology.links.{i}.kind: link kind {link.kind!r} has no entry in "
                     f"topology.link_kinds; defined: {have}"
                 )
-            adj[link.a].add(link.b)
-            adj[link.b].add(link.a)
             kinds[link.a].add((link.kind, link.b))
             kinds[link.b].add((link.kind, link.a))
-        seen, todo = {"gpu0"}, deque(["gpu0"])
-        while todo:
-            for nxt in adj[todo.popleft()] - seen:
-                seen.add(nxt)
-                todo.append(nxt)
+        seen = reachable(self.topology.links, ["gpu0"])
         cut = sorted(gpus - seen, key=lambda g: int(g[3:]))
         if cut:
             more = f" and {len(cut) - 8} more GPUs" if len(cut) > 8 else ""
@@ -528,9 +539,8 @@ class SystemConfig(ArchsimModel):
     def _check_step_gpus(self) -> SystemConfig:
         g, per = self.step.gpus, self.gpus_per_node
         if g is not None and (g > self.gpus or (g > per and g % per)):
-            many = "" if self.gpus == 1 else "s"
             raise ValueError(
-                f"step.gpus is {g} but the system has {self.gpus} GPU{many} ({self.nodes} "
+                f"step.gpus is {g} but the system has {counted(self.gpus, 'GPU')} ({self.nodes} "
                 f"node(s) x {per}); allowed: 1 to {per}, or a multiple of {per} up to {self.gpus}"
             )
         return self

@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from archsim.config.base import ArchsimModel
-from archsim.config.names import LINE_BREAKING_CATEGORIES, Name, control_character
+from archsim.config.names import LINE_BREAKING_CATEGORIES, Name, line_break_problem
 from archsim.errors import ConfigError, integral, is_count
 
 __all__ = [
@@ -74,11 +74,9 @@ class _NamedLayer(ArchsimModel):
     @classmethod
     def _one_line_name(cls, data: Any) -> Any:
         name = data.get("name") if isinstance(data, dict) else None
-        bad = control_character(name) if isinstance(name, str) else None
-        if bad is not None:
-            raise ValueError(
-                f"name: contains a control character ({bad}); allowed: one line of printable text"
-            )
+        problem = line_break_problem(name) if isinstance(name, str) else None
+        if problem is not None:
+            raise ValueError(f"name: {problem}")
         return data
 
 

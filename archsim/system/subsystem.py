@@ -7,8 +7,8 @@ from pydantic import ValidationError
 from archsim.config.gpu import GpuConfig
 from archsim.config.io import load_hardware
 from archsim.config.messages import validation_to_config_error
-from archsim.config.system import SystemConfig
-from archsim.errors import ConfigError, SimulationError, integral
+from archsim.config.system import SystemConfig, reachable
+from archsim.errors import ConfigError, SimulationError, counted, integral
 
 __all__ = ["gpu_config", "subsystem"]
 
@@ -35,11 +35,6 @@ def gpu_config(system: SystemConfig) -> GpuConfig:
     return gpu
 
 
-def _gpus(n: int) -> str:
-    """``1 GPU``, ``8 GPUs``."""
-    return f"{n} GPU{'' if n == 1 else 's'}"
-
-
 def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
     """``system`` cut to its first ``gpus`` GPUs: part of one node, or whole nodes."""
     gpus = integral(gpus)  # a NumPy integer from a sweep's frame
@@ -49,7 +44,7 @@ def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
         raise SimulationError(f"gpus={gpus!r}; allowed: an integer from 1 to {system.gpus}")
     if gpus > system.gpus:
         raise SimulationError(
-            f"{system.name} has {_gpus(system.gpus)} ({system.nodes} node(s) x "
+            f"{system.name} has {counted(system.gpus, 'GPU')} ({system.nodes} node(s) x "
             f"{system.gpus_per_node}); asked for {gpus}; allowed: 1 to {system.gpus} "
             "(more nodes: --set nodes=N)"
         )
@@ -71,16 +66,7 @@ def subsystem(system: SystemConfig, gpus: int | None) -> SystemConfig:
     ]
     # switches only the other GPUs reach carry nothing here: the cut leaves them out (a switch
     # no GPU reaches is refused as a disconnected topology)
-    adj: dict[str, list[str]] = {}
-    for link in links:
-        adj.setdefault(link.a, []).append(link.b)
-        adj.setdefault(link.b, []).append(link.a)
-    reach, todo = set(keep), list(keep)
-    while todo:
-        for other in adj.get(todo.pop(), []):
-            if other not in reach:
-                reach.add(other)
-                todo.append(other)
+    reach = reachable(links, sorted(keep))
     links = [link for link in links if link.a in reach]
     data = system.model_dump()
     data["topology"]["switches"] = [s for s in system.topology.switches if s in reach]

@@ -44,6 +44,12 @@ def _attrs(node: Any) -> dict[str, Any]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
+def _text(at: dict[str, Any], name: str, default: str) -> str:
+    """A string attribute (ONNX stores bytes) as text."""
+    value = at.get(name, default)
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
 def _const(g: OnnxGraph, name: str) -> ConstTensor | None:
     return g.consts.get(name) if name else None
 
@@ -212,8 +218,7 @@ def _check_conv(g: OnnxGraph, i: int, node: Any, a: dict, x: tuple, wshape: tupl
             f"{where}: kernel_shape {kernel} contradicts its {r}x{s} weight; allowed: "
             f"[{r}, {s}] or no kernel_shape"
         )
-    auto = a.get("auto_pad", b"NOTSET")
-    auto = auto.decode(errors="replace") if isinstance(auto, bytes) else str(auto)
+    auto = _text(a, "auto_pad", "NOTSET")
     auto = auto or "NOTSET"  # onnxruntime reads an empty auto_pad as NOTSET
     if auto not in _AUTO_PADS or (auto != "NOTSET" and "pads" in a):
         what = f"auto_pad {auto!r}" + (" with pads" if "pads" in a else "")
@@ -334,8 +339,7 @@ def _check_recurrent(
             f"{where}: input {bad} has shape {tuple(ranks[bad])}; allowed: 3 non-empty "
             "dimensions (X: sequence, batch, input; W, R: directions, gates x hidden, ...)"
         )
-    direction = at.get("direction", b"forward")
-    direction = direction.decode(errors="replace") if isinstance(direction, bytes) else direction
+    direction = _text(at, "direction", "forward")
     dirs = 2 if direction == "bidirectional" else 1
     hidden = int(at.get("hidden_size", rshape[2]))
     layout = int(at.get("layout", 0))
